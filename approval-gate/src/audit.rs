@@ -1,0 +1,607 @@
+//! The audit log: `audit.jsonl`, one JSON object per line, hash-chained.
+//!
+//! Each line ends with `"prev"` (the hash of the line before it, 64 zeros for the first) and
+//! `"hash"` (BLAKE3 of the line's own bytes up to, not including, `,"hash":`). Sequence
+//! numbers count lines from 1. A small fixed-size anchor file, `audit.head`, records the
+//! sequence number and hash of the last line written; it is also the lock that serialises
+//! appends from every process, so lines stay whole and the chain stays linear.
+//!
+//! The chain makes an edit, deletion, swap or duplication of any line visible at its
+//! position, and the anchor makes truncation of the tail visible. It is tamper-evident
+//! against accidents and careless edits, not against someone who can rewrite both files:
+//! see `docs/threat-model.md`.
+
+use std::fs::File;
+use std::io::{Read, Seek, SeekFrom, Write};
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use crate::error::Error;
+use crate::fs;
+use crate::id::RequestId;
+use crate::time::Timestamp;
+
+/// What an audit line records.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum AuditEvent {
+    /// A request was filed.
+    Requested,
+    /// A human approved a request.
+    Approved,
+    /// A request was denied.
+    Denied,
+    /// A human revoked an approval.
+    Revoked,
+    /// A pending request passed its expiry.
+    Expired,
+    /// An approval was consumed (the claim is durable).
+    Consumed,
+    /// A consume was refused (not approved, expired, binding mismatch, ...).
+    ConsumeRefused,
+    /// A consume of an approval that was already consumed: a replay.
+    ConsumeReplayed,
+    /// Trusted code is about to run the approved action.
+    ExecutionStarted,
+    /// Trusted code finished running the approved action.
+    ExecutionFinished,
+    /// A finished request was moved out of the live store.
+    Archived,
+}
+
+/// One parsed line of the audit log.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AuditRecord {
+    /// Position in the log, from 1.
+    pub seq: u64,
+    /// When the line was written.
+    pub ts: Timestamp,
+    /// What happened.
+    pub event: AuditEvent,
+    /// The request concerned.
+    pub id: RequestId,
+    /// Event-specific fields (reason, decided by, outcome, ...).
+    #[serde(flatten)]
+    pub details: Map<String, Value>,
+}
+
+/// The result of a successful [`verify`](crate::Gate::verify_audit).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct AuditSummary {
+    /// Lines in the log.
+    pub lines: u64,
+    /// Hash of the last line (64 hex characters; zeros for an empty log).
+    pub last_hash: String,
+}
+
+const GENESIS: &str = "0000000000000000000000000000000000000000000000000000000000000000";
+/// `,"hash":"` + 64 hex + `"}`
+const HASH_SUFFIX_LEN: usize = 9 + 64 + 2;
+/// `seq` (20 digits), space, hash (64), newline.
+const HEAD_LEN: usize = 20 + 1 + 64 + 1;
+/// No line we write comes close; anything longer is not ours.
+pub(crate) const MAX_LINE: usize = 256 * 1024;
+
+#[derive(Serialize)]
+struct LineOut<'a> {
+    seq: u64,
+    ts: Timestamp,
+    event: AuditEvent,
+    id: RequestId,
+    #[serde(flatten)]
+    details: &'a Map<String, Value>,
+    prev: &'a str,
+}
+
+#[derive(Deserialize)]
+struct LineIn {
+    seq: u64,
+    prev: String,
+    #[serde(flatten)]
+    rest: Map<String, Value>,
+}
+
+/// Paths of the log and its anchor.
+#[derive(Debug, Clone)]
+pub(crate) struct AuditLog {
+    log: PathBuf,
+    head: PathBuf,
+}
+
+/// The position a new line chains onto.
+struct Tail {
+    seq: u64,
+    hash: String,
+}
+
+impl AuditLog {
+    pub(crate) fn new(root: &Path) -> Self {
+        Self {
+            log: root.join("audit.jsonl"),
+            head: root.join("audit.head"),
+        }
+    }
+
+    /// Appends one event and fsyncs it before returning.
+    pub(crate) fn append(
+        &self,
+        ts: Timestamp,
+        event: AuditEvent,
+        id: RequestId,
+        details: &Map<String, Value>,
+    ) -> Result<u64, Error> {
+        let head_file = fs::open_lock(&self.head)?;
+        let mut lock = fd_lock::RwLock::new(head_file);
+        let guard = lock
+            .write()
+            .map_err(|e| Error::io("locking", &self.head, e))?;
+        let head = read_head(&guard, &self.head)?;
+        let mut log = fs::open_append(&self.log)?;
+        let tail = self.tail(&mut log, head.as_ref())?;
+
+        let seq = tail.seq + 1;
+        let body = serde_json::to_string(&LineOut {
+            seq,
+            ts,
+            event,
+            id,
+            details,
+            prev: &tail.hash,
+        })
+        .map_err(|e| Error::Corrupt {
+            path: self.log.clone(),
+            problem: format!("cannot encode audit line: {e}"),
+        })?;
+        let prefix = &body[..body.len() - 1];
+        let hash = blake3::hash(prefix.as_bytes()).to_hex();
+        let line = format!("{prefix},\"hash\":\"{hash}\"}}\n");
+        log.write_all(line.as_bytes())
+            .and_then(|()| log.sync_data())
+            .map_err(|e| Error::io("appending to", &self.log, e))?;
+        write_head(&guard, &self.head, seq, hash.as_str())?;
+        Ok(seq)
+    }
+
+    /// Finds the last complete line. A torn tail (bytes after the last newline) is the trace
+    /// of a crash during an append that never returned; it is cut off only when the anchor
+    /// proves it was never acknowledged.
+    fn tail(&self, log: &mut File, head: Option<&(u64, String)>) -> Result<Tail, Error> {
+        let len = log
+            .metadata()
+            .map_err(|e| Error::io("inspecting", &self.log, e))?
+            .len();
+        let (last, torn_from) = last_line(log, len, &self.log)?;
+        let tail = match &last {
+            None => Tail {
+                seq: 0,
+                hash: GENESIS.to_owned(),
+            },
+            Some(line) => {
+                let (seq, hash) = check_line_hash(line).map_err(|problem| Error::AuditBroken {
+                    line: head.map_or(0, |h| h.0),
+                    problem: format!("last line: {problem}; run `approval-gate audit verify`"),
+                })?;
+                Tail { seq, hash }
+            }
+        };
+        if let Some((head_seq, head_hash)) = head {
+            let consistent = *head_seq == tail.seq && *head_hash == tail.hash
+                // An append that crashed after its line but before the anchor.
+                || *head_seq + 1 == tail.seq;
+            if !consistent {
+                return Err(Error::AuditBroken {
+                    line: head_seq.min(&tail.seq) + 1,
+                    problem: format!(
+                        "the log ends at line {} but its anchor records line {head_seq}; run `approval-gate audit verify`",
+                        tail.seq
+                    ),
+                });
+            }
+        }
+        if let Some(offset) = torn_from {
+            log.set_len(offset)
+                .and_then(|()| log.sync_data())
+                .map_err(|e| Error::io("cutting a torn line from", &self.log, e))?;
+        }
+        Ok(tail)
+    }
+
+    /// Reads every line, checking the chain; the first problem is reported with its line.
+    pub(crate) fn verify(&self) -> Result<AuditSummary, Error> {
+        let head_file = fs::open_lock(&self.head)?;
+        let lock = fd_lock::RwLock::new(head_file);
+        let guard = lock
+            .read()
+            .map_err(|e| Error::io("locking", &self.head, e))?;
+        let head = read_head(&guard, &self.head)?;
+        let bytes = fs::read_bounded(&self.log, u64::MAX / 2)?.unwrap_or_default();
+        drop(guard);
+        let (records, summary) = parse_chain(&bytes)?;
+        drop(records);
+        if let Some((head_seq, head_hash)) = head {
+            if head_seq > summary.lines {
+                return Err(Error::AuditBroken {
+                    line: summary.lines + 1,
+                    problem: format!(
+                        "missing: the log ends at line {} but its anchor records line {head_seq} (truncated)",
+                        summary.lines
+                    ),
+                });
+            }
+            if head_seq + 1 < summary.lines {
+                return Err(Error::AuditBroken {
+                    line: head_seq + 2,
+                    problem: format!(
+                        "unanchored: the anchor records line {head_seq} but the log has {} lines",
+                        summary.lines
+                    ),
+                });
+            }
+            if head_seq > 0 {
+                let anchored = line_hash_at(&bytes, head_seq);
+                if anchored.as_deref() != Some(head_hash.as_str()) {
+                    return Err(Error::AuditBroken {
+                        line: head_seq,
+                        problem: "altered: the line does not match the hash in its anchor".into(),
+                    });
+                }
+            }
+        } else if summary.lines > 0 {
+            return Err(Error::AuditBroken {
+                line: 1,
+                problem: "unanchored: audit.head is missing or empty".into(),
+            });
+        }
+        Ok(summary)
+    }
+
+    /// Reads and parses every line, checking the chain.
+    pub(crate) fn records(&self) -> Result<Vec<AuditRecord>, Error> {
+        let bytes = fs::read_bounded(&self.log, u64::MAX / 2)?.unwrap_or_default();
+        parse_chain(&bytes).map(|(records, _)| records)
+    }
+}
+
+/// Parses the whole log, checking each line's hash, sequence number and link.
+pub(crate) fn parse_chain(bytes: &[u8]) -> Result<(Vec<AuditRecord>, AuditSummary), Error> {
+    let mut records = Vec::new();
+    let mut prev = GENESIS.to_owned();
+    let mut seq = 0u64;
+    let mut rest = bytes;
+    while !rest.is_empty() {
+        seq += 1;
+        let Some(end) = rest.iter().position(|&b| b == b'\n') else {
+            return Err(broken(
+                seq,
+                "incomplete: the last line has no newline (torn write)",
+            ));
+        };
+        let line =
+            std::str::from_utf8(&rest[..end]).map_err(|_| broken(seq, "altered: not UTF-8"))?;
+        rest = &rest[end + 1..];
+        let (line_seq, hash) = check_line_hash(line).map_err(|p| broken(seq, &p))?;
+        let parsed: LineIn = serde_json::from_str(line)
+            .map_err(|e| broken(seq, &format!("altered: not an audit record ({e})")))?;
+        if parsed.seq != line_seq {
+            return Err(broken(seq, "altered: two sequence numbers"));
+        }
+        if line_seq != seq {
+            let what = if line_seq < seq {
+                "duplicated or moved"
+            } else {
+                "missing: an earlier line was removed or moved"
+            };
+            return Err(broken(
+                seq,
+                &format!("{what} (found sequence number {line_seq})"),
+            ));
+        }
+        if parsed.prev != prev {
+            return Err(broken(
+                seq,
+                "broken link: the previous line was removed, replaced or moved",
+            ));
+        }
+        let mut details = parsed.rest;
+        details.remove("hash");
+        let record: AuditRecord = serde_json::from_value(Value::Object({
+            let mut m = details;
+            m.insert("seq".into(), Value::from(line_seq));
+            m
+        }))
+        .map_err(|e| broken(seq, &format!("altered: not an audit record ({e})")))?;
+        records.push(record);
+        prev = hash;
+    }
+    let lines = seq;
+    Ok((
+        records,
+        AuditSummary {
+            lines,
+            last_hash: prev,
+        },
+    ))
+}
+
+fn broken(line: u64, problem: &str) -> Error {
+    Error::AuditBroken {
+        line,
+        problem: problem.to_owned(),
+    }
+}
+
+/// Checks a line's own hash; returns its sequence number and hash.
+fn check_line_hash(line: &str) -> Result<(u64, String), String> {
+    if line.len() <= HASH_SUFFIX_LEN || !line.is_char_boundary(line.len() - HASH_SUFFIX_LEN) {
+        return Err("altered: too short to be an audit record".into());
+    }
+    let (prefix, suffix) = line.split_at(line.len() - HASH_SUFFIX_LEN);
+    let hash = suffix
+        .strip_prefix(",\"hash\":\"")
+        .and_then(|s| s.strip_suffix("\"}"))
+        .ok_or("altered: no hash at the end of the line")?;
+    if hash != blake3::hash(prefix.as_bytes()).to_hex().as_str() {
+        return Err("altered: the line does not match its own hash".into());
+    }
+    let seq = prefix
+        .strip_prefix("{\"seq\":")
+        .and_then(|s| s.split(',').next())
+        .and_then(|s| s.parse::<u64>().ok())
+        .ok_or("altered: no sequence number at the start of the line")?;
+    Ok((seq, hash.to_owned()))
+}
+
+fn line_hash_at(bytes: &[u8], seq: u64) -> Option<String> {
+    let index = usize::try_from(seq.checked_sub(1)?).ok()?;
+    let line = bytes.split(|&b| b == b'\n').nth(index)?;
+    check_line_hash(std::str::from_utf8(line).ok()?)
+        .ok()
+        .map(|(_, h)| h)
+}
+
+/// The last complete line and, if the file ends in a torn line, where that tail starts.
+fn last_line(
+    log: &mut File,
+    len: u64,
+    path: &Path,
+) -> Result<(Option<String>, Option<u64>), Error> {
+    if len == 0 {
+        return Ok((None, None));
+    }
+    let window = len.min(2 * MAX_LINE as u64);
+    let start = len - window;
+    let mut buf = vec![0u8; window as usize];
+    log.seek(SeekFrom::Start(start))
+        .and_then(|_| log.read_exact(&mut buf))
+        .map_err(|e| Error::io("reading", path, e))?;
+    let torn_from = if buf.last() == Some(&b'\n') {
+        None
+    } else {
+        let cut = buf.iter().rposition(|&b| b == b'\n').map_or(0, |p| p + 1);
+        buf.truncate(cut);
+        Some(start + cut as u64)
+    };
+    if buf.is_empty() {
+        return Ok((None, torn_from));
+    }
+    buf.pop();
+    let begin = buf.iter().rposition(|&b| b == b'\n').map_or(0, |p| p + 1);
+    if begin == 0 && start > 0 {
+        return Err(Error::AuditBroken {
+            line: 0,
+            problem: "last line is longer than any audit record".into(),
+        });
+    }
+    let line = String::from_utf8(buf.split_off(begin)).map_err(|_| Error::AuditBroken {
+        line: 0,
+        problem: "last line is not UTF-8".into(),
+    })?;
+    Ok((Some(line), torn_from))
+}
+
+fn read_head(file: &File, path: &Path) -> Result<Option<(u64, String)>, Error> {
+    let mut buf = [0u8; HEAD_LEN];
+    let n = file
+        .read_at(&mut buf, 0)
+        .map_err(|e| Error::io("reading", path, e))?;
+    if n == 0 {
+        return Ok(None);
+    }
+    let corrupt = || Error::AuditBroken {
+        line: 0,
+        problem: format!("anchor {} is not a valid head record", path.display()),
+    };
+    let text = std::str::from_utf8(&buf[..n]).map_err(|_| corrupt())?;
+    let (seq, hash) = text
+        .strip_suffix('\n')
+        .and_then(|t| t.split_once(' '))
+        .ok_or_else(corrupt)?;
+    let seq = seq.parse::<u64>().map_err(|_| corrupt())?;
+    if hash.len() != 64 || !hash.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return Err(corrupt());
+    }
+    Ok(Some((seq, hash.to_owned())))
+}
+
+fn write_head(file: &File, path: &Path, seq: u64, hash: &str) -> Result<(), Error> {
+    // Fixed length, one pwrite at offset 0, well inside one sector: never half old, half new.
+    let record = format!("{seq:020} {hash}\n");
+    debug_assert_eq!(record.len(), HEAD_LEN);
+    file.write_all_at(record.as_bytes(), 0)
+        .and_then(|()| file.sync_data())
+        .map_err(|e| Error::io("writing", path, e))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn log_with(n: u64) -> (tempfile::TempDir, AuditLog) {
+        let tmp = tempfile::tempdir().unwrap();
+        let audit = AuditLog::new(tmp.path());
+        let id = RequestId::parse("0123456789ab").unwrap();
+        for i in 0..n {
+            let mut details = Map::new();
+            details.insert("n".into(), Value::from(i));
+            audit
+                .append(
+                    Timestamp::from_unix_millis(1_000 + i.cast_signed()),
+                    AuditEvent::Requested,
+                    id,
+                    &details,
+                )
+                .unwrap();
+        }
+        (tmp, audit)
+    }
+
+    fn lines(audit: &AuditLog) -> Vec<String> {
+        std::fs::read_to_string(&audit.log)
+            .unwrap()
+            .lines()
+            .map(str::to_owned)
+            .collect()
+    }
+
+    fn rewrite(audit: &AuditLog, lines: &[String]) {
+        let mut text = lines.join("\n");
+        if !lines.is_empty() {
+            text.push('\n');
+        }
+        std::fs::write(&audit.log, text).unwrap();
+    }
+
+    fn broken_line(audit: &AuditLog) -> u64 {
+        match audit.verify() {
+            Err(Error::AuditBroken { line, .. }) => line,
+            other => panic!("expected a broken chain, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn appended_lines_chain_and_verify() {
+        let (_tmp, audit) = log_with(5);
+        let summary = audit.verify().unwrap();
+        assert_eq!(summary.lines, 5);
+        let records = audit.records().unwrap();
+        assert_eq!(records.len(), 5);
+        assert_eq!(records[3].seq, 4);
+        assert_eq!(records[3].details["n"], Value::from(3));
+        assert_eq!(records[0].event, AuditEvent::Requested);
+    }
+
+    #[test]
+    fn flipping_any_line_is_found_at_that_line() {
+        for target in 0..5 {
+            let (_tmp, audit) = log_with(5);
+            let mut all = lines(&audit);
+            all[target] = all[target].replacen("\"n\":", "\"m\":", 1);
+            rewrite(&audit, &all);
+            assert_eq!(broken_line(&audit), target as u64 + 1, "line {target}");
+        }
+    }
+
+    #[test]
+    fn deleting_any_line_is_found_at_its_position() {
+        for target in 0..5 {
+            let (_tmp, audit) = log_with(5);
+            let mut all = lines(&audit);
+            all.remove(target);
+            rewrite(&audit, &all);
+            assert_eq!(broken_line(&audit), target as u64 + 1, "line {target}");
+        }
+    }
+
+    #[test]
+    fn swapping_and_duplicating_lines_is_found() {
+        let (_tmp, audit) = log_with(5);
+        let mut all = lines(&audit);
+        all.swap(1, 2);
+        rewrite(&audit, &all);
+        assert_eq!(broken_line(&audit), 2);
+
+        let (_tmp, audit) = log_with(5);
+        let mut all = lines(&audit);
+        all.insert(3, all[2].clone());
+        rewrite(&audit, &all);
+        assert_eq!(broken_line(&audit), 4);
+
+        // Duplicating the last line looks like an append, but the anchor says otherwise.
+        let (_tmp, audit) = log_with(5);
+        let mut all = lines(&audit);
+        all.push(all[4].clone());
+        rewrite(&audit, &all);
+        assert_eq!(broken_line(&audit), 6);
+    }
+
+    #[test]
+    fn a_torn_unacknowledged_tail_is_cut_on_the_next_append() {
+        let (_tmp, audit) = log_with(3);
+        let mut text = std::fs::read(&audit.log).unwrap();
+        text.extend_from_slice(b"{\"seq\":4,\"ts\":");
+        std::fs::write(&audit.log, &text).unwrap();
+        assert_eq!(broken_line(&audit), 4);
+        let id = RequestId::parse("0123456789ab").unwrap();
+        audit
+            .append(
+                Timestamp::from_unix_millis(9),
+                AuditEvent::Approved,
+                id,
+                &Map::new(),
+            )
+            .unwrap();
+        assert_eq!(audit.verify().unwrap().lines, 4);
+    }
+
+    #[test]
+    fn appends_refuse_to_extend_a_truncated_log() {
+        let (_tmp, audit) = log_with(3);
+        let mut all = lines(&audit);
+        all.pop();
+        rewrite(&audit, &all);
+        let id = RequestId::parse("0123456789ab").unwrap();
+        let result = audit.append(
+            Timestamp::from_unix_millis(9),
+            AuditEvent::Approved,
+            id,
+            &Map::new(),
+        );
+        assert!(
+            matches!(result, Err(Error::AuditBroken { .. })),
+            "{result:?}"
+        );
+        assert_eq!(lines(&audit).len(), 2, "nothing appended to a broken log");
+    }
+
+    #[test]
+    fn concurrent_appends_from_threads_stay_whole_and_linear() {
+        let (_tmp, audit) = log_with(0);
+        let id = RequestId::parse("0123456789ab").unwrap();
+        std::thread::scope(|s| {
+            for t in 0..8 {
+                let audit = audit.clone();
+                s.spawn(move || {
+                    for i in 0..20 {
+                        let mut details = Map::new();
+                        details.insert("t".into(), Value::from(t));
+                        details.insert("pad".into(), Value::from("x".repeat(i * 100)));
+                        audit
+                            .append(
+                                Timestamp::from_unix_millis(1),
+                                AuditEvent::Requested,
+                                id,
+                                &details,
+                            )
+                            .unwrap();
+                    }
+                });
+            }
+        });
+        assert_eq!(audit.verify().unwrap().lines, 160);
+    }
+}

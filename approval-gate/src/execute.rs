@@ -1,0 +1,115 @@
+//! The trusted execution boundary: consume, record the start, re-check, run, record the end.
+
+use std::fmt::Display;
+use std::future::Future;
+
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+use crate::error::Error;
+use crate::grant::{Execution, Grant};
+use crate::id::RequestId;
+use crate::request::Binding;
+use crate::store::{ExecutionRecord, Gate};
+
+impl Gate {
+    /// Runs `f` exactly once for an approved request, and only then.
+    ///
+    /// In order: [`consume`](Gate::consume) (binding to the action text, operation and
+    /// payload); append `execution_started` and fsync it (if that fails, nothing runs);
+    /// check the expiry again; call `f` with an [`Execution`] holding the frozen approved
+    /// payload as `T` and the grant; append `execution_finished` with the outcome.
+    ///
+    /// Inside `f`, call [`Execution::assert_active`] immediately before the side effect. A
+    /// crash between the start and the finish leaves the outcome unknown; nothing is ever
+    /// retried. A panic in `f` is recorded as an unknown outcome and then resumes.
+    ///
+    /// ```
+    /// use approval_gate::{Binding, CanonicalPayload, Decision, Gate, NewRequest};
+    /// # let dir = tempfile::tempdir()?;
+    /// # let gate = Gate::open(dir.path().join("gate"))?;
+    /// # let payload = CanonicalPayload::from_json_text(r#"{"amount_cents":500}"#)?;
+    /// # let id = gate.request_approval(NewRequest::new("pay 5 EUR", "rent").operation("pay").payload(payload.clone()))?.request.id();
+    /// # gate.approve(id, &Decision::by("alice"))?;
+    /// let binding = Binding::new("pay 5 EUR").operation("pay").payload(payload);
+    /// let paid = gate.execute_approved(id, &binding, |run: approval_gate::Execution<serde_json::Value>| {
+    ///     run.assert_active()?;
+    ///     Ok::<_, approval_gate::Error>(run.payload()["amount_cents"].as_u64())
+    /// })?;
+    /// assert_eq!(paid, Some(500));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// Every refusal of [`consume`](Gate::consume), converted into `E`; an I/O error writing
+    /// `execution_started`; [`Error::ApprovalExpired`] if the approval expired by the time
+    /// the start was recorded; and whatever `f` returns.
+    pub fn execute_approved<T, R, E, F>(
+        &self,
+        id: RequestId,
+        binding: &Binding,
+        f: F,
+    ) -> Result<R, E>
+    where
+        T: DeserializeOwned + Serialize,
+        E: From<Error> + Display,
+        F: FnOnce(Execution<T>) -> Result<R, E>,
+    {
+        let (grant, record) = self.begin::<T>(id, binding)?;
+        let result = f(Execution::new(grant));
+        finish(record, &result);
+        result
+    }
+
+    /// The async form of [`execute_approved`](Gate::execute_approved).
+    ///
+    /// The file work (a few fsyncs) runs on the calling task; the future returned by `f` is
+    /// awaited in place. Dropping the returned future after the start was recorded records
+    /// an unknown outcome.
+    ///
+    /// # Errors
+    ///
+    /// As [`execute_approved`](Gate::execute_approved).
+    pub async fn execute_approved_async<T, R, E, F, Fut>(
+        &self,
+        id: RequestId,
+        binding: &Binding,
+        f: F,
+    ) -> Result<R, E>
+    where
+        T: DeserializeOwned + Serialize,
+        E: From<Error> + Display,
+        F: FnOnce(Execution<T>) -> Fut,
+        Fut: Future<Output = Result<R, E>>,
+    {
+        let (grant, record) = self.begin::<T>(id, binding)?;
+        let result = f(Execution::new(grant)).await;
+        finish(record, &result);
+        result
+    }
+
+    fn begin<T>(
+        &self,
+        id: RequestId,
+        binding: &Binding,
+    ) -> Result<(Grant<T>, ExecutionRecord), Error>
+    where
+        T: DeserializeOwned + Serialize,
+    {
+        let grant = self.consume::<T>(id, binding)?;
+        let record = self.start_execution(&grant)?;
+        if let Err(expired) = grant.assert_active() {
+            record.finish("not_run", Some(expired.to_string()));
+            return Err(expired);
+        }
+        Ok((grant, record))
+    }
+}
+
+fn finish<R, E: Display>(record: ExecutionRecord, result: &Result<R, E>) {
+    match result {
+        Ok(_) => record.finish("ok", None),
+        Err(error) => record.finish("error", Some(error.to_string())),
+    }
+}

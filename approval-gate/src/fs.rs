@@ -1,0 +1,390 @@
+//! Careful file operations: no symlinks followed, owner and mode checked, every durable write
+//! made crash-safe.
+//!
+//! Every path the store touches goes through this module, so the rules live in one place:
+//! - opens use `O_NOFOLLOW`, and what was opened is checked with `fstat` (regular file, owned by
+//!   the effective user, not writable by group or others);
+//! - files are created `0600` and directories `0700` whatever the umask;
+//! - a replacement is written to a temporary file in the same directory, fsynced, renamed over
+//!   the target, and the directory is fsynced;
+//! - an exclusive create (`O_CREAT | O_EXCL`) is fsynced together with its directory before
+//!   it counts.
+
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, Read, Write};
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
+use std::path::Path;
+
+use rustix::fs::OFlags;
+
+use crate::error::Error;
+
+const FILE_MODE: u32 = 0o600;
+const DIR_MODE: u32 = 0o700;
+
+fn nofollow() -> i32 {
+    OFlags::NOFOLLOW.bits().cast_signed()
+}
+
+fn is_symlink_error(error: &io::Error) -> bool {
+    error.raw_os_error() == Some(rustix::io::Errno::LOOP.raw_os_error())
+}
+
+fn unsafe_state(path: &Path, problem: impl Into<String>) -> Error {
+    Error::UnsafeState {
+        path: path.to_path_buf(),
+        problem: problem.into(),
+    }
+}
+
+fn map_open_error(op: &'static str, path: &Path, error: io::Error) -> Error {
+    if is_symlink_error(&error) {
+        unsafe_state(path, "it is a symbolic link")
+    } else {
+        Error::io(op, path, error)
+    }
+}
+
+/// Checks ownership and mode of something already opened or `lstat`ed.
+fn check_metadata(path: &Path, meta: &fs::Metadata, want_dir: bool) -> Result<(), Error> {
+    let kind = meta.file_type();
+    if kind.is_symlink() {
+        return Err(unsafe_state(path, "it is a symbolic link"));
+    }
+    if want_dir && !kind.is_dir() {
+        return Err(unsafe_state(path, "it is not a directory"));
+    }
+    if !want_dir && !kind.is_file() {
+        return Err(unsafe_state(path, "it is not a regular file"));
+    }
+    let euid = rustix::process::geteuid().as_raw();
+    if meta.uid() != euid {
+        return Err(unsafe_state(
+            path,
+            format!(
+                "it is owned by uid {}, not by this user (uid {euid})",
+                meta.uid()
+            ),
+        ));
+    }
+    if meta.mode() & 0o022 != 0 {
+        return Err(unsafe_state(
+            path,
+            format!(
+                "it is writable by group or others (mode {:o}); run chmod go-w on it",
+                meta.mode() & 0o7777
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// Makes sure `path` is a safe state directory, creating it `0700` if it does not exist.
+pub(crate) fn ensure_dir(path: &Path) -> Result<(), Error> {
+    match fs::symlink_metadata(path) {
+        Ok(meta) => check_metadata(path, &meta, true),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+            match fs::DirBuilder::new().mode(DIR_MODE).create(path) {
+                Ok(()) => {}
+                // Another process created it first; check what it made.
+                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
+                Err(e) => return Err(Error::io("creating directory", path, e)),
+            }
+            let meta = fs::symlink_metadata(path).map_err(|e| Error::io("inspecting", path, e))?;
+            check_metadata(path, &meta, true)?;
+            // The umask may have removed bits we need, or left ones we don't want.
+            fs::set_permissions(path, fs::Permissions::from_mode(DIR_MODE))
+                .map_err(|e| Error::io("setting permissions of", path, e))?;
+            if let Some(parent) = path.parent() {
+                sync_dir(parent)?;
+            }
+            Ok(())
+        }
+        Err(e) => Err(Error::io("inspecting", path, e)),
+    }
+}
+
+/// Opens an existing state file for reading; `None` if it does not exist.
+pub(crate) fn open_existing(path: &Path) -> Result<Option<File>, Error> {
+    match OpenOptions::new()
+        .read(true)
+        .custom_flags(nofollow())
+        .open(path)
+    {
+        Ok(file) => {
+            let meta = file
+                .metadata()
+                .map_err(|e| Error::io("inspecting", path, e))?;
+            check_metadata(path, &meta, false)?;
+            Ok(Some(file))
+        }
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(map_open_error("opening", path, e)),
+    }
+}
+
+/// Reads a whole state file of at most `limit` bytes; `None` if it does not exist.
+pub(crate) fn read_bounded(path: &Path, limit: u64) -> Result<Option<Vec<u8>>, Error> {
+    let Some(file) = open_existing(path)? else {
+        return Ok(None);
+    };
+    let mut bytes = Vec::new();
+    file.take(limit + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| Error::io("reading", path, e))?;
+    if bytes.len() as u64 > limit {
+        return Err(Error::Corrupt {
+            path: path.to_path_buf(),
+            problem: format!("larger than {limit} bytes"),
+        });
+    }
+    Ok(Some(bytes))
+}
+
+/// Whether something exists at `path`, without following a symlink there. A symlink is an
+/// error: no state path is ever a link.
+pub(crate) fn exists(path: &Path) -> Result<bool, Error> {
+    match fs::symlink_metadata(path) {
+        Ok(meta) if meta.file_type().is_symlink() => {
+            Err(unsafe_state(path, "it is a symbolic link"))
+        }
+        Ok(_) => Ok(true),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(false),
+        Err(e) => Err(Error::io("inspecting", path, e)),
+    }
+}
+
+fn create_new(path: &Path) -> Result<File, io::Error> {
+    let file = OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(FILE_MODE)
+        .custom_flags(nofollow())
+        .open(path)?;
+    file.set_permissions(fs::Permissions::from_mode(FILE_MODE))?;
+    Ok(file)
+}
+
+/// Creates `path` exclusively with `bytes`, then fsyncs it and its directory.
+///
+/// Returns `false` (and writes nothing) if anything already exists at `path`, including a
+/// dangling symlink: `O_EXCL` never follows one.
+pub(crate) fn create_exclusive(path: &Path, bytes: &[u8]) -> Result<bool, Error> {
+    let mut file = match create_new(path) {
+        Ok(file) => file,
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => return Ok(false),
+        Err(e) => return Err(map_open_error("creating", path, e)),
+    };
+    // Once the name exists the claim is made; the content is only informative. Sync both so
+    // that the claim survives a crash before anything that depends on it happens.
+    let written = file.write_all(bytes).and_then(|()| file.sync_all());
+    let synced = sync_parent(path);
+    written.map_err(|e| Error::io("writing", path, e))?;
+    synced?;
+    Ok(true)
+}
+
+/// Replaces `path` with `bytes` atomically and durably: temp file, fsync, rename, fsync of the
+/// directory.
+pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), Error> {
+    let dir = parent(path)?;
+    let name = path
+        .file_name()
+        .map_or_else(String::new, |n| n.to_string_lossy().into_owned());
+    let mut suffix = [0u8; 8];
+    getrandom::fill(&mut suffix).map_err(|e| Error::Random(e.to_string()))?;
+    let tmp = dir.join(format!(".{name}.tmp-{:016x}", u64::from_le_bytes(suffix)));
+    let result = (|| {
+        let mut file = create_new(&tmp).map_err(|e| map_open_error("creating", &tmp, e))?;
+        file.write_all(bytes)
+            .and_then(|()| file.sync_all())
+            .map_err(|e| Error::io("writing", &tmp, e))?;
+        // rename(2) replaces a symlink at `path` itself rather than writing through it.
+        fs::rename(&tmp, path).map_err(|e| Error::io("renaming into place", path, e))
+    })();
+    if result.is_err() {
+        let _ = fs::remove_file(&tmp);
+    }
+    result?;
+    sync_dir(dir)
+}
+
+/// Opens (creating if needed) a lock file. Lock files are never renamed over or replaced, so
+/// every process that locks one locks the same inode.
+pub(crate) fn open_lock(path: &Path) -> Result<File, Error> {
+    open_rw(path, false)
+}
+
+/// Opens (creating if needed) a file for appending.
+pub(crate) fn open_append(path: &Path) -> Result<File, Error> {
+    open_rw(path, true)
+}
+
+fn open_rw(path: &Path, append: bool) -> Result<File, Error> {
+    let mut options = OpenOptions::new();
+    options
+        .read(true)
+        .create(true)
+        .mode(FILE_MODE)
+        .custom_flags(nofollow());
+    if append {
+        options.append(true);
+    } else {
+        options.write(true);
+    }
+    let file = options
+        .open(path)
+        .map_err(|e| map_open_error("opening", path, e))?;
+    let meta = file
+        .metadata()
+        .map_err(|e| Error::io("inspecting", path, e))?;
+    check_metadata(path, &meta, false)?;
+    Ok(file)
+}
+
+/// Removes a file if it exists (no error if it is already gone).
+pub(crate) fn remove_if_exists(path: &Path) -> Result<(), Error> {
+    match fs::remove_file(path) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(Error::io("removing", path, e)),
+    }
+}
+
+/// Renames `from` to `to` and fsyncs both directories.
+pub(crate) fn rename_durable(from: &Path, to: &Path) -> Result<(), Error> {
+    fs::rename(from, to).map_err(|e| Error::io("moving", from, e))?;
+    sync_parent(to)?;
+    sync_parent(from)
+}
+
+fn parent(path: &Path) -> Result<&Path, Error> {
+    path.parent()
+        .ok_or_else(|| unsafe_state(path, "it has no parent directory"))
+}
+
+fn sync_parent(path: &Path) -> Result<(), Error> {
+    sync_dir(parent(path)?)
+}
+
+/// fsyncs a directory so that entries created, renamed or removed in it are durable.
+pub(crate) fn sync_dir(dir: &Path) -> Result<(), Error> {
+    let handle = OpenOptions::new()
+        .read(true)
+        .custom_flags(nofollow() | OFlags::DIRECTORY.bits().cast_signed())
+        .open(dir)
+        .map_err(|e| map_open_error("opening directory", dir, e))?;
+    handle
+        .sync_all()
+        .map_err(|e| Error::io("syncing directory", dir, e))
+}
+
+/// The names in a state directory, skipping temporary files.
+pub(crate) fn list_names(dir: &Path) -> Result<Vec<String>, Error> {
+    let entries = fs::read_dir(dir).map_err(|e| Error::io("listing", dir, e))?;
+    let mut names = Vec::new();
+    for entry in entries {
+        let entry = entry.map_err(|e| Error::io("listing", dir, e))?;
+        if let Some(name) = entry.file_name().to_str()
+            && !name.starts_with('.')
+        {
+            names.push(name.to_owned());
+        }
+    }
+    Ok(names)
+}
+
+/// Counts the entries of a directory (without reading any file).
+pub(crate) fn count_entries(dir: &Path) -> Result<usize, Error> {
+    Ok(list_names(dir)?.len())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::symlink;
+
+    #[test]
+    fn created_files_and_dirs_have_private_modes() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("state");
+        ensure_dir(&dir).unwrap();
+        assert_eq!(fs::metadata(&dir).unwrap().mode() & 0o777, 0o700);
+        let file = dir.join("f");
+        write_atomic(&file, b"x").unwrap();
+        assert_eq!(fs::metadata(&file).unwrap().mode() & 0o777, 0o600);
+        assert!(create_exclusive(&dir.join("c"), b"").unwrap());
+        assert!(!create_exclusive(&dir.join("c"), b"").unwrap());
+        assert_eq!(fs::metadata(dir.join("c")).unwrap().mode() & 0o777, 0o600);
+    }
+
+    #[test]
+    fn symlinks_are_refused_everywhere() {
+        let tmp = tempfile::tempdir().unwrap();
+        let real = tmp.path().join("real");
+        ensure_dir(&real).unwrap();
+        fs::write(real.join("target"), b"secret").unwrap();
+        let link_dir = tmp.path().join("link");
+        symlink(&real, &link_dir).unwrap();
+        assert!(matches!(
+            ensure_dir(&link_dir),
+            Err(Error::UnsafeState { .. })
+        ));
+
+        let link_file = real.join("file-link");
+        symlink(real.join("target"), &link_file).unwrap();
+        assert!(matches!(
+            open_existing(&link_file),
+            Err(Error::UnsafeState { .. })
+        ));
+        assert!(matches!(
+            open_lock(&link_file),
+            Err(Error::UnsafeState { .. })
+        ));
+        assert!(matches!(
+            open_append(&link_file),
+            Err(Error::UnsafeState { .. })
+        ));
+        assert!(matches!(exists(&link_file), Err(Error::UnsafeState { .. })));
+        // An exclusive create never writes through a link, dangling or not.
+        assert!(!create_exclusive(&link_file, b"claim").unwrap());
+        let dangling = real.join("dangling");
+        symlink(tmp.path().join("nowhere"), &dangling).unwrap();
+        assert!(!create_exclusive(&dangling, b"claim").unwrap());
+        assert!(!tmp.path().join("nowhere").exists());
+        assert_eq!(fs::read(real.join("target")).unwrap(), b"secret");
+    }
+
+    #[test]
+    fn writable_by_others_is_refused() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("state");
+        ensure_dir(&dir).unwrap();
+        let file = dir.join("f");
+        write_atomic(&file, b"x").unwrap();
+        fs::set_permissions(&file, fs::Permissions::from_mode(0o666)).unwrap();
+        assert!(matches!(
+            open_existing(&file),
+            Err(Error::UnsafeState { .. })
+        ));
+        fs::set_permissions(&dir, fs::Permissions::from_mode(0o777)).unwrap();
+        assert!(matches!(ensure_dir(&dir), Err(Error::UnsafeState { .. })));
+    }
+
+    #[test]
+    fn bounded_read_refuses_oversized_files() {
+        let tmp = tempfile::tempdir().unwrap();
+        let file = tmp.path().join("f");
+        write_atomic(&file, &[b'a'; 11]).unwrap();
+        assert!(read_bounded(&file, 11).unwrap().is_some());
+        assert!(matches!(
+            read_bounded(&file, 10),
+            Err(Error::Corrupt { .. })
+        ));
+        assert!(
+            read_bounded(&tmp.path().join("missing"), 10)
+                .unwrap()
+                .is_none()
+        );
+    }
+}

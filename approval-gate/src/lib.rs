@@ -1,0 +1,76 @@
+//! Make an agent's consequential actions wait for a human decision that is bound to the exact
+//! operation and payload, expires, and can be used once.
+//!
+//! An agent (possibly prompt-injected) may *ask*. Only a human, out of band, may *decide*.
+//! Only trusted executor code may *act*, and it acts only through a successful
+//! [`consume`](Gate::consume) of an approved request, bound to the exact action text,
+//! operation and canonical payload the human saw. Pending, approved-but-not-consumed, denied,
+//! expired, revoked, timed out, any error: all of them mean **no**.
+//!
+//! ```
+//! use approval_gate::{Binding, Decision, Error, Execution, Gate, NewRequest, CanonicalPayload};
+//! use serde::{Deserialize, Serialize};
+//!
+//! #[derive(Serialize, Deserialize)]
+//! struct Email { to: String, subject: String }
+//!
+//! # let dir = tempfile::tempdir()?;
+//! let gate = Gate::open(dir.path().join("approvals"))?;
+//!
+//! // The agent asks...
+//! let email = Email { to: "alice@example.com".into(), subject: "Invoice 1042".into() };
+//! let action = "send email to alice@example.com, subject: Invoice 1042";
+//! let ask = NewRequest::new(action, "the invoice is due")
+//!     .operation("smtp.send")
+//!     .payload(CanonicalPayload::from_serialize(&email)?);
+//! let id = gate.request_approval(ask)?.request.id();
+//!
+//! // ...a human decides, in their own terminal (`approval-gate approve <id>`)...
+//! gate.approve(id, &Decision::by("alice").reason("looks right"))?;
+//!
+//! // ...and trusted code acts, exactly once, on exactly what was approved.
+//! let binding = Binding::new(action).operation("smtp.send").payload_of(&email)?;
+//! let sent_to = gate.execute_approved(id, &binding, |run: Execution<Email>| {
+//!     run.assert_active()?; // re-check expiry immediately before the side effect
+//!     Ok::<_, Error>(run.payload().to.clone()) // smtp.send(run.payload()) goes here
+//! })?;
+//! assert_eq!(sent_to, "alice@example.com");
+//!
+//! // A second attempt is a replay, refused and audited.
+//! let again = gate.execute_approved(id, &binding, |_: Execution<Email>| Ok::<_, Error>(()));
+//! assert!(matches!(again, Err(Error::AlreadyConsumed(_))));
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! The gate never executes anything itself, and it is not a boundary against processes
+//! running as the same OS user: see `docs/threat-model.md`. The states and their transitions
+//! are in `docs/authorization-states.md`.
+
+mod audit;
+mod error;
+mod execute;
+mod fs;
+mod grant;
+mod id;
+mod payload;
+mod request;
+mod store;
+mod time;
+
+pub use audit::{AuditEvent, AuditRecord, AuditSummary};
+pub use error::Error;
+pub use grant::{Execution, Grant};
+pub use id::RequestId;
+pub use payload::{
+    CanonicalPayload, MAX_PAYLOAD_BYTES, MAX_PAYLOAD_DEPTH, MAX_SAFE_INTEGER, PayloadDigest,
+    PayloadError,
+};
+pub use request::{
+    Binding, DEFAULT_TTL, Decision, EffectiveStatus, MAX_ACTION_BYTES, MAX_NAME_BYTES,
+    MAX_OPERATION_BYTES, MAX_REASON_BYTES, MAX_TTL, MIN_TTL, NewRequest, Request, Status,
+    StatusReport, os_user,
+};
+pub use store::{
+    Gate, GateBuilder, Limits, ListFilter, MAX_PAGE, MIN_ARCHIVE_AGE_DAYS, Page, Submitted,
+};
+pub use time::{Clock, ManualClock, SystemClock, Timestamp};
