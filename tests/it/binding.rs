@@ -1,0 +1,176 @@
+//! The binding: action text, operation and canonical payload must all match, or nothing is
+//! spent.
+
+use approval_gate::{AuditEvent, CanonicalPayload, Error};
+use approval_gate_tests::{Fixture, binding};
+
+const ACTION: &str = "send email to alice@example.com, subject: Invoice 1042";
+const OP: &str = "smtp.send";
+const PAYLOAD: &str = r#"{"to":"alice@example.com","subject":"Invoice 1042","amount":1,"body":"caf\u00e9","tags":["a","b"],"meta":{"retry":false}}"#;
+
+fn refused(
+    fx: &Fixture,
+    id: approval_gate::RequestId,
+    action: &str,
+    op: Option<&str>,
+    payload: Option<&str>,
+) -> Error {
+    fx.gate
+        .consume::<serde_json::Value>(id, &binding(action, op, payload))
+        .expect_err("must be refused")
+}
+
+#[test]
+fn any_change_to_action_operation_or_payload_refuses_without_spending() {
+    let fx = Fixture::new();
+    let id = fx.approved(ACTION, Some(OP), Some(PAYLOAD));
+
+    let action_changes = [
+        "send email to alice@example.com, subject: Invoice 1043",
+        "send email to alice@example.com, subject: Invoice 1042 ",
+        "Send email to alice@example.com, subject: Invoice 1042",
+        "send email to alice@example.com,\u{200b} subject: Invoice 1042",
+    ];
+    for action in action_changes {
+        assert!(
+            matches!(
+                refused(&fx, id, action, Some(OP), Some(PAYLOAD)),
+                Error::ActionMismatch(_)
+            ),
+            "{action:?}"
+        );
+    }
+    for op in [None, Some("smtp.sendx"), Some("SMTP.send")] {
+        assert!(
+            matches!(
+                refused(&fx, id, ACTION, op, Some(PAYLOAD)),
+                Error::OperationMismatch { .. }
+            ),
+            "{op:?}"
+        );
+    }
+    let payload_changes = [
+        // one field's value
+        r#"{"to":"mallory@example.com","subject":"Invoice 1042","amount":1,"body":"caf\u00e9","tags":["a","b"],"meta":{"retry":false}}"#,
+        // integer vs another integer
+        r#"{"to":"alice@example.com","subject":"Invoice 1042","amount":2,"body":"caf\u00e9","tags":["a","b"],"meta":{"retry":false}}"#,
+        // a key renamed
+        r#"{"recipient":"alice@example.com","subject":"Invoice 1042","amount":1,"body":"caf\u00e9","tags":["a","b"],"meta":{"retry":false}}"#,
+        // NFD instead of NFC
+        r#"{"to":"alice@example.com","subject":"Invoice 1042","amount":1,"body":"cafe\u0301","tags":["a","b"],"meta":{"retry":false}}"#,
+        // array order
+        r#"{"to":"alice@example.com","subject":"Invoice 1042","amount":1,"body":"caf\u00e9","tags":["b","a"],"meta":{"retry":false}}"#,
+        // nested value
+        r#"{"to":"alice@example.com","subject":"Invoice 1042","amount":1,"body":"caf\u00e9","tags":["a","b"],"meta":{"retry":true}}"#,
+        // a field added
+        r#"{"to":"alice@example.com","subject":"Invoice 1042","amount":1,"body":"caf\u00e9","tags":["a","b"],"meta":{"retry":false},"bcc":"eve@example.com"}"#,
+        // a field removed
+        r#"{"to":"alice@example.com","subject":"Invoice 1042","amount":1,"body":"caf\u00e9","tags":["a","b"]}"#,
+        // a string that looks like the number
+        r#"{"to":"alice@example.com","subject":"Invoice 1042","amount":"1","body":"caf\u00e9","tags":["a","b"],"meta":{"retry":false}}"#,
+    ];
+    for payload in payload_changes {
+        assert!(
+            matches!(
+                refused(&fx, id, ACTION, Some(OP), Some(payload)),
+                Error::PayloadMismatch { .. }
+            ),
+            "{payload}"
+        );
+    }
+    // No payload at all is a mismatch too.
+    assert!(matches!(
+        refused(&fx, id, ACTION, Some(OP), None),
+        Error::PayloadMismatch { .. }
+    ));
+    // `1.0` for `1` cannot even be expressed: canonical JSON would erase the difference.
+    let one_point_oh = PAYLOAD.replace("\"amount\":1,", "\"amount\":1.0,");
+    assert!(CanonicalPayload::from_json_text(&one_point_oh).is_err());
+
+    // None of this spent the approval, and all of it was audited.
+    let refusals = fx
+        .gate
+        .audit_records()
+        .unwrap()
+        .iter()
+        .filter(|r| r.event == AuditEvent::ConsumeRefused && r.id == id)
+        .count();
+    assert_eq!(
+        refusals,
+        action_changes.len() + 3 + payload_changes.len() + 1
+    );
+    let grant = fx
+        .gate
+        .consume::<serde_json::Value>(id, &binding(ACTION, Some(OP), Some(PAYLOAD)))
+        .expect("the exact binding still works");
+    assert_eq!(grant.payload()["to"], "alice@example.com");
+}
+
+#[test]
+fn key_order_and_whitespace_do_not_matter() {
+    let fx = Fixture::new();
+    let id = fx.approved(ACTION, Some(OP), Some(PAYLOAD));
+    let reordered = r#"  {
+        "meta": { "retry": false },
+        "tags": [ "a", "b" ],
+        "body": "café",
+        "amount": 1,
+        "subject": "Invoice 1042",
+        "to": "alice@example.com"
+    }  "#;
+    let grant = fx
+        .gate
+        .consume::<serde_json::Value>(id, &binding(ACTION, Some(OP), Some(reordered)))
+        .expect("same canonical payload");
+    assert_eq!(grant.payload()["amount"], 1);
+}
+
+#[test]
+fn a_request_without_operation_or_payload_refuses_bindings_that_add_them() {
+    let fx = Fixture::new();
+    let id = fx.approved("restart the web server", None, None);
+    assert!(matches!(
+        fx.gate.consume::<()>(
+            id,
+            &binding("restart the web server", Some("svc.restart"), None)
+        ),
+        Err(Error::OperationMismatch { .. })
+    ));
+    assert!(matches!(
+        fx.gate
+            .consume::<()>(id, &binding("restart the web server", None, Some("{}"))),
+        Err(Error::PayloadMismatch { .. })
+    ));
+    let _grant = fx
+        .gate
+        .consume::<()>(id, &binding("restart the web server", None, None))
+        .expect("exact binding");
+}
+
+#[test]
+fn a_lossy_executor_type_is_refused_before_anything_is_spent() {
+    #[derive(serde::Serialize, serde::Deserialize)]
+    struct OnlyTo {
+        to: String,
+    }
+    #[derive(serde::Serialize, serde::Deserialize)]
+    struct Exact {
+        to: String,
+        subject: String,
+    }
+    let fx = Fixture::new();
+    let payload = r#"{"to":"a@example.com","subject":"hi"}"#;
+    let id = fx.approved("mail", Some(OP), Some(payload));
+    let result = fx
+        .gate
+        .consume::<OnlyTo>(id, &binding("mail", Some(OP), Some(payload)));
+    assert!(
+        matches!(result, Err(Error::PayloadType { .. })),
+        "dropping `subject` would run less than was approved"
+    );
+    let grant = fx
+        .gate
+        .consume::<Exact>(id, &binding("mail", Some(OP), Some(payload)))
+        .expect("faithful type");
+    assert_eq!(grant.payload().subject, "hi");
+}

@@ -1,0 +1,255 @@
+//! `execute_approved`: the closure runs once, on the frozen approved payload, with the
+//! start and finish on the record.
+
+use std::cell::Cell;
+use std::time::Duration;
+
+use approval_gate::{AuditEvent, Binding, Error, Execution, Grant};
+use approval_gate_tests::{Fixture, binding};
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+struct Mail {
+    to: String,
+    subject: String,
+    cents: u64,
+}
+
+fn mail() -> Mail {
+    Mail {
+        to: "alice@example.com".into(),
+        subject: "Invoice 1042".into(),
+        cents: 12_500,
+    }
+}
+
+const ACTION: &str = "send invoice 1042 to alice";
+
+fn approved_mail(fx: &Fixture) -> approval_gate::RequestId {
+    let payload = serde_json::to_string(&mail()).unwrap();
+    fx.approved(ACTION, Some("smtp.send"), Some(&payload))
+}
+
+fn mail_binding(m: &Mail) -> Binding {
+    Binding::new(ACTION)
+        .operation("smtp.send")
+        .payload_of(m)
+        .unwrap()
+}
+
+/// A lower-level side effect that demands proof of an approved execution.
+fn send(grant: &Grant<Mail>, outbox: &mut Vec<Mail>) {
+    outbox.push(grant.payload().clone());
+}
+
+#[test]
+fn runs_once_with_the_frozen_payload_and_records_start_and_finish() {
+    let fx = Fixture::new();
+    let id = approved_mail(&fx);
+    let mut outbox = Vec::new();
+    let mut mine = mail();
+    let binding = mail_binding(&mine);
+    // The caller's copy changing afterwards does not change what runs.
+    mine.to = "mallory@example.com".into();
+    fx.gate
+        .execute_approved(id, &binding, |run: Execution<Mail>| {
+            run.assert_active()?;
+            send(run.grant(), &mut outbox);
+            Ok::<_, Error>(())
+        })
+        .unwrap();
+    assert_eq!(outbox, vec![mail()]);
+
+    let again = fx
+        .gate
+        .execute_approved(id, &binding, |run: Execution<Mail>| {
+            send(run.grant(), &mut outbox);
+            Ok::<_, Error>(())
+        });
+    assert!(matches!(again, Err(Error::AlreadyConsumed(_))));
+    assert_eq!(outbox.len(), 1, "ran twice");
+
+    let events: Vec<_> = fx
+        .gate
+        .audit_records()
+        .unwrap()
+        .into_iter()
+        .filter(|r| r.id == id)
+        .map(|r| (r.event, r.details.get("outcome").cloned()))
+        .collect();
+    assert_eq!(
+        events,
+        vec![
+            (AuditEvent::Requested, None),
+            (AuditEvent::Approved, None),
+            (AuditEvent::Consumed, None),
+            (AuditEvent::ExecutionStarted, None),
+            (AuditEvent::ExecutionFinished, Some("ok".into())),
+            (AuditEvent::ConsumeReplayed, None),
+        ]
+    );
+    fx.gate.verify_audit().unwrap();
+}
+
+#[test]
+fn a_payload_that_differs_in_any_field_never_runs() {
+    #[derive(Serialize)]
+    struct FloatMail<'a> {
+        to: &'a str,
+        subject: &'a str,
+        cents: f64,
+    }
+    let fx = Fixture::new();
+    let id = approved_mail(&fx);
+    let ran = Cell::new(0);
+    for changed in [
+        Mail {
+            to: "mallory@example.com".into(),
+            ..mail()
+        },
+        Mail {
+            subject: "Invoice 1043".into(),
+            ..mail()
+        },
+        Mail {
+            cents: 12_501,
+            ..mail()
+        },
+    ] {
+        let result = fx
+            .gate
+            .execute_approved(id, &mail_binding(&changed), |_: Execution<Mail>| {
+                ran.set(ran.get() + 1);
+                Ok::<_, Error>(())
+            });
+        assert!(matches!(result, Err(Error::PayloadMismatch { .. })));
+    }
+    assert_eq!(ran.get(), 0);
+    // A float where the approval had an integer cannot even be bound.
+    let float = Binding::new(ACTION)
+        .operation("smtp.send")
+        .payload_of(&FloatMail {
+            to: "alice@example.com",
+            subject: "Invoice 1042",
+            cents: 12_500.0,
+        });
+    assert!(matches!(float, Err(Error::InvalidPayload(_))));
+}
+
+#[test]
+fn an_approval_that_expires_before_the_side_effect_is_caught_by_assert_active() {
+    let fx = Fixture::new();
+    let id = approved_mail(&fx);
+    let clock = fx.clock.clone();
+    let mut sent = 0;
+    let result = fx
+        .gate
+        .execute_approved(id, &mail_binding(&mail()), |run: Execution<Mail>| {
+            // Something slow happens before the side effect.
+            clock.advance(Duration::from_secs(2 * 3600));
+            run.assert_active()?;
+            sent += 1;
+            Ok::<_, Error>(())
+        });
+    assert!(matches!(result, Err(Error::ApprovalExpired { .. })));
+    assert_eq!(sent, 0);
+    let finished = fx
+        .gate
+        .audit_records()
+        .unwrap()
+        .into_iter()
+        .find(|r| r.event == AuditEvent::ExecutionFinished)
+        .unwrap();
+    assert_eq!(finished.details["outcome"], "error");
+}
+
+#[test]
+fn a_panicking_executor_leaves_an_unknown_outcome_and_no_second_chance() {
+    let fx = Fixture::new();
+    let id = approved_mail(&fx);
+    let gate = fx.gate.clone();
+    let binding = mail_binding(&mail());
+    let panicked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        let _ = gate.execute_approved(id, &binding, |_: Execution<Mail>| -> Result<(), Error> {
+            panic!("smtp client crashed");
+        });
+    }));
+    assert!(panicked.is_err());
+    let last = fx.gate.audit_records().unwrap().pop().unwrap();
+    assert_eq!(last.event, AuditEvent::ExecutionFinished);
+    assert_eq!(last.details["outcome"], "unknown");
+    let retry = fx
+        .gate
+        .execute_approved(id, &binding, |_: Execution<Mail>| Ok::<_, Error>(()));
+    assert!(matches!(retry, Err(Error::AlreadyConsumed(_))));
+}
+
+#[tokio::test]
+async fn the_async_form_runs_once_and_records_the_error_outcome() {
+    let fx = Fixture::new();
+    let id = approved_mail(&fx);
+    let result: Result<(), Error> = fx
+        .gate
+        .execute_approved_async(
+            id,
+            &mail_binding(&mail()),
+            |run: Execution<Mail>| async move {
+                run.assert_active()?;
+                tokio::task::yield_now().await;
+                Err(Error::InvalidInput {
+                    field: "smtp",
+                    problem: format!("server rejected {}", run.payload().to),
+                })
+            },
+        )
+        .await;
+    assert!(matches!(result, Err(Error::InvalidInput { .. })));
+    let last = fx.gate.audit_records().unwrap().pop().unwrap();
+    assert_eq!(last.event, AuditEvent::ExecutionFinished);
+    assert_eq!(last.details["outcome"], "error");
+    assert!(
+        last.details["error"]
+            .as_str()
+            .unwrap()
+            .contains("server rejected alice@example.com")
+    );
+    let again = fx
+        .gate
+        .execute_approved_async(id, &mail_binding(&mail()), |_: Execution<Mail>| async {
+            Ok::<_, Error>(())
+        })
+        .await;
+    assert!(matches!(again, Err(Error::AlreadyConsumed(_))));
+}
+
+#[tokio::test]
+async fn dropping_the_async_execution_midway_records_an_unknown_outcome() {
+    let fx = Fixture::new();
+    let id = approved_mail(&fx);
+    let binding = mail_binding(&mail());
+    let never = fx
+        .gate
+        .execute_approved_async(id, &binding, |_: Execution<Mail>| async {
+            std::future::pending::<()>().await;
+            Ok::<_, Error>(())
+        });
+    let timed_out = tokio::time::timeout(Duration::from_millis(50), never).await;
+    assert!(timed_out.is_err());
+    let last = fx.gate.audit_records().unwrap().pop().unwrap();
+    assert_eq!(last.event, AuditEvent::ExecutionFinished);
+    assert_eq!(last.details["outcome"], "unknown");
+}
+
+#[test]
+fn binding_helper_matches_manual_canonical_text() {
+    let fx = Fixture::new();
+    let id = approved_mail(&fx);
+    let manual = binding(
+        ACTION,
+        Some("smtp.send"),
+        Some(r#"{"cents":12500,"subject":"Invoice 1042","to":"alice@example.com"}"#),
+    );
+    assert_eq!(manual, mail_binding(&mail()));
+    let grant = fx.gate.consume::<Mail>(id, &manual).unwrap();
+    assert_eq!(grant.into_payload(), mail());
+}

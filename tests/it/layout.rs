@@ -1,0 +1,310 @@
+//! The on-disk layout: symlinks and loose permissions refused, hostile ids never reach the
+//! filesystem, listing pending reads only pending requests, archive retires only what can
+//! never be used.
+
+use std::collections::BTreeSet;
+use std::os::unix::fs::{PermissionsExt, symlink};
+use std::time::Duration;
+
+use approval_gate::{Decision, EffectiveStatus, Error, Gate, ListFilter, RequestId};
+use approval_gate_tests::{Fixture, binding, snapshot};
+
+const DAY: Duration = Duration::from_secs(24 * 3600);
+
+#[test]
+fn a_fresh_store_is_private_whatever_the_umask() {
+    let fx = Fixture::new();
+    let _id = fx.approved("a", None, None);
+    let mode = |p: &std::path::Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode(&fx.dir), 0o700);
+    for dir in ["requests", "pending", "claims", "locks", "archive"] {
+        assert_eq!(mode(&fx.dir.join(dir)), 0o700, "{dir}");
+    }
+    for (path, _) in snapshot(&fx.dir) {
+        let full = fx.dir.join(&path);
+        if full.is_file() {
+            assert_eq!(mode(&full), 0o600, "{}", path.display());
+        }
+    }
+}
+
+#[test]
+fn a_symlinked_state_directory_is_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    let real = tmp.path().join("real");
+    Gate::open(&real).unwrap();
+    let link = tmp.path().join("link");
+    symlink(&real, &link).unwrap();
+    assert!(matches!(Gate::open(&link), Err(Error::UnsafeState { .. })));
+}
+
+#[test]
+fn symlinked_state_files_are_refused_and_nothing_is_written_through_them() {
+    let elsewhere = tempfile::tempdir().unwrap();
+    let decoy = elsewhere.path().join("decoy");
+    std::fs::write(&decoy, b"untouched").unwrap();
+
+    // The requests directory.
+    let fx = Fixture::new();
+    std::fs::remove_dir(fx.dir.join("requests")).unwrap();
+    symlink(elsewhere.path(), fx.dir.join("requests")).unwrap();
+    assert!(matches!(
+        Gate::open(&fx.dir),
+        Err(Error::UnsafeState { .. })
+    ));
+
+    // A request file.
+    let fx = Fixture::new();
+    let id = fx.ask("a", None, None);
+    let path = fx.dir.join("requests").join(format!("{id}.json"));
+    std::fs::rename(&path, elsewhere.path().join("moved.json")).unwrap();
+    symlink(elsewhere.path().join("moved.json"), &path).unwrap();
+    assert!(matches!(fx.gate.status(id), Err(Error::UnsafeState { .. })));
+    assert!(matches!(
+        fx.gate.approve(id, &Decision::by("h")),
+        Err(Error::UnsafeState { .. })
+    ));
+
+    // A claim file: a planted link neither counts as a grant nor gets written through.
+    let fx = Fixture::new();
+    let id = fx.approved("a", None, None);
+    let claim = fx.dir.join("claims").join(format!("{id}.used"));
+    symlink(&decoy, &claim).unwrap();
+    let result = fx.gate.consume::<()>(id, &binding("a", None, None));
+    assert!(
+        matches!(result, Err(Error::UnsafeState { .. })),
+        "{result:?}"
+    );
+    let dangling = elsewhere.path().join("nowhere");
+    std::fs::remove_file(&claim).unwrap();
+    symlink(&dangling, &claim).unwrap();
+    assert!(
+        fx.gate
+            .consume::<()>(id, &binding("a", None, None))
+            .is_err()
+    );
+    assert!(!dangling.exists(), "claim written through a symlink");
+
+    // The audit log.
+    let fx = Fixture::new();
+    let _first = fx.ask("a", None, None);
+    let audit = fx.dir.join("audit.jsonl");
+    std::fs::remove_file(&audit).unwrap();
+    symlink(&decoy, &audit).unwrap();
+    assert!(matches!(
+        Gate::open(&fx.dir),
+        Err(Error::UnsafeState { .. })
+    ));
+    let refused = fx
+        .gate
+        .request_approval(approval_gate::NewRequest::new("b", "r"));
+    assert!(refused.is_err());
+    assert_eq!(std::fs::read(&decoy).unwrap(), b"untouched");
+}
+
+#[test]
+fn state_writable_by_others_is_refused() {
+    let fx = Fixture::new();
+    let id = fx.ask("a", None, None);
+    let path = fx.dir.join("requests").join(format!("{id}.json"));
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o622)).unwrap();
+    assert!(matches!(fx.gate.status(id), Err(Error::UnsafeState { .. })));
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).unwrap();
+    std::fs::set_permissions(&fx.dir, std::fs::Permissions::from_mode(0o777)).unwrap();
+    assert!(matches!(
+        Gate::open(&fx.dir),
+        Err(Error::UnsafeState { .. })
+    ));
+}
+
+#[test]
+fn hostile_ids_are_rejected_before_touching_the_filesystem() {
+    let fx = Fixture::new();
+    let before = snapshot(&fx.dir);
+    for hostile in [
+        "..",
+        "../../../etc/passwd",
+        "a1b2c3/d4e5f6",
+        "a1b2c3d4e5f\0",
+        "a1b2c3d4e5f6a1b2c3d4e5f6",
+        "A1B2C3D4E5F6",
+        "zzzzzzzzzzzz",
+        "\u{ff0e}\u{ff0e}\u{ff0f}etc\u{ff0f}pw",
+        "",
+    ] {
+        assert!(
+            matches!(hostile.parse::<RequestId>(), Err(Error::InvalidId { .. })),
+            "{hostile:?}"
+        );
+    }
+    assert_eq!(snapshot(&fx.dir), before);
+}
+
+/// Writes a finished (denied) request file directly, as the store would have.
+fn plant_finished(fx: &Fixture, n: usize) -> Vec<RequestId> {
+    let template = fx.ask("template", None, None);
+    fx.gate.deny(template, &Decision::by("h")).unwrap();
+    let text =
+        std::fs::read_to_string(fx.dir.join("requests").join(format!("{template}.json"))).unwrap();
+    (0..n)
+        .map(|i| {
+            let id = RequestId::parse(&format!("{i:012x}")).unwrap();
+            let body = text.replace(template.as_str(), id.as_str());
+            let path = fx.dir.join("requests").join(format!("{id}.json"));
+            std::fs::write(&path, body).unwrap();
+            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).unwrap();
+            id
+        })
+        .collect()
+}
+
+#[test]
+fn listing_pending_reads_no_finished_request() {
+    let fx = Fixture::new();
+    let finished = plant_finished(&fx, 3000);
+    let pending: BTreeSet<_> = (0..20)
+        .map(|i| fx.ask(&format!("pending {i}"), None, None))
+        .collect();
+    assert_eq!(
+        fx.gate
+            .list(ListFilter::Denied, None, 1000)
+            .unwrap()
+            .items
+            .len(),
+        1000
+    );
+
+    // Make every finished request unreadable as a request: if listing pending read any of
+    // them, it would fail.
+    for id in &finished {
+        std::fs::write(
+            fx.dir.join("requests").join(format!("{id}.json")),
+            b"not json",
+        )
+        .unwrap();
+    }
+    let page = fx.gate.list(ListFilter::Pending, None, 100).unwrap();
+    let listed: BTreeSet<_> = page.items.iter().map(|r| r.request().id()).collect();
+    assert_eq!(listed, pending);
+    assert!(
+        page.items
+            .iter()
+            .all(|r| r.effective_status() == EffectiveStatus::Pending)
+    );
+    // The proof is sound: a listing that does read history fails on the same store.
+    assert!(matches!(
+        fx.gate.list(ListFilter::All, None, 10),
+        Err(Error::Corrupt { .. })
+    ));
+}
+
+#[test]
+fn pagination_visits_every_request_exactly_once_in_a_stable_order() {
+    let fx = Fixture::new();
+    let mut all = Vec::new();
+    for i in 0..23 {
+        all.push(fx.ask(&format!("r{i}"), None, None));
+        if i % 3 == 0 {
+            fx.advance(Duration::from_millis(5));
+        }
+    }
+    for id in all.iter().step_by(4) {
+        fx.gate.deny(*id, &Decision::by("h")).unwrap();
+    }
+    for filter in [ListFilter::All, ListFilter::Pending, ListFilter::Denied] {
+        for limit in [1, 4, 7, 100] {
+            let mut seen = Vec::new();
+            let mut after = None;
+            loop {
+                let page = fx.gate.list(filter, after, limit).unwrap();
+                assert!(page.items.len() <= limit);
+                seen.extend(page.items.iter().map(|r| r.request().id()));
+                match page.next_after {
+                    Some(next) => after = Some(next),
+                    None => break,
+                }
+            }
+            let expected: Vec<_> = match filter {
+                ListFilter::All => all.clone(),
+                ListFilter::Denied => all.iter().step_by(4).copied().collect(),
+                _ => all
+                    .iter()
+                    .enumerate()
+                    .filter(|(i, _)| i % 4 != 0)
+                    .map(|(_, id)| *id)
+                    .collect(),
+            };
+            let mut sorted_expected = expected.clone();
+            sorted_expected
+                .sort_by_key(|id| (fx.gate.status(*id).unwrap().request().created_at(), *id));
+            assert_eq!(seen, sorted_expected, "{filter:?} limit {limit}");
+        }
+    }
+    assert!(matches!(
+        fx.gate.list(ListFilter::All, None, 0),
+        Err(Error::InvalidInput { .. })
+    ));
+}
+
+#[test]
+fn archive_moves_only_old_finished_requests_and_they_can_never_be_used() {
+    let fx = Fixture::new();
+    let consumed = fx.approved("consumed", None, None);
+    let _grant = fx
+        .gate
+        .consume::<()>(consumed, &binding("consumed", None, None))
+        .unwrap();
+    let denied = fx.ask("denied", None, None);
+    fx.gate.deny(denied, &Decision::by("h")).unwrap();
+    let approved_unused = fx.approved("approved unused", None, None);
+    let old_pending = fx.ask("old pending", None, None);
+
+    fx.advance(7 * DAY);
+    let young = fx.ask("young", None, None);
+    assert!(
+        fx.gate.archive(0, false).unwrap().is_empty(),
+        "nothing is 8 days old yet"
+    );
+
+    fx.advance(DAY + Duration::from_secs(3600));
+    let dry = fx.gate.archive(0, true).unwrap();
+    let mut expected = vec![consumed, denied, approved_unused, old_pending];
+    expected.sort();
+    let mut dry_sorted = dry.clone();
+    dry_sorted.sort();
+    assert_eq!(dry_sorted, expected);
+    let before = snapshot(&fx.dir);
+    assert_eq!(
+        fx.gate.archive(30, false).unwrap(),
+        Vec::<RequestId>::new(),
+        "none is 30 days old"
+    );
+    assert_eq!(snapshot(&fx.dir), before);
+
+    let mut archived = fx.gate.archive(8, false).unwrap();
+    archived.sort();
+    assert_eq!(archived, expected);
+    for id in &expected {
+        assert!(matches!(fx.gate.status(*id), Err(Error::Archived(_))));
+        assert!(matches!(
+            fx.gate
+                .consume::<()>(*id, &binding("approved unused", None, None)),
+            Err(Error::Archived(_))
+        ));
+        assert!(matches!(
+            fx.gate.approve(*id, &Decision::by("h")),
+            Err(Error::Archived(_))
+        ));
+    }
+    assert!(
+        fx.dir
+            .join("archive")
+            .join(format!("{consumed}.used"))
+            .exists()
+    );
+    assert_eq!(
+        fx.gate.status(young).unwrap().effective_status(),
+        EffectiveStatus::Expired
+    );
+    fx.gate.verify_audit().unwrap();
+}

@@ -1,0 +1,383 @@
+//! Requests, decisions, expiry, limits: every state refuses consume with its own reason.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use approval_gate::{
+    AuditEvent, CanonicalPayload, Clock, Decision, EffectiveStatus, Error, Gate, Grant, Limits,
+    NewRequest, Status, Timestamp,
+};
+use approval_gate_tests::{Fixture, T0, binding, snapshot};
+
+const HOUR: Duration = Duration::from_secs(3600);
+
+fn consume(fx: &Fixture, id: approval_gate::RequestId, action: &str) -> Result<Grant<()>, Error> {
+    fx.gate.consume::<()>(id, &binding(action, None, None))
+}
+
+#[test]
+fn a_request_starts_pending_and_never_authorizes() {
+    let fx = Fixture::new();
+    let id = fx.ask(
+        "delete the staging database",
+        Some("db.drop"),
+        Some(r#"{"db":"staging"}"#),
+    );
+    let report = fx.gate.status(id).unwrap();
+    assert_eq!(report.request().status(), Status::Pending);
+    assert_eq!(report.effective_status(), EffectiveStatus::Pending);
+    assert!(!report.authorizes_execution());
+    let json = serde_json::to_value(&report).unwrap();
+    assert_eq!(json["authorizesExecution"], false);
+    assert_eq!(json["effectiveStatus"], "pending");
+    assert_eq!(json["payload"], serde_json::json!({"db": "staging"}));
+    assert_eq!(
+        json["payloadDigest"],
+        CanonicalPayload::from_json_text(r#"{"db":"staging"}"#)
+            .unwrap()
+            .digest()
+            .to_string()
+    );
+    assert_eq!(report.request().expires_at(), T0.saturating_add(HOUR));
+}
+
+#[test]
+fn every_non_approved_state_refuses_consume_with_its_own_reason() {
+    let fx = Fixture::new();
+
+    let pending = fx.ask("pending one", None, None);
+    assert!(
+        matches!(consume(&fx, pending, "pending one"), Err(Error::NotApproved(i)) if i == pending)
+    );
+
+    let denied = fx.ask("denied one", None, None);
+    fx.gate
+        .deny(denied, &Decision::by("h").reason("no"))
+        .unwrap();
+    assert!(matches!(consume(&fx, denied, "denied one"), Err(Error::Denied(i)) if i == denied));
+
+    let revoked = fx.approved("revoked one", None, None);
+    fx.gate.revoke(revoked, &Decision::by("h")).unwrap();
+    assert!(matches!(consume(&fx, revoked, "revoked one"), Err(Error::Revoked(i)) if i == revoked));
+
+    let consumed = fx.approved("consumed one", None, None);
+    let _grant = consume(&fx, consumed, "consumed one").unwrap();
+    assert!(
+        matches!(consume(&fx, consumed, "consumed one"), Err(Error::AlreadyConsumed(i)) if i == consumed)
+    );
+
+    let unknown = approval_gate::RequestId::parse("0123456789ab").unwrap();
+    assert!(matches!(consume(&fx, unknown, "x"), Err(Error::NotFound(i)) if i == unknown));
+
+    let approved_late = fx.approved("approved then late", None, None);
+    let expired = fx.ask("expires while pending", None, None);
+    fx.advance(HOUR + Duration::from_millis(1));
+    assert!(
+        matches!(consume(&fx, expired, "expires while pending"), Err(Error::Expired(i)) if i == expired)
+    );
+    assert!(matches!(
+        consume(&fx, approved_late, "approved then late"),
+        Err(Error::ApprovalExpired { id, .. }) if id == approved_late
+    ));
+
+    // The refusals are on the record; the replay has its own event.
+    let records = fx.gate.audit_records().unwrap();
+    let replayed: Vec<_> = records
+        .iter()
+        .filter(|r| r.event == AuditEvent::ConsumeReplayed)
+        .collect();
+    assert_eq!(replayed.len(), 1);
+    assert_eq!(replayed[0].id, consumed);
+    let refused = records
+        .iter()
+        .filter(|r| r.event == AuditEvent::ConsumeRefused)
+        .count();
+    assert_eq!(
+        refused, 5,
+        "pending, denied, revoked, expired, approval expired"
+    );
+    assert!(
+        records
+            .iter()
+            .all(|r| r.event != AuditEvent::ConsumeRefused || r.id != unknown)
+    );
+}
+
+#[test]
+fn the_expiry_boundary_is_inclusive_and_recorded() {
+    let fx = Fixture::new();
+    let at_edge = fx.approved("edge", None, None);
+    let pending = fx.ask("pending edge", None, None);
+    fx.advance(HOUR);
+    assert_eq!(
+        fx.gate.status(pending).unwrap().effective_status(),
+        EffectiveStatus::Pending
+    );
+    assert!(
+        consume(&fx, at_edge, "edge").is_ok(),
+        "usable at exactly expires_at"
+    );
+
+    fx.advance(Duration::from_millis(1));
+    let report = fx.gate.status(pending).unwrap();
+    assert_eq!(
+        report.request().status(),
+        Status::Expired,
+        "a pending request past expiry is recorded expired"
+    );
+    assert!(matches!(
+        fx.gate.approve(pending, &Decision::by("h")),
+        Err(Error::Expired(_))
+    ));
+    let expired_lines = fx
+        .gate
+        .audit_records()
+        .unwrap()
+        .into_iter()
+        .filter(|r| r.event == AuditEvent::Expired && r.id == pending)
+        .count();
+    assert_eq!(expired_lines, 1, "expiry is recorded once");
+}
+
+/// A clock stopped at `T0` that jumps two hours ahead from its `jump_at`-th read on, and
+/// counts its reads.
+#[derive(Debug)]
+struct Scripted {
+    reads: Arc<AtomicUsize>,
+    jump_at: usize,
+}
+
+impl Clock for Scripted {
+    fn now(&self) -> Timestamp {
+        let n = self.reads.fetch_add(1, Ordering::SeqCst);
+        if n >= self.jump_at {
+            T0.saturating_add(HOUR * 2)
+        } else {
+            T0
+        }
+    }
+}
+
+fn scripted_gate(fx: &Fixture, jump_at: usize) -> (Gate, Arc<AtomicUsize>) {
+    let reads = Arc::new(AtomicUsize::new(0));
+    let clock = Scripted {
+        reads: Arc::clone(&reads),
+        jump_at,
+    };
+    (
+        Gate::builder().dir(&fx.dir).clock(clock).open().unwrap(),
+        reads,
+    )
+}
+
+#[test]
+fn a_clock_past_expiry_after_persistence_refuses_and_spends() {
+    let fx = Fixture::new();
+    let probe = fx.approved("probe", None, None);
+    let id = fx.approved("late", None, None);
+    // The last clock read of a successful consume is the one after all persistence.
+    let (counting, reads) = scripted_gate(&fx, usize::MAX);
+    let _grant = counting
+        .consume::<()>(probe, &binding("probe", None, None))
+        .unwrap();
+    let last_read = reads.load(Ordering::SeqCst) - 1;
+
+    let (jumping, _) = scripted_gate(&fx, last_read);
+    let result = jumping.consume::<()>(id, &binding("late", None, None));
+    assert!(
+        matches!(result, Err(Error::ExpiredDuringConsume { .. })),
+        "{result:?}"
+    );
+    // The approval is spent: even a clock back in range cannot use it now.
+    assert!(matches!(
+        consume(&fx, id, "late"),
+        Err(Error::AlreadyConsumed(_))
+    ));
+    assert_eq!(
+        fx.gate.status(id).unwrap().effective_status(),
+        EffectiveStatus::Consumed
+    );
+}
+
+#[test]
+fn decisions_apply_only_to_the_right_states() {
+    let fx = Fixture::new();
+    let id = fx.ask("a", None, None);
+    assert!(matches!(
+        fx.gate.revoke(id, &Decision::by("h")),
+        Err(Error::WrongState {
+            status: EffectiveStatus::Pending,
+            ..
+        })
+    ));
+    let report = fx
+        .gate
+        .approve(id, &Decision::by("alice").reason("fine"))
+        .unwrap();
+    assert_eq!(report.request().decided_by(), Some("alice"));
+    assert_eq!(report.request().decision_reason(), Some("fine"));
+    assert_eq!(
+        report.effective_status(),
+        EffectiveStatus::ApprovedUnconsumed
+    );
+    assert!(
+        matches!(
+            fx.gate.approve(id, &Decision::by("h")),
+            Err(Error::WrongState { .. })
+        ),
+        "second approve"
+    );
+    assert!(matches!(
+        fx.gate.deny(id, &Decision::by("h")),
+        Err(Error::WrongState { .. })
+    ));
+    let _grant = consume(&fx, id, "a").unwrap();
+    assert!(matches!(
+        fx.gate.revoke(id, &Decision::by("h")),
+        Err(Error::WrongState {
+            status: EffectiveStatus::Consumed,
+            ..
+        })
+    ));
+    let denied = fx.ask("b", None, None);
+    fx.gate.deny(denied, &Decision::by("h")).unwrap();
+    assert!(matches!(
+        fx.gate.approve(denied, &Decision::by("h")),
+        Err(Error::WrongState {
+            status: EffectiveStatus::Denied,
+            ..
+        })
+    ));
+    assert!(matches!(
+        fx.gate.revoke(denied, &Decision::by("h")),
+        Err(Error::WrongState { .. })
+    ));
+}
+
+#[test]
+fn bad_input_is_refused_and_nothing_changes_on_disk() {
+    let fx = Fixture::new();
+    let existing = fx.ask("already here", None, None);
+    let before = snapshot(&fx.dir);
+    let bad_payloads = [
+        "{\"a\":1,\"a\":2}".to_owned(),
+        "9007199254740992".to_owned(),
+        "{\"n\":1.0}".to_owned(),
+        "\"nul\\u0000\"".to_owned(),
+        format!("{}1{}", "[".repeat(40), "]".repeat(40)),
+        format!("\"{}\"", "x".repeat(approval_gate::MAX_PAYLOAD_BYTES + 1)),
+    ];
+    for text in &bad_payloads {
+        assert!(
+            CanonicalPayload::from_json_text(text).is_err(),
+            "{text:.40}"
+        );
+    }
+    let bad_requests = [
+        NewRequest::new("", "r"),
+        NewRequest::new("a\0b", "r"),
+        NewRequest::new("x".repeat(approval_gate::MAX_ACTION_BYTES + 1), "r"),
+        NewRequest::new("a", "r").ttl(Duration::from_secs(5)),
+        NewRequest::new("a", "r").ttl(Duration::from_secs(8 * 24 * 3600)),
+        NewRequest::new("a", "r").operation("smtp send"),
+    ];
+    for new in bad_requests {
+        assert!(matches!(
+            fx.gate.request_approval(new),
+            Err(Error::InvalidInput { .. })
+        ));
+    }
+    let id = existing;
+    assert!(matches!(
+        fx.gate.approve(id, &Decision::by("")),
+        Err(Error::InvalidInput { .. })
+    ));
+    assert!(matches!(
+        fx.gate.deny(id, &Decision::by("h").reason("a\0")),
+        Err(Error::InvalidInput { .. })
+    ));
+    assert_eq!(snapshot(&fx.dir), before, "refused input changed the store");
+}
+
+#[test]
+fn an_identical_pending_request_is_returned_not_duplicated() {
+    let fx = Fixture::new();
+    let ask = || {
+        NewRequest::new("send report", "weekly")
+            .requested_by("agent-1")
+            .operation("smtp.send")
+            .payload(CanonicalPayload::from_json_text(r#"{"to":"a@b.c"}"#).unwrap())
+    };
+    let first = fx.gate.request_approval(ask()).unwrap();
+    assert!(!first.deduplicated);
+    let second = fx.gate.request_approval(ask()).unwrap();
+    assert!(second.deduplicated);
+    assert_eq!(second.request.id(), first.request.id());
+    // Any difference in what is asked makes a new request.
+    let other = fx
+        .gate
+        .request_approval(ask().requested_by("agent-2"))
+        .unwrap();
+    assert_ne!(other.request.id(), first.request.id());
+    let other_payload = fx
+        .gate
+        .request_approval(
+            ask().payload(CanonicalPayload::from_json_text(r#"{"to":"x@b.c"}"#).unwrap()),
+        )
+        .unwrap();
+    assert!(!other_payload.deduplicated);
+    // Once decided it no longer absorbs new asks.
+    fx.gate
+        .deny(first.request.id(), &Decision::by("h"))
+        .unwrap();
+    assert!(!fx.gate.request_approval(ask()).unwrap().deduplicated);
+}
+
+#[test]
+fn queue_cap_and_creation_limit_fail_requests_never_decisions() {
+    let tmp = tempfile::tempdir().unwrap();
+    let gate = Gate::builder()
+        .dir(tmp.path().join("g"))
+        .limits(Limits::default().max_pending(3).max_requests(5))
+        .open()
+        .unwrap();
+    let ids: Vec<_> = (0..3)
+        .map(|i| {
+            gate.request_approval(NewRequest::new(format!("a{i}"), "r"))
+                .unwrap()
+                .request
+                .id()
+        })
+        .collect();
+    let full = gate
+        .request_approval(NewRequest::new("a3", "r"))
+        .unwrap_err();
+    assert!(matches!(
+        full,
+        Error::QueueFull {
+            pending: 3,
+            limit: 3
+        }
+    ));
+    assert!(full.to_string().contains("approval queue full"));
+    // The human can still decide; that frees a slot.
+    gate.deny(ids[0], &Decision::by("h")).unwrap();
+    gate.approve(ids[1], &Decision::by("h")).unwrap();
+    gate.request_approval(NewRequest::new("a3", "r")).unwrap();
+    gate.request_approval(NewRequest::new("a4", "r")).unwrap();
+    gate.deny(ids[2], &Decision::by("h")).unwrap();
+    let limit = gate
+        .request_approval(NewRequest::new("a5", "r"))
+        .unwrap_err();
+    assert!(
+        matches!(
+            limit,
+            Error::CreationLimit {
+                requests: 5,
+                limit: 5
+            }
+        ),
+        "{limit:?}"
+    );
+}

@@ -1,0 +1,8 @@
+//! End-to-end tests of the approval-gate library, compiled into one binary.
+
+mod audit_log;
+mod binding;
+mod execute;
+mod layout;
+mod lifecycle;
+mod races;

@@ -1,0 +1,60 @@
+//! A separate process for the race and crash tests: runs one `execute_approved` on a store.
+//!
+//! Usage: `approval-gate-child <dir> <id> <action> <runs-file> [operation] [payload-json]`
+//!
+//! The closure appends one line to `<runs-file>`, so the test can count executions across
+//! processes. Exit codes: 0 executed, 3 already consumed, 4 any other refusal, 2 usage.
+
+use std::io::Write;
+use std::process::ExitCode;
+
+use approval_gate::{Binding, CanonicalPayload, Error, Execution, Gate, RequestId};
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    if args.len() < 4 {
+        eprintln!(
+            "usage: approval-gate-child <dir> <id> <action> <runs-file> [operation] [payload]"
+        );
+        return ExitCode::from(2);
+    }
+    match run(&args) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(Error::AlreadyConsumed(_)) => ExitCode::from(3),
+        Err(other) => {
+            eprintln!("{}: {other}", other.code());
+            ExitCode::from(4)
+        }
+    }
+}
+
+fn run(args: &[String]) -> Result<(), Error> {
+    let gate = Gate::open(&args[0])?;
+    let id = RequestId::parse(&args[1])?;
+    let mut binding = Binding::new(args[2].as_str());
+    if let Some(op) = args.get(4).filter(|s| !s.is_empty()) {
+        binding = binding.operation(op.as_str());
+    }
+    if let Some(payload) = args.get(5) {
+        binding = binding.payload(CanonicalPayload::from_json_text(payload)?);
+    }
+    let runs = args[3].clone();
+    gate.execute_approved(id, &binding, |run: Execution<serde_json::Value>| {
+        run.assert_active()?;
+        let mut file = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&runs)
+            .map_err(|e| Error::Io {
+                op: "appending to",
+                path: runs.clone().into(),
+                source: e,
+            })?;
+        writeln!(file, "{} {}", std::process::id(), run.id()).map_err(|e| Error::Io {
+            op: "appending to",
+            path: runs.clone().into(),
+            source: e,
+        })?;
+        Ok(())
+    })
+}
