@@ -46,6 +46,7 @@
 //! running as the same OS user: see `docs/threat-model.md`. The states and their transitions
 //! are in `docs/authorization-states.md`.
 
+mod approval;
 mod audit;
 mod error;
 mod execute;
@@ -57,6 +58,9 @@ mod request;
 mod store;
 mod time;
 
+pub use approval::Approval;
+#[doc(hidden)]
+pub use approval::__private;
 pub use audit::{AuditEvent, AuditRecord, AuditSummary};
 pub use error::Error;
 pub use grant::{Execution, Grant};
