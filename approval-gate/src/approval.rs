@@ -17,7 +17,7 @@ use crate::store::Gate;
 /// let id: RequestId = "a1b2c3d4e5f6".parse()?;
 /// let approval = Approval::new(&gate, id, "send email to alice@example.com");
 /// assert_eq!(approval.action(), "send email to alice@example.com");
-/// # Ok::<(), approval_gate::Error>(())
+/// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 #[derive(Debug, Clone)]
 pub struct Approval<'a> {

@@ -78,3 +78,8 @@ pub use store::{
     Gate, GateBuilder, Limits, ListFilter, MAX_PAGE, MIN_ARCHIVE_AGE_DAYS, Page, Submitted,
 };
 pub use time::{Clock, ManualClock, SystemClock, Timestamp};
+
+/// The README's examples, compiled and run as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../../README.md")]
+pub struct ReadmeDoctests;
