@@ -10,7 +10,10 @@ use crate::error::Error;
 use crate::grant::{Execution, Grant};
 use crate::id::RequestId;
 use crate::request::Binding;
-use crate::store::{ExecutionRecord, Gate};
+use serde_json::json;
+
+use crate::audit::AuditEvent;
+use crate::store::Gate;
 
 impl Gate {
     /// Runs `f` exactly once for an approved request, and only then.
@@ -111,5 +114,78 @@ fn finish<R, E: Display>(record: ExecutionRecord, result: &Result<R, E>) {
     match result {
         Ok(_) => record.finish("ok", None),
         Err(error) => record.finish("error", Some(error.to_string())),
+    }
+}
+
+impl Gate {
+    /// Writes `execution_started` (fsynced) for a fresh grant; the returned guard writes
+    /// `execution_finished`, or an "unknown" outcome if dropped unfinished.
+    pub(crate) fn start_execution<T>(&self, grant: &Grant<T>) -> Result<ExecutionRecord, Error> {
+        self.audit(
+            AuditEvent::ExecutionStarted,
+            grant.id(),
+            json!({
+                "operation": grant.operation(),
+                "payloadDigest": grant.payload_digest(),
+                "pid": std::process::id(),
+            }),
+        )?;
+        Ok(ExecutionRecord {
+            gate: self.clone(),
+            id: grant.id(),
+            open: true,
+        })
+    }
+}
+
+/// Writes `execution_finished` once. Dropped unfinished (a panic, a cancelled future), it
+/// records the outcome as unknown: the side effect may or may not have happened.
+pub(crate) struct ExecutionRecord {
+    gate: Gate,
+    id: RequestId,
+    open: bool,
+}
+
+/// Longest error text kept in an `execution_finished` line.
+const MAX_OUTCOME_TEXT: usize = 1024;
+
+impl ExecutionRecord {
+    pub(crate) fn finish(mut self, outcome: &str, error: Option<String>) {
+        self.open = false;
+        let error = error.map(|mut text| {
+            if text.len() > MAX_OUTCOME_TEXT {
+                let mut cut = MAX_OUTCOME_TEXT;
+                while !text.is_char_boundary(cut) {
+                    cut -= 1;
+                }
+                text.truncate(cut);
+                text.push_str("...");
+            }
+            text
+        });
+        // The side effect has already happened or not; a failure to record it leaves a
+        // started-but-unfinished execution, which reads as "outcome unknown".
+        let _ = self.gate.audit(
+            AuditEvent::ExecutionFinished,
+            self.id,
+            json!({ "outcome": outcome, "error": error }),
+        );
+    }
+}
+
+impl Drop for ExecutionRecord {
+    fn drop(&mut self) {
+        if self.open {
+            let why = if std::thread::panicking() {
+                "the executor panicked"
+            } else {
+                "the execution was abandoned (future dropped)"
+            };
+            let _ = self.gate.audit(
+                AuditEvent::ExecutionFinished,
+                self.id,
+                json!({ "outcome": "unknown", "error": why }),
+            );
+        }
     }
 }

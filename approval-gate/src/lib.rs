@@ -48,23 +48,28 @@
 
 mod approval;
 mod audit;
+mod consume;
+mod decide;
 mod error;
 mod execute;
 mod fs;
 mod grant;
 mod id;
+mod list;
 mod payload;
 mod request;
+mod retention;
 mod store;
 mod time;
 
-pub use approval::Approval;
 #[doc(hidden)]
 pub use approval::__private;
+pub use approval::Approval;
 pub use audit::{AuditEvent, AuditRecord, AuditSummary};
 pub use error::Error;
 pub use grant::{Execution, Grant};
 pub use id::RequestId;
+pub use list::{ListFilter, MAX_PAGE, Page};
 pub use payload::{
     CanonicalPayload, MAX_PAYLOAD_BYTES, MAX_PAYLOAD_DEPTH, MAX_SAFE_INTEGER, PayloadDigest,
     PayloadError,
@@ -74,9 +79,8 @@ pub use request::{
     MAX_OPERATION_BYTES, MAX_REASON_BYTES, MAX_TTL, MIN_TTL, NewRequest, Request, Status,
     StatusReport, os_user,
 };
-pub use store::{
-    Gate, GateBuilder, Limits, ListFilter, MAX_PAGE, MIN_ARCHIVE_AGE_DAYS, Page, Submitted,
-};
+pub use retention::MIN_ARCHIVE_AGE_DAYS;
+pub use store::{Gate, GateBuilder, Limits, Submitted};
 pub use time::{Clock, ManualClock, SystemClock, Timestamp};
 
 /// The README's examples, compiled and run as doctests.

@@ -308,3 +308,26 @@ fn archive_moves_only_old_finished_requests_and_they_can_never_be_used() {
     );
     fx.gate.verify_audit().unwrap();
 }
+
+#[test]
+fn an_empty_or_torn_claim_still_counts_as_consumed() {
+    for content in [&b""[..], b"{\"consumedAt\":\"2026-"] {
+        let fx = Fixture::new();
+        let id = fx.approved("a", None, None);
+        let claim = fx.dir.join("claims").join(format!("{id}.used"));
+        std::fs::write(&claim, content).unwrap();
+        std::fs::set_permissions(&claim, std::fs::Permissions::from_mode(0o600)).unwrap();
+        assert_eq!(
+            fx.gate.status(id).unwrap().effective_status(),
+            EffectiveStatus::Consumed
+        );
+        assert!(matches!(
+            fx.gate.consume::<()>(id, &binding("a", None, None)),
+            Err(Error::AlreadyConsumed(_))
+        ));
+        assert!(matches!(
+            fx.gate.revoke(id, &Decision::by("h")),
+            Err(Error::WrongState { .. })
+        ));
+    }
+}

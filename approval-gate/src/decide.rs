@@ -1,0 +1,105 @@
+//! Human decisions: approve, deny, revoke.
+
+use serde_json::json;
+
+use crate::audit::AuditEvent;
+use crate::error::Error;
+use crate::fs;
+use crate::id::RequestId;
+use crate::request::{Decision, EffectiveStatus, Status, StatusReport};
+use crate::store::Gate;
+
+impl Gate {
+    /// Approves a pending request. Only a human, out of band, should ever call this.
+    ///
+    /// The `approved` audit line is written before the approval takes effect, so an approval
+    /// never exists without its record.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Expired`] if it expired first; [`Error::WrongState`] if it is not pending.
+    pub fn approve(&self, id: RequestId, decision: &Decision) -> Result<StatusReport, Error> {
+        self.decide(id, decision, Status::Approved)
+    }
+
+    /// Denies a pending request.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Expired`] if it expired first; [`Error::WrongState`] if it is not pending.
+    pub fn deny(&self, id: RequestId, decision: &Decision) -> Result<StatusReport, Error> {
+        self.decide(id, decision, Status::Denied)
+    }
+
+    /// Revokes an approval that has not been consumed.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::WrongState`] unless the request is approved and unconsumed.
+    pub fn revoke(&self, id: RequestId, decision: &Decision) -> Result<StatusReport, Error> {
+        self.decide(id, decision, Status::Revoked)
+    }
+
+    fn decide(
+        &self,
+        id: RequestId,
+        decision: &Decision,
+        to: Status,
+    ) -> Result<StatusReport, Error> {
+        decision.validate()?;
+        self.load_live(id)?;
+        let _lock = self.lock(id)?;
+        let now = self.now();
+        let (mut request, claimed) = self.refresh_locked(id, now)?;
+        let current = request.effective(claimed, now);
+        let (operation, allowed, event) = match to {
+            Status::Approved => (
+                "approve",
+                current == EffectiveStatus::Pending,
+                AuditEvent::Approved,
+            ),
+            Status::Denied => (
+                "deny",
+                current == EffectiveStatus::Pending,
+                AuditEvent::Denied,
+            ),
+            _ => (
+                "revoke",
+                matches!(
+                    current,
+                    EffectiveStatus::ApprovedUnconsumed | EffectiveStatus::ApprovedExpired
+                ),
+                AuditEvent::Revoked,
+            ),
+        };
+        if !allowed {
+            return Err(
+                if current == EffectiveStatus::Expired && to != Status::Revoked {
+                    Error::Expired(id)
+                } else {
+                    Error::WrongState {
+                        id,
+                        operation,
+                        status: current,
+                    }
+                },
+            );
+        }
+        request.decide(to, now, Some(decision));
+        let record = json!({
+            "decidedBy": request.decided_by(),
+            "reason": request.decision_reason(),
+        });
+        if to == Status::Approved {
+            // A "yes" is recorded before it takes effect...
+            self.audit(event, id, record)?;
+            self.save(&request)?;
+        } else {
+            // ...a "no" takes effect before it is recorded.
+            self.save(&request)?;
+            self.audit(event, id, record)?;
+        }
+        fs::remove_if_exists(&self.layout().marker(id))?;
+        self.report(request, now)
+    }
+}

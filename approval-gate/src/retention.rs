@@ -1,0 +1,72 @@
+//! Retention: moving finished requests out of the live store.
+
+use std::time::Duration;
+
+use serde_json::json;
+
+use crate::audit::AuditEvent;
+use crate::error::Error;
+use crate::fs;
+use crate::id::RequestId;
+use crate::request::Request;
+use crate::store::Gate;
+
+/// Nothing younger than this (in creation and in expiry) is ever archived.
+pub const MIN_ARCHIVE_AGE_DAYS: u32 = 8;
+
+impl Gate {
+    /// Moves finished requests out of the live store: only those created at least
+    /// `max(older_than_days, 8)` days ago whose expiry is at least 8 days past, so nothing
+    /// archived could still be used. Archived requests can never be consumed or decided.
+    ///
+    /// With `dry_run`, returns what would be archived and changes nothing.
+    ///
+    /// # Errors
+    ///
+    /// Any I/O error; requests archived before it stay archived.
+    pub fn archive(&self, older_than_days: u32, dry_run: bool) -> Result<Vec<RequestId>, Error> {
+        let now = self.now();
+        let day = Duration::from_secs(24 * 3600);
+        let min_age = day * MIN_ARCHIVE_AGE_DAYS;
+        let created_cutoff = now.saturating_sub(day * older_than_days.max(MIN_ARCHIVE_AGE_DAYS));
+        let expired_cutoff = now.saturating_sub(min_age);
+        let due =
+            |r: &Request| r.created_at() <= created_cutoff && r.expires_at() <= expired_cutoff;
+        let mut archived = Vec::new();
+        for request in self.scan_all(now)? {
+            if !due(&request) {
+                continue;
+            }
+            let id = request.id();
+            if dry_run {
+                archived.push(id);
+                continue;
+            }
+            let _lock = self.lock(id)?;
+            let Some(request) = self.load(id)? else {
+                continue;
+            };
+            let claimed = self.is_claimed(id)?;
+            let status = request.effective(claimed, now);
+            if !due(&request) || !status.is_finished() {
+                continue;
+            }
+            let layout = self.layout();
+            // The request moves first: a claim left behind still spends nothing, while a
+            // request left behind without its claim could look unconsumed.
+            fs::rename_durable(&layout.request(id), &layout.archived(id))?;
+            if claimed {
+                fs::rename_durable(&layout.claim(id), &layout.archived_claim(id))?;
+            }
+            fs::remove_if_exists(&layout.marker(id))?;
+            self.audit(
+                AuditEvent::Archived,
+                id,
+                json!({ "status": status, "createdAt": request.created_at() }),
+            )?;
+            fs::remove_if_exists(&layout.lock(id))?;
+            archived.push(id);
+        }
+        Ok(archived)
+    }
+}
