@@ -5,15 +5,15 @@ use std::future::Future;
 
 use serde::Serialize;
 use serde::de::DeserializeOwned;
-
-use crate::error::Error;
-use crate::grant::{Execution, Grant};
-use crate::id::RequestId;
-use crate::request::Binding;
 use serde_json::json;
 
 use crate::audit::AuditEvent;
-use crate::store::Gate;
+use crate::error::Error;
+use crate::fs;
+use crate::grant::{Execution, Grant};
+use crate::id::RequestId;
+use crate::request::Binding;
+use crate::store::{Gate, Locked, lock_exclusive};
 
 impl Gate {
     /// Runs `f` exactly once for an approved request, and only then.
@@ -121,6 +121,8 @@ impl Gate {
     /// Writes `execution_started` (fsynced) for a fresh grant; the returned guard writes
     /// `execution_finished`, or an "unknown" outcome if dropped unfinished.
     pub(crate) fn start_execution<T>(&self, grant: &Grant<T>) -> Result<ExecutionRecord, Error> {
+        // Held for the whole execution, so recovery can tell a live executor from a dead one.
+        let marker = lock_exclusive(&self.layout().execution_marker(grant.id()))?;
         self.audit(
             AuditEvent::ExecutionStarted,
             grant.id(),
@@ -134,6 +136,7 @@ impl Gate {
             gate: self.clone(),
             id: grant.id(),
             open: true,
+            marker: Some(marker),
         })
     }
 }
@@ -144,6 +147,7 @@ pub(crate) struct ExecutionRecord {
     gate: Gate,
     id: RequestId,
     open: bool,
+    marker: Option<Locked>,
 }
 
 /// Longest error text kept in an `execution_finished` line.
@@ -163,13 +167,21 @@ impl ExecutionRecord {
             }
             text
         });
-        // The side effect has already happened or not; a failure to record it leaves a
-        // started-but-unfinished execution, which reads as "outcome unknown".
-        let _ = self.gate.audit(
-            AuditEvent::ExecutionFinished,
-            self.id,
-            json!({ "outcome": outcome, "error": error }),
-        );
+        self.record(json!({ "outcome": outcome, "error": error }));
+    }
+
+    /// The side effect has already happened or not; a failure to record it leaves a
+    /// started-but-unfinished execution and its marker, which recovery reports as
+    /// "outcome unknown" once this process is gone.
+    fn record(&mut self, fields: serde_json::Value) {
+        let recorded = self
+            .gate
+            .audit(AuditEvent::ExecutionFinished, self.id, fields)
+            .is_ok();
+        if recorded {
+            let _ = fs::remove_if_exists(&self.gate.layout().execution_marker(self.id));
+        }
+        self.marker = None;
     }
 }
 
@@ -181,11 +193,7 @@ impl Drop for ExecutionRecord {
             } else {
                 "the execution was abandoned (future dropped)"
             };
-            let _ = self.gate.audit(
-                AuditEvent::ExecutionFinished,
-                self.id,
-                json!({ "outcome": "unknown", "error": why }),
-            );
+            self.record(json!({ "outcome": "unknown", "error": why }));
         }
     }
 }

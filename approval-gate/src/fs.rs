@@ -123,6 +123,37 @@ pub(crate) fn open_existing(path: &Path) -> Result<Option<File>, Error> {
     }
 }
 
+/// Opens an existing state file for reading and writing (for locking); `None` if it does
+/// not exist.
+pub(crate) fn open_existing_rw(path: &Path) -> Result<Option<File>, Error> {
+    match OpenOptions::new()
+        .read(true)
+        .write(true)
+        .custom_flags(nofollow())
+        .open(path)
+    {
+        Ok(file) => {
+            let meta = file
+                .metadata()
+                .map_err(|e| Error::io("inspecting", path, e))?;
+            check_metadata(path, &meta, false)?;
+            Ok(Some(file))
+        }
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(map_open_error("opening", path, e)),
+    }
+}
+
+/// Creates an empty marker file if nothing is there yet. Not fsynced: markers are hints
+/// that recovery can rebuild, never the record of a decision.
+pub(crate) fn touch(path: &Path) -> Result<(), Error> {
+    match create_new(path) {
+        Ok(_) => Ok(()),
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Ok(()),
+        Err(e) => Err(map_open_error("creating", path, e)),
+    }
+}
+
 /// Reads a whole state file of at most `limit` bytes; `None` if it does not exist.
 pub(crate) fn read_bounded(path: &Path, limit: u64) -> Result<Option<Vec<u8>>, Error> {
     let Some(file) = open_existing(path)? else {

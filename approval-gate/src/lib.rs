@@ -57,6 +57,7 @@ mod grant;
 mod id;
 mod list;
 mod payload;
+mod recover;
 mod request;
 mod retention;
 mod store;
@@ -74,6 +75,7 @@ pub use payload::{
     CanonicalPayload, MAX_PAYLOAD_BYTES, MAX_PAYLOAD_DEPTH, MAX_SAFE_INTEGER, PayloadDigest,
     PayloadError,
 };
+pub use recover::Recovery;
 pub use request::{
     Binding, DEFAULT_TTL, Decision, EffectiveStatus, MAX_ACTION_BYTES, MAX_NAME_BYTES,
     MAX_OPERATION_BYTES, MAX_REASON_BYTES, MAX_TTL, MIN_TTL, NewRequest, Request, Status,

@@ -48,6 +48,10 @@ impl Gate {
             };
             let claimed = self.is_claimed(id)?;
             let status = request.effective(claimed, now);
+            // An execution still running (or awaiting recovery) keeps its request live.
+            if fs::exists(&self.layout().execution_marker(id))? {
+                continue;
+            }
             if !due(&request) || !status.is_finished() {
                 continue;
             }
@@ -57,6 +61,7 @@ impl Gate {
             fs::rename_durable(&layout.request(id), &layout.archived(id))?;
             if claimed {
                 fs::rename_durable(&layout.claim(id), &layout.archived_claim(id))?;
+                fs::remove_if_exists(&layout.claim_logged(id))?;
             }
             fs::remove_if_exists(&layout.marker(id))?;
             self.audit(

@@ -137,14 +137,20 @@ impl GateBuilder {
         for file in ["audit.jsonl", "audit.head", "gate.lock"] {
             fs::open_existing(&layout.root.join(file))?;
         }
-        Ok(Gate {
+        let gate = Gate {
             inner: Arc::new(Inner {
                 audit: AuditLog::new(&layout.root),
                 layout,
                 clock: self.clock.unwrap_or_else(|| Arc::new(SystemClock)),
                 limits: self.limits,
             }),
-        })
+        };
+        match gate.recover() {
+            // A broken audit log must stay inspectable (`approval-gate audit verify`); every
+            // operation that needs to append to it refuses anyway.
+            Ok(_) | Err(Error::AuditBroken { .. }) => Ok(gate),
+            Err(other) => Err(other),
+        }
     }
 }
 
@@ -178,6 +184,14 @@ impl Layout {
     pub(crate) fn claim(&self, id: RequestId) -> PathBuf {
         self.claims_dir().join(format!("{id}.used"))
     }
+    /// Made after the `consumed` line is durable, so recovery knows which claims to check.
+    pub(crate) fn claim_logged(&self, id: RequestId) -> PathBuf {
+        self.claims_dir().join(format!("{id}.logged"))
+    }
+    /// Held locked by a process while it executes an approved action.
+    pub(crate) fn execution_marker(&self, id: RequestId) -> PathBuf {
+        self.claims_dir().join(format!("{id}.exec"))
+    }
     pub(crate) fn lock(&self, id: RequestId) -> PathBuf {
         self.locks_dir().join(format!("{id}.lock"))
     }
@@ -210,6 +224,21 @@ pub struct Gate {
 /// An exclusive lock held for the life of the value.
 pub(crate) struct Locked {
     _lock: Box<fd_lock::RwLock<std::fs::File>>,
+}
+
+/// Takes the lock only if no other process holds it; `None` if one does, or if the file
+/// does not exist (it is never created here).
+pub(crate) fn try_lock_existing(path: &Path) -> Result<Option<Locked>, Error> {
+    let Some(file) = fs::open_existing_rw(path)? else {
+        return Ok(None);
+    };
+    let mut lock = Box::new(fd_lock::RwLock::new(file));
+    match lock.try_write() {
+        Ok(guard) => std::mem::forget(guard),
+        Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return Ok(None),
+        Err(e) => return Err(Error::io("locking", path, e)),
+    }
+    Ok(Some(Locked { _lock: lock }))
 }
 
 pub(crate) fn lock_exclusive(path: &Path) -> Result<Locked, Error> {

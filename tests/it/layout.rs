@@ -331,3 +331,77 @@ fn an_empty_or_torn_claim_still_counts_as_consumed() {
         ));
     }
 }
+
+#[test]
+fn recovery_logs_an_unlogged_claim_once_and_never_unspends_it() {
+    let fx = Fixture::new();
+    let id = fx.approved("a", None, None);
+    // A crash right after the claim: the claim exists, the `consumed` line does not.
+    let claim = fx.dir.join("claims").join(format!("{id}.used"));
+    std::fs::write(&claim, b"").unwrap();
+    std::fs::set_permissions(&claim, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let consumed_lines = |gate: &Gate| {
+        gate.audit_records()
+            .unwrap()
+            .iter()
+            .filter(|r| r.id == id && r.event == approval_gate::AuditEvent::Consumed)
+            .count()
+    };
+    assert_eq!(consumed_lines(&fx.gate), 0);
+    let recovery = fx.gate.recover().unwrap();
+    assert_eq!(recovery.consumed, vec![id]);
+    assert_eq!(consumed_lines(&fx.gate), 1);
+    // Idempotent, also through a fresh open.
+    assert!(fx.gate.recover().unwrap().is_empty());
+    let reopened = Gate::open(&fx.dir).unwrap();
+    assert!(reopened.recover().unwrap().is_empty());
+    assert_eq!(consumed_lines(&reopened), 1);
+    assert!(matches!(
+        reopened.consume::<()>(id, &binding("a", None, None)),
+        Err(Error::AlreadyConsumed(_))
+    ));
+    reopened.verify_audit().unwrap();
+}
+
+#[test]
+fn recovery_marks_an_abandoned_execution_unknown_but_leaves_a_live_one_alone() {
+    use approval_gate::{AuditEvent, Execution};
+    let fx = Fixture::new();
+    let id = fx.approved("a", None, None);
+    let gate = fx.gate.clone();
+    // While the closure runs, recovery (as from another process) must not touch it.
+    gate.execute_approved(id, &binding("a", None, None), |_: Execution<()>| {
+        let other = Gate::open(&fx.dir).unwrap();
+        assert!(
+            other.recover().unwrap().is_empty(),
+            "a live execution was recovered"
+        );
+        Ok::<_, Error>(())
+    })
+    .unwrap();
+    let finished = |gate: &Gate| {
+        gate.audit_records()
+            .unwrap()
+            .iter()
+            .filter(|r| r.id == id && r.event == AuditEvent::ExecutionFinished)
+            .map(|r| r.details["outcome"].as_str().unwrap().to_owned())
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(finished(&fx.gate), ["ok"]);
+    assert!(fx.gate.recover().unwrap().is_empty());
+
+    // Now simulate a process that died between `execution_started` and its outcome: its
+    // marker is left behind, unlocked, and the log has a start without a finish.
+    let id = fx.approved("b", None, None);
+    let grant = fx
+        .gate
+        .consume::<()>(id, &binding("b", None, None))
+        .unwrap();
+    drop(grant);
+    let marker = fx.dir.join("claims").join(format!("{id}.exec"));
+    std::fs::write(&marker, b"").unwrap();
+    std::fs::set_permissions(&marker, std::fs::Permissions::from_mode(0o600)).unwrap();
+    // No start line: nothing ran, so nothing to report, and the marker goes.
+    assert!(fx.gate.recover().unwrap().is_empty());
+    assert!(!marker.exists());
+}

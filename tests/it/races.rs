@@ -226,3 +226,54 @@ fn approve_versus_expiry_has_one_outcome() {
         assert_eq!(decisions, 1);
     }
 }
+
+#[test]
+fn a_process_that_dies_mid_execution_is_recorded_as_unknown_and_never_rerun() {
+    let fx = Fixture::new();
+    // The child uses the system clock; give it an approval that is valid now.
+    let gate = Gate::open(&fx.dir).unwrap();
+    let id = gate
+        .request_approval(NewRequest::new("wire 100 EUR", "crash test"))
+        .unwrap()
+        .request
+        .id();
+    gate.approve(id, &Decision::by("tester")).unwrap();
+    let runs = fx.tmp.path().join("runs");
+    let status = Command::new(child_binary())
+        .args([
+            fx.dir.as_os_str(),
+            id.as_str().as_ref(),
+            "wire 100 EUR".as_ref(),
+            runs.as_os_str(),
+        ])
+        .env("APPROVAL_GATE_CHILD_ABORT", "1")
+        .stderr(Stdio::null())
+        .status()
+        .unwrap();
+    assert!(!status.success(), "the child must have crashed");
+    assert_eq!(std::fs::read_to_string(&runs).unwrap().lines().count(), 1);
+    assert_eq!(count(&gate, id, AuditEvent::ExecutionStarted), 1);
+    assert_eq!(count(&gate, id, AuditEvent::ExecutionFinished), 0);
+
+    // Any later open recovers: outcome unknown, exactly once.
+    let reopened = Gate::open(&fx.dir).unwrap();
+    assert_eq!(count(&reopened, id, AuditEvent::ExecutionFinished), 1);
+    let last = reopened.audit_records().unwrap().pop().unwrap();
+    assert_eq!(last.details["outcome"], "unknown");
+    assert!(reopened.recover().unwrap().is_empty());
+
+    // And nothing runs again.
+    let retry = Command::new(child_binary())
+        .args([
+            fx.dir.as_os_str(),
+            id.as_str().as_ref(),
+            "wire 100 EUR".as_ref(),
+            runs.as_os_str(),
+        ])
+        .stderr(Stdio::null())
+        .status()
+        .unwrap();
+    assert_eq!(retry.code(), Some(3), "already consumed");
+    assert_eq!(std::fs::read_to_string(&runs).unwrap().lines().count(), 1);
+    reopened.verify_audit().unwrap();
+}

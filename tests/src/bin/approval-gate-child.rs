@@ -3,7 +3,9 @@
 //! Usage: `approval-gate-child <dir> <id> <action> <runs-file> [operation] [payload-json]`
 //!
 //! The closure appends one line to `<runs-file>`, so the test can count executions across
-//! processes. Exit codes: 0 executed, 3 already consumed, 4 any other refusal, 2 usage.
+//! processes. With `APPROVAL_GATE_CHILD_ABORT=1` the process aborts right after that line,
+//! inside the closure, as a crash would. Exit codes: 0 executed, 3 already consumed, 4 any
+//! other refusal, 2 usage.
 
 use std::io::Write;
 use std::process::ExitCode;
@@ -55,6 +57,9 @@ fn run(args: &[String]) -> Result<(), Error> {
             path: runs.clone().into(),
             source: e,
         })?;
+        if std::env::var_os("APPROVAL_GATE_CHILD_ABORT").is_some() {
+            std::process::abort();
+        }
         Ok(())
     })
 }

@@ -1,0 +1,124 @@
+//! Recovery: make the audit log agree with the claims on disk after a crash.
+//!
+//! Two windows can be cut by a crash (or a kill, or an I/O error):
+//! - between a consume's claim and its `consumed` line: the approval is spent (the claim
+//!   exists) but the log does not say so;
+//! - between `execution_started` and `execution_finished`: the action may or may not have
+//!   happened.
+//!
+//! Recovery finds both cheaply from markers next to the claims (`<id>.logged` once the
+//! `consumed` line is durable; `<id>.exec`, held locked while an executor runs) and reads
+//! the log only for the few ids that need it. It adds `consumed` with `"recovered": true`
+//! for an unlogged claim, and `execution_finished` with outcome `unknown` for an execution
+//! whose process is gone. It never re-runs anything and never un-spends a claim. It runs on
+//! every open and is idempotent.
+
+use std::collections::BTreeSet;
+
+use serde_json::json;
+
+use crate::audit::{AuditEvent, AuditRecord};
+use crate::error::Error;
+use crate::fs;
+use crate::id::RequestId;
+use crate::store::{Gate, try_lock_existing};
+
+/// What a recovery pass repaired.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Recovery {
+    /// Claims whose `consumed` line was missing and has been added.
+    pub consumed: Vec<RequestId>,
+    /// Executions whose process ended without an outcome, now recorded as `unknown`.
+    pub unknown_outcomes: Vec<RequestId>,
+}
+
+impl Recovery {
+    /// Whether anything was repaired.
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.consumed.is_empty() && self.unknown_outcomes.is_empty()
+    }
+}
+
+fn ids_with_suffix<'a>(names: &'a [String], suffix: &str) -> BTreeSet<&'a str> {
+    names
+        .iter()
+        .filter_map(|name| name.strip_suffix(suffix))
+        .collect()
+}
+
+fn has(records: &[AuditRecord], id: RequestId, event: AuditEvent) -> bool {
+    records.iter().any(|r| r.id == id && r.event == event)
+}
+
+impl Gate {
+    /// Makes the audit log agree with the claims on disk after a crash; see the module
+    /// docs. Runs on every open; safe to run again at any time, from any process.
+    ///
+    /// # Errors
+    ///
+    /// I/O errors, and [`Error::AuditBroken`] if the log must be repaired by a human first.
+    pub fn recover(&self) -> Result<Recovery, Error> {
+        let names = fs::list_names(&self.layout().claims_dir())?;
+        let claims = ids_with_suffix(&names, ".used");
+        let logged = ids_with_suffix(&names, ".logged");
+        let executing = ids_with_suffix(&names, ".exec");
+        let mut recovery = Recovery::default();
+
+        for id in claims.difference(&logged) {
+            let Ok(id) = RequestId::parse(id) else {
+                continue;
+            };
+            // The consume that made the claim holds this lock until its line is written.
+            let _lock = self.lock(id)?;
+            let marker = self.layout().claim_logged(id);
+            if fs::exists(&marker)? {
+                continue;
+            }
+            if !has(&self.audit_records()?, id, AuditEvent::Consumed) {
+                self.audit(
+                    AuditEvent::Consumed,
+                    id,
+                    json!({ "recovered": true, "detail": "the claim exists but its line was never written" }),
+                )?;
+                recovery.consumed.push(id);
+            }
+            fs::touch(&marker)?;
+        }
+
+        for id in executing {
+            let Ok(id) = RequestId::parse(id) else {
+                continue;
+            };
+            let path = self.layout().execution_marker(id);
+            // A live executor holds the marker locked; only a dead one lets go of it.
+            let Some(_held) = try_lock_existing(&path)? else {
+                continue;
+            };
+            let records = self.audit_records()?;
+            let started = records
+                .iter()
+                .filter(|r| r.id == id && r.event == AuditEvent::ExecutionStarted)
+                .count();
+            let finished = records
+                .iter()
+                .filter(|r| r.id == id && r.event == AuditEvent::ExecutionFinished)
+                .count();
+            if started > finished {
+                self.audit(
+                    AuditEvent::ExecutionFinished,
+                    id,
+                    json!({
+                        "outcome": "unknown",
+                        "recovered": true,
+                        "error": "the executing process ended without recording an outcome; inspect the external system, nothing is retried",
+                    }),
+                )?;
+                recovery.unknown_outcomes.push(id);
+            }
+            fs::remove_if_exists(&path)?;
+        }
+        Ok(recovery)
+    }
+}
