@@ -20,6 +20,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use crate::error::Error;
+use crate::faults::failpoint;
 use crate::fs;
 use crate::id::RequestId;
 use crate::time::Timestamp;
@@ -160,9 +161,16 @@ impl AuditLog {
         let prefix = &body[..body.len() - 1];
         let hash = blake3::hash(prefix.as_bytes()).to_hex();
         let line = format!("{prefix},\"hash\":\"{hash}\"}}\n");
+        failpoint!("fs::op");
+        failpoint!("audit::before_write");
         log.write_all(line.as_bytes())
-            .and_then(|()| log.sync_data())
             .map_err(|e| Error::io("appending to", &self.log, e))?;
+        failpoint!("fs::op");
+        failpoint!("audit::before_sync");
+        log.sync_data()
+            .map_err(|e| Error::io("syncing", &self.log, e))?;
+        failpoint!("fs::op");
+        failpoint!("audit::before_head");
         write_head(&guard, &self.head, seq, hash.as_str())?;
         Ok(seq)
     }

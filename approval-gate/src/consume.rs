@@ -8,6 +8,7 @@ use serde_json::json;
 
 use crate::audit::AuditEvent;
 use crate::error::Error;
+use crate::faults::failpoint;
 use crate::fs;
 use crate::grant::Grant;
 use crate::id::RequestId;
@@ -64,6 +65,7 @@ impl Gate {
             }
         };
 
+        failpoint!("consume::before_claim");
         let claim = json!({ "consumedAt": now, "pid": std::process::id() }).to_string();
         if !fs::create_exclusive(&self.layout().claim(id), claim.as_bytes())? {
             let _ = self.audit(
@@ -74,6 +76,7 @@ impl Gate {
             return Err(Error::AlreadyConsumed(id));
         }
         // From here on the approval is spent, whatever happens next.
+        failpoint!("consume::after_claim");
         self.audit(
             AuditEvent::Consumed,
             id,
@@ -82,8 +85,10 @@ impl Gate {
                 "payloadDigest": request.payload_digest(),
             }),
         )?;
+        failpoint!("consume::after_consumed_line");
         // Only a hint for recovery: a lost marker makes recovery look the line up again.
         let _ = fs::touch(&self.layout().claim_logged(id));
+        failpoint!("consume::before_expiry_recheck");
         let after = self.now();
         if request.is_past_expiry(after) {
             let refusal = Error::ExpiredDuringConsume {

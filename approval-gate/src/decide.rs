@@ -4,6 +4,7 @@ use serde_json::json;
 
 use crate::audit::AuditEvent;
 use crate::error::Error;
+use crate::faults::failpoint;
 use crate::fs;
 use crate::id::RequestId;
 use crate::request::{Decision, EffectiveStatus, Status, StatusReport};
@@ -93,10 +94,12 @@ impl Gate {
         if to == Status::Approved {
             // A "yes" is recorded before it takes effect...
             self.audit(event, id, record)?;
+            failpoint!("decide::between_record_and_effect");
             self.save(&request)?;
         } else {
             // ...a "no" takes effect before it is recorded.
             self.save(&request)?;
+            failpoint!("decide::between_record_and_effect");
             self.audit(event, id, record)?;
         }
         fs::remove_if_exists(&self.layout().marker(id))?;

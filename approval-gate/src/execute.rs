@@ -9,6 +9,7 @@ use serde_json::json;
 
 use crate::audit::AuditEvent;
 use crate::error::Error;
+use crate::faults::failpoint;
 use crate::fs;
 use crate::grant::{Execution, Grant};
 use crate::id::RequestId;
@@ -60,7 +61,9 @@ impl Gate {
         F: FnOnce(Execution<T>) -> Result<R, E>,
     {
         let (grant, record) = self.begin::<T>(id, binding)?;
+        failpoint!("execute::before_closure");
         let result = f(Execution::new(grant));
+        failpoint!("execute::after_closure");
         finish(record, &result);
         result
     }
@@ -87,7 +90,9 @@ impl Gate {
         Fut: Future<Output = Result<R, E>>,
     {
         let (grant, record) = self.begin::<T>(id, binding)?;
+        failpoint!("execute::before_closure");
         let result = f(Execution::new(grant)).await;
+        failpoint!("execute::after_closure");
         finish(record, &result);
         result
     }
@@ -101,7 +106,9 @@ impl Gate {
         T: DeserializeOwned + Serialize,
     {
         let grant = self.consume::<T>(id, binding)?;
+        failpoint!("execute::before_started");
         let record = self.start_execution(&grant)?;
+        failpoint!("execute::after_started");
         if let Err(expired) = grant.assert_active() {
             record.finish("not_run", Some(expired.to_string()));
             return Err(expired);

@@ -18,6 +18,7 @@ use std::path::Path;
 use rustix::fs::OFlags;
 
 use crate::error::Error;
+use crate::faults::failpoint;
 
 const FILE_MODE: u32 = 0o600;
 const DIR_MODE: u32 = 0o700;
@@ -81,6 +82,7 @@ fn check_metadata(path: &Path, meta: &fs::Metadata, want_dir: bool) -> Result<()
 
 /// Makes sure `path` is a safe state directory, creating it `0700` if it does not exist.
 pub(crate) fn ensure_dir(path: &Path) -> Result<(), Error> {
+    failpoint!("fs::op");
     match fs::symlink_metadata(path) {
         Ok(meta) => check_metadata(path, &meta, true),
         Err(e) if e.kind() == io::ErrorKind::NotFound => {
@@ -106,6 +108,7 @@ pub(crate) fn ensure_dir(path: &Path) -> Result<(), Error> {
 
 /// Opens an existing state file for reading; `None` if it does not exist.
 pub(crate) fn open_existing(path: &Path) -> Result<Option<File>, Error> {
+    failpoint!("fs::op");
     match OpenOptions::new()
         .read(true)
         .custom_flags(nofollow())
@@ -126,6 +129,7 @@ pub(crate) fn open_existing(path: &Path) -> Result<Option<File>, Error> {
 /// Opens an existing state file for reading and writing (for locking); `None` if it does
 /// not exist.
 pub(crate) fn open_existing_rw(path: &Path) -> Result<Option<File>, Error> {
+    failpoint!("fs::op");
     match OpenOptions::new()
         .read(true)
         .write(true)
@@ -147,6 +151,7 @@ pub(crate) fn open_existing_rw(path: &Path) -> Result<Option<File>, Error> {
 /// Creates an empty marker file if nothing is there yet. Not fsynced: markers are hints
 /// that recovery can rebuild, never the record of a decision.
 pub(crate) fn touch(path: &Path) -> Result<(), Error> {
+    failpoint!("fs::op");
     match create_new(path) {
         Ok(_) => Ok(()),
         Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Ok(()),
@@ -175,6 +180,7 @@ pub(crate) fn read_bounded(path: &Path, limit: u64) -> Result<Option<Vec<u8>>, E
 /// Whether something exists at `path`, without following a symlink there. A symlink is an
 /// error: no state path is ever a link.
 pub(crate) fn exists(path: &Path) -> Result<bool, Error> {
+    failpoint!("fs::op");
     match fs::symlink_metadata(path) {
         Ok(meta) if meta.file_type().is_symlink() => {
             Err(unsafe_state(path, "it is a symbolic link"))
@@ -201,6 +207,7 @@ fn create_new(path: &Path) -> Result<File, io::Error> {
 /// Returns `false` (and writes nothing) if anything already exists at `path`, including a
 /// dangling symlink: `O_EXCL` never follows one.
 pub(crate) fn create_exclusive(path: &Path, bytes: &[u8]) -> Result<bool, Error> {
+    failpoint!("fs::op");
     let mut file = match create_new(path) {
         Ok(file) => file,
         Err(e) if e.kind() == io::ErrorKind::AlreadyExists => return Ok(false),
@@ -208,7 +215,9 @@ pub(crate) fn create_exclusive(path: &Path, bytes: &[u8]) -> Result<bool, Error>
     };
     // Once the name exists the claim is made; the content is only informative. Sync both so
     // that the claim survives a crash before anything that depends on it happens.
+    failpoint!("fs::create_exclusive::before_sync");
     let written = file.write_all(bytes).and_then(|()| file.sync_all());
+    failpoint!("fs::create_exclusive::before_dir_sync");
     let synced = sync_parent(path);
     written.map_err(|e| Error::io("writing", path, e))?;
     synced?;
@@ -218,6 +227,7 @@ pub(crate) fn create_exclusive(path: &Path, bytes: &[u8]) -> Result<bool, Error>
 /// Replaces `path` with `bytes` atomically and durably: temp file, fsync, rename, fsync of the
 /// directory.
 pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), Error> {
+    failpoint!("fs::op");
     let dir = parent(path)?;
     let name = path
         .file_name()
@@ -230,6 +240,7 @@ pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), Error> {
         file.write_all(bytes)
             .and_then(|()| file.sync_all())
             .map_err(|e| Error::io("writing", &tmp, e))?;
+        failpoint!("fs::write_atomic::before_rename");
         // rename(2) replaces a symlink at `path` itself rather than writing through it.
         fs::rename(&tmp, path).map_err(|e| Error::io("renaming into place", path, e))
     })();
@@ -237,6 +248,7 @@ pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), Error> {
         let _ = fs::remove_file(&tmp);
     }
     result?;
+    failpoint!("fs::write_atomic::before_dir_sync");
     sync_dir(dir)
 }
 
@@ -252,6 +264,7 @@ pub(crate) fn open_append(path: &Path) -> Result<File, Error> {
 }
 
 fn open_rw(path: &Path, append: bool) -> Result<File, Error> {
+    failpoint!("fs::op");
     let mut options = OpenOptions::new();
     options
         .read(true)
@@ -275,6 +288,7 @@ fn open_rw(path: &Path, append: bool) -> Result<File, Error> {
 
 /// Removes a file if it exists (no error if it is already gone).
 pub(crate) fn remove_if_exists(path: &Path) -> Result<(), Error> {
+    failpoint!("fs::op");
     match fs::remove_file(path) {
         Ok(()) => Ok(()),
         Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
@@ -284,6 +298,7 @@ pub(crate) fn remove_if_exists(path: &Path) -> Result<(), Error> {
 
 /// Renames `from` to `to` and fsyncs both directories.
 pub(crate) fn rename_durable(from: &Path, to: &Path) -> Result<(), Error> {
+    failpoint!("fs::op");
     fs::rename(from, to).map_err(|e| Error::io("moving", from, e))?;
     sync_parent(to)?;
     sync_parent(from)
@@ -300,6 +315,7 @@ fn sync_parent(path: &Path) -> Result<(), Error> {
 
 /// fsyncs a directory so that entries created, renamed or removed in it are durable.
 pub(crate) fn sync_dir(dir: &Path) -> Result<(), Error> {
+    failpoint!("fs::op");
     let handle = OpenOptions::new()
         .read(true)
         .custom_flags(nofollow() | OFlags::DIRECTORY.bits().cast_signed())
@@ -312,6 +328,7 @@ pub(crate) fn sync_dir(dir: &Path) -> Result<(), Error> {
 
 /// The names in a state directory, skipping temporary files.
 pub(crate) fn list_names(dir: &Path) -> Result<Vec<String>, Error> {
+    failpoint!("fs::op");
     let entries = fs::read_dir(dir).map_err(|e| Error::io("listing", dir, e))?;
     let mut names = Vec::new();
     for entry in entries {

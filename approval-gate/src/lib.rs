@@ -52,6 +52,7 @@ mod consume;
 mod decide;
 mod error;
 mod execute;
+mod faults;
 mod fs;
 mod grant;
 mod id;

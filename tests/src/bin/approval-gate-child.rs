@@ -3,7 +3,8 @@
 //! Usage: `approval-gate-child <dir> <id> <action> <runs-file> [operation] [payload-json]`
 //!
 //! The closure appends one line to `<runs-file>`, so the test can count executions across
-//! processes. With `APPROVAL_GATE_CHILD_ABORT=1` the process aborts right after that line,
+//! processes. `FAILPOINTS=<name>=return(kill)` kills it with SIGKILL at that failpoint.
+//! With `APPROVAL_GATE_CHILD_ABORT=1` the process aborts right after that line,
 //! inside the closure, as a crash would. Exit codes: 0 executed, 3 already consumed, 4 any
 //! other refusal, 2 usage.
 
@@ -13,6 +14,8 @@ use std::process::ExitCode;
 use approval_gate::{Binding, CanonicalPayload, Error, Execution, Gate, RequestId};
 
 fn main() -> ExitCode {
+    // Reads FAILPOINTS, e.g. `consume::after_claim=return(kill)`.
+    let _failpoints = fail::FailScenario::setup();
     let args: Vec<String> = std::env::args().skip(1).collect();
     if args.len() < 4 {
         eprintln!(

@@ -1,0 +1,167 @@
+//! An I/O error injected at the N-th filesystem operation, for every N, of
+//! `execute_approved` and of each decision. The store must stay valid, and the closure must
+//! not run unless its claim and `execution_started` were durable.
+
+use std::cell::Cell;
+
+use approval_gate::{
+    AuditEvent, Decision, EffectiveStatus, Error, Execution, Gate, ManualClock, NewRequest, Status,
+    Timestamp,
+};
+use fail::FailScenario;
+
+use crate::invariants;
+
+const T0: Timestamp = Timestamp::from_unix_millis(1_796_000_000_000);
+
+fn store() -> (tempfile::TempDir, Gate, std::path::PathBuf) {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("gate");
+    let gate = Gate::builder()
+        .dir(&dir)
+        .clock(ManualClock::new(T0))
+        .open()
+        .unwrap();
+    (tmp, gate, dir)
+}
+
+/// Runs `f` with the N-th filesystem operation failing; returns what `f` returned. The
+/// caller holds the `FailScenario`, which keeps other fault tests out meanwhile.
+fn with_fault_at<R>(n: usize, f: impl FnOnce() -> R) -> R {
+    fail::cfg("fs::op", &format!("{n}*off->return")).unwrap();
+    let result = f();
+    fail::remove("fs::op");
+    result
+}
+
+#[test]
+fn a_fault_at_any_operation_of_execute_approved_leaves_a_valid_store_and_runs_at_most_once() {
+    let _scenario = FailScenario::setup();
+    let mut n = 0;
+    loop {
+        let (_tmp, gate, dir) = store();
+        let id = gate
+            .request_approval(NewRequest::new("a", "r"))
+            .unwrap()
+            .request
+            .id();
+        gate.approve(id, &Decision::by("h")).unwrap();
+        let ran = Cell::new(0);
+        let binding = approval_gate::Binding::new("a");
+        let result = with_fault_at(n, || {
+            gate.execute_approved(id, &binding, |_: Execution<()>| {
+                ran.set(ran.get() + 1);
+                Ok::<_, Error>(())
+            })
+        });
+        let seen = invariants::check(&dir, id, ran.get());
+        let ran_under_fault = ran.get();
+        // A retry never runs a spent approval, and runs an unspent one.
+        let retry = gate.execute_approved(id, &binding, |_: Execution<()>| {
+            ran.set(ran.get() + 1);
+            Ok::<_, Error>(())
+        });
+        if seen.claim {
+            assert!(
+                matches!(retry, Err(Error::AlreadyConsumed(_))),
+                "n={n}: {retry:?}"
+            );
+        } else {
+            assert!(retry.is_ok(), "n={n}: {retry:?}");
+        }
+        // A spent approval stays spent even if nothing ran: at most once, never twice.
+        let expected = if seen.claim { ran_under_fault } else { 1 };
+        assert_eq!(ran.get(), expected, "n={n}");
+        invariants::check(&dir, id, ran.get());
+        if result.is_ok() {
+            break;
+        }
+        n += 1;
+    }
+    assert!(n > 10, "the fault sweep covered only {n} operations");
+}
+
+#[test]
+fn a_fault_at_any_operation_of_a_decision_leaves_one_clear_outcome() {
+    let _scenario = FailScenario::setup();
+    for decision in ["approve", "deny", "revoke"] {
+        let mut n = 0;
+        loop {
+            let (_tmp, gate, dir) = store();
+            let id = gate
+                .request_approval(NewRequest::new("a", "r"))
+                .unwrap()
+                .request
+                .id();
+            if decision == "revoke" {
+                gate.approve(id, &Decision::by("h")).unwrap();
+            }
+            let who = Decision::by("h");
+            let result = with_fault_at(n, || match decision {
+                "approve" => gate.approve(id, &who),
+                "deny" => gate.deny(id, &who),
+                _ => gate.revoke(id, &who),
+            });
+            let reopened = Gate::builder()
+                .dir(&dir)
+                .clock(ManualClock::new(T0))
+                .open()
+                .unwrap();
+            let status = reopened.status(id).unwrap().request().status();
+            let lines = |event| {
+                reopened
+                    .audit_records()
+                    .unwrap()
+                    .iter()
+                    .filter(|r| r.id == id && r.event == event)
+                    .count()
+            };
+            match decision {
+                // A yes is recorded before it takes effect: never approved without its line.
+                "approve" => {
+                    if status == Status::Approved {
+                        assert_eq!(lines(AuditEvent::Approved), 1, "n={n}");
+                    } else {
+                        assert_eq!(status, Status::Pending, "n={n}");
+                    }
+                }
+                "deny" => assert!(matches!(status, Status::Pending | Status::Denied), "n={n}"),
+                _ => assert!(
+                    matches!(status, Status::Approved | Status::Revoked),
+                    "n={n}"
+                ),
+            }
+            if result.is_ok() {
+                assert_ne!(
+                    status,
+                    Status::Pending,
+                    "n={n}: reported success but nothing changed"
+                );
+                break;
+            }
+            invariants::check(&dir, id, 0);
+            // The human can always try again.
+            let again = match decision {
+                "approve" => reopened.approve(id, &who),
+                "deny" => reopened.deny(id, &who),
+                _ => reopened.revoke(id, &who),
+            };
+            let settled = reopened.status(id).unwrap().effective_status();
+            assert!(
+                again.is_ok() || matches!(again, Err(Error::WrongState { .. })),
+                "n={n}: {again:?}"
+            );
+            assert!(
+                matches!(
+                    settled,
+                    EffectiveStatus::ApprovedUnconsumed
+                        | EffectiveStatus::Denied
+                        | EffectiveStatus::Revoked
+                ),
+                "n={n}: {settled:?}"
+            );
+            n += 1;
+        }
+        assert!(n > 3, "{decision}: the sweep covered only {n} operations");
+    }
+}
