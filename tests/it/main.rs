@@ -5,4 +5,5 @@ mod binding;
 mod execute;
 mod layout;
 mod lifecycle;
+mod model;
 mod races;
