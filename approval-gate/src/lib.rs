@@ -86,6 +86,19 @@ pub use retention::MIN_ARCHIVE_AGE_DAYS;
 pub use store::{Gate, GateBuilder, Limits, Submitted};
 pub use time::{Clock, ManualClock, SystemClock, Timestamp};
 
+/// Entry points for the fuzz targets in `fuzz/`. Not a public API.
+#[doc(hidden)]
+pub mod __fuzz {
+    /// Parses a whole audit log, checking every line's hash, sequence number and link.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::AuditBroken`](crate::Error::AuditBroken) at the first bad line.
+    pub fn parse_audit_log(bytes: &[u8]) -> Result<Vec<crate::AuditRecord>, crate::Error> {
+        crate::audit::parse_chain(bytes).map(|(records, _)| records)
+    }
+}
+
 /// The README's examples, compiled and run as doctests.
 #[cfg(doctest)]
 #[doc = include_str!("../../README.md")]

@@ -6,4 +6,5 @@ mod execute;
 mod layout;
 mod lifecycle;
 mod model;
+mod properties;
 mod races;

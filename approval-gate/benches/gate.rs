@@ -1,0 +1,170 @@
+//! What the gate costs, next to the floor it cannot beat.
+//!
+//! `cargo bench -p approval-gate --bench gate`. Results and the machine they came from are in
+//! `docs/benchmarks.md`.
+//!
+//! - `floor_*`: the bare filesystem operations the authorization path must do (one fsync; an
+//!   exclusive create made durable with its directory) in the same directory, same run.
+//! - `execute_approved`: consume + `execution_started` + closure + `execution_finished`, end to
+//!   end; it performs 8 fsyncs (claim file and directory, then each of 3 audit lines and its
+//!   anchor).
+//! - `list_pending_among_finished`: 20 pending requests among 1k, 10k, 100k finished ones;
+//!   the pending index should keep this flat.
+//! - `request_approve_consume`: whole cycles from 1, 4 and 16 concurrent processes sharing one
+//!   store (the bench re-executes itself as the worker processes).
+#![allow(missing_docs)]
+
+use std::io::Write;
+use std::os::unix::fs::{FileExt, PermissionsExt};
+use std::path::Path;
+use std::process::Command;
+
+use approval_gate::{Binding, Decision, Error, Execution, Gate, ListFilter, NewRequest, RequestId};
+use divan::Bencher;
+use divan::counter::ItemsCount;
+
+const WORKER_ENV: &str = "APPROVAL_GATE_BENCH_WORKER";
+const CYCLES_PER_WORKER: usize = 20;
+
+fn main() {
+    if let Some(dir) = std::env::var_os(WORKER_ENV) {
+        worker(Path::new(&dir));
+        return;
+    }
+    divan::main();
+}
+
+/// One worker process: whole request -> approve -> consume cycles.
+fn worker(dir: &Path) {
+    let gate = Gate::open(dir).expect("open");
+    let pid = std::process::id();
+    for i in 0..CYCLES_PER_WORKER {
+        let action = format!("cycle {pid} {i}");
+        let id = gate
+            .request_approval(NewRequest::new(&action, "bench"))
+            .expect("request")
+            .request
+            .id();
+        gate.approve(id, &Decision::by("bench")).expect("approve");
+        let _grant = gate.consume::<()>(id, &Binding::new(action)).expect("consume");
+    }
+}
+
+#[divan::bench(sample_count = 100)]
+fn floor_fsync(bencher: Bencher) {
+    let tmp = tempfile::tempdir_in(bench_root()).unwrap();
+    let file = std::fs::File::create(tmp.path().join("f")).unwrap();
+    bencher.bench_local(|| {
+        file.write_all_at(b"x", 0).unwrap();
+        file.sync_data().unwrap();
+    });
+}
+
+#[divan::bench(sample_count = 100)]
+fn floor_durable_exclusive_create(bencher: Bencher) {
+    let tmp = tempfile::tempdir_in(bench_root()).unwrap();
+    let dir = std::fs::File::open(tmp.path()).unwrap();
+    let mut n = 0u64;
+    bencher
+        .with_inputs(|| {
+            n += 1;
+            tmp.path().join(format!("{n}.used"))
+        })
+        .bench_local_values(|path| {
+            let mut file = std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .open(path)
+                .unwrap();
+            file.write_all(b"{}").unwrap();
+            file.sync_all().unwrap();
+            dir.sync_all().unwrap();
+        });
+}
+
+#[divan::bench(sample_count = 50)]
+fn execute_approved(bencher: Bencher) {
+    let tmp = tempfile::tempdir_in(bench_root()).unwrap();
+    let gate = Gate::open(tmp.path().join("gate")).unwrap();
+    let mut n = 0u64;
+    bencher
+        .with_inputs(|| {
+            n += 1;
+            let action = format!("bench {n}");
+            let id = gate
+                .request_approval(NewRequest::new(&action, "bench"))
+                .unwrap()
+                .request
+                .id();
+            gate.approve(id, &Decision::by("bench")).unwrap();
+            (id, Binding::new(action))
+        })
+        .bench_local_values(|(id, binding): (RequestId, Binding)| {
+            gate.execute_approved(id, &binding, |run: Execution<()>| {
+                run.assert_active()?;
+                Ok::<_, Error>(())
+            })
+            .unwrap();
+        });
+}
+
+#[divan::bench(args = [1_000, 10_000, 100_000], sample_count = 50)]
+fn list_pending_among_finished(bencher: Bencher, finished: usize) {
+    let tmp = tempfile::tempdir_in(bench_root()).unwrap();
+    let dir = tmp.path().join("gate");
+    let gate = Gate::builder()
+        .dir(&dir)
+        .limits(approval_gate::Limits::default().max_requests(usize::MAX))
+        .open()
+        .unwrap();
+    plant_finished(&gate, &dir, finished);
+    for i in 0..20 {
+        gate.request_approval(NewRequest::new(format!("pending {i}"), "bench"))
+            .unwrap();
+    }
+    bencher.bench_local(|| {
+        let page = gate.list(ListFilter::Pending, None, 100).unwrap();
+        assert_eq!(page.items.len(), 20);
+    });
+}
+
+#[divan::bench(args = [1, 4, 16], sample_count = 5)]
+fn request_approve_consume(bencher: Bencher, processes: usize) {
+    let exe = std::env::current_exe().unwrap();
+    bencher
+        .counter(ItemsCount::new(processes * CYCLES_PER_WORKER))
+        .with_inputs(|| tempfile::tempdir_in(bench_root()).unwrap())
+        .bench_local_values(|tmp| {
+            let dir = tmp.path().join("gate");
+            Gate::open(&dir).unwrap();
+            let children: Vec<_> = (0..processes)
+                .map(|_| Command::new(&exe).env(WORKER_ENV, &dir).spawn().unwrap())
+                .collect();
+            for mut child in children {
+                assert!(child.wait().unwrap().success());
+            }
+            tmp
+        });
+}
+
+/// Where the benches put their stores: `APPROVAL_GATE_BENCH_DIR`, else the system temp dir.
+fn bench_root() -> std::path::PathBuf {
+    std::env::var_os("APPROVAL_GATE_BENCH_DIR").map_or_else(std::env::temp_dir, Into::into)
+}
+
+/// Writes `n` finished (denied) request files directly, as the store would have.
+fn plant_finished(gate: &Gate, dir: &Path, n: usize) {
+    let template = gate
+        .request_approval(NewRequest::new("template", "bench"))
+        .unwrap()
+        .request
+        .id();
+    gate.deny(template, &Decision::by("bench")).unwrap();
+    let text = std::fs::read_to_string(dir.join("requests").join(format!("{template}.json"))).unwrap();
+    for i in 0..n {
+        let id = format!("{i:012x}");
+        let path = dir.join("requests").join(format!("{id}.json"));
+        std::fs::write(&path, text.replace(template.as_str(), &id)).unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).unwrap();
+    }
+}
