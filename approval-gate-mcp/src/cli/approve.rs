@@ -1,0 +1,263 @@
+//! `approve`: the only way a request becomes approved, and only by a human at a terminal.
+//!
+//! The path fails closed at every step: no terminal, a request that is not pending, a
+//! confirmation that is not exactly the code shown, end of input, a request that expired or
+//! changed while it was on screen, or any error, and nothing is approved.
+
+use std::fmt::Write as _;
+use std::io::{self, BufRead, IsTerminal, Read};
+use std::path::Path;
+
+use approval_gate::{EffectiveStatus, Error, MAX_REASON_BYTES, Request, RequestId, StatusReport};
+
+use super::output::{self, Style};
+use super::{Exit, Refusal, decide, render};
+
+/// Domain separation for the confirmation code: no other BLAKE3 use shares this key.
+const CODE_CONTEXT: &str = "approval-gate cli 2025 approve confirmation code v1";
+/// Hex characters in a confirmation code.
+const CODE_LEN: usize = 8;
+/// Longest answer read; a code is far shorter, and nothing longer can match.
+const MAX_ANSWER: u64 = 256;
+
+pub(crate) fn approve(dir: Option<&Path>, id: RequestId, reason: &str) -> anyhow::Result<Exit> {
+    // Only a human at a terminal may approve: never a pipe, a file or another program.
+    if !io::stdin().is_terminal() || !io::stdout().is_terminal() {
+        return Err(Refusal(
+            "approve needs an interactive terminal on stdin and stdout; nothing was approved \
+             (deny and revoke work anywhere)"
+                .to_owned(),
+        )
+        .into());
+    }
+    if reason.len() > MAX_REASON_BYTES {
+        return Err(Error::InvalidInput {
+            field: "reason",
+            problem: format!(
+                "is {} bytes long; the limit is {MAX_REASON_BYTES}",
+                reason.len()
+            ),
+        }
+        .into());
+    }
+    let gate = super::open(dir)?;
+    let shown = gate.status(id)?;
+    require_pending(&shown)?;
+
+    let code = confirmation_code(shown.request(), &nonce()?);
+    let style = Style::detect();
+    output::stdout(&screen(&shown, gate.now(), style))?;
+    discard_typeahead();
+    output::stdout(&format!(
+        "Type {} to approve (anything else cancels): ",
+        style.bold(&code)
+    ))?;
+    match read_answer()? {
+        Answer::Line(line) if line == code => {}
+        Answer::Line(_) => {
+            return refuse("the confirmation code did not match: nothing was approved");
+        }
+        Answer::End => {
+            return refuse("no confirmation (end of input): nothing was approved");
+        }
+    }
+
+    // The human read the screen; approve only what it showed, and only in time.
+    if gate.now() > shown.request().expires_at() {
+        return refuse(&format!(
+            "request {id} expired while it was on screen: nothing was approved"
+        ));
+    }
+    let again = gate.status(id)?;
+    if again.request() != shown.request() || again.effective_status() != EffectiveStatus::Pending {
+        return refuse(&format!(
+            "request {id} changed while it was on screen (it is now {}): nothing was approved; \
+             run approve again to review it",
+            again.effective_status()
+        ));
+    }
+    let approved = gate.approve(id, &decide::decision(reason))?;
+    if !same_content(approved.request(), shown.request()) {
+        // Between the re-read and the approval the record changed under us: withdraw it.
+        let withdrawn = gate.revoke(
+            id,
+            &decide::decision("approval-gate: the request changed while it was being approved"),
+        );
+        return refuse(&format!(
+            "request {id} changed while it was being approved; {}",
+            match withdrawn {
+                Ok(_) => "the approval was revoked".to_owned(),
+                Err(e) =>
+                    format!("revoking the approval failed ({e}): run `approval-gate revoke {id}`"),
+            }
+        ));
+    }
+    let expires = approved.request().expires_at();
+    output::stdout(&format!(
+        "approved {id}: trusted code may run it once, until {expires} ({})\n",
+        render::relative(gate.now(), expires)
+    ))?;
+    Ok(Exit::Done)
+}
+
+fn refuse(why: &str) -> anyhow::Result<Exit> {
+    Err(Refusal(why.to_owned()).into())
+}
+
+fn require_pending(report: &StatusReport) -> Result<(), Error> {
+    let id = report.request().id();
+    match report.effective_status() {
+        EffectiveStatus::Pending => Ok(()),
+        EffectiveStatus::Expired => Err(Error::Expired(id)),
+        status => Err(Error::WrongState {
+            id,
+            operation: "approve",
+            status,
+        }),
+    }
+}
+
+/// Whether the approved record is the one the human saw (decision fields aside).
+fn same_content(a: &Request, b: &Request) -> bool {
+    a.id() == b.id()
+        && a.action() == b.action()
+        && a.reason() == b.reason()
+        && a.requested_by() == b.requested_by()
+        && a.operation() == b.operation()
+        && a.payload() == b.payload()
+        && a.payload_digest() == b.payload_digest()
+        && a.created_at() == b.created_at()
+        && a.expires_at() == b.expires_at()
+}
+
+/// Everything the human decides on, then what approving means.
+fn screen(report: &StatusReport, now: approval_gate::Timestamp, style: Style) -> String {
+    let expires = report.request().expires_at();
+    let mut text = style.bold("Approval requested");
+    text.push_str(
+        " (agent-supplied text is escaped: \\u{...} marks a control or invisible character)\n\n",
+    );
+    text.push_str(&render::details(report, now, style));
+    let _ = write!(
+        text,
+        "\nApproving lets trusted code do exactly what is shown above, once,\n\
+         until {expires} ({}).\n",
+        render::relative(now, expires)
+    );
+    text
+}
+
+/// A random value drawn for this prompt, so no one (an agent least of all) can know the
+/// code before the screen shows it.
+fn nonce() -> Result<[u8; 16], Error> {
+    let mut nonce = [0; 16];
+    getrandom::fill(&mut nonce).map_err(|e| Error::Random(e.to_string()))?;
+    Ok(nonce)
+}
+
+/// The code the human re-types: the first 8 hex characters of a domain-separated BLAKE3
+/// hash over the prompt's random nonce and every field shown.
+///
+/// Binding it to the fields means the code belongs to this request as shown; the nonce
+/// means it cannot be known, or announced by an agent, before it appears on the screen.
+fn confirmation_code(request: &Request, nonce: &[u8; 16]) -> String {
+    fn field(hasher: &mut blake3::Hasher, bytes: &[u8]) {
+        // Length prefixes keep field boundaries unambiguous.
+        hasher.update(&(bytes.len() as u64).to_le_bytes());
+        hasher.update(bytes);
+    }
+    fn optional(hasher: &mut blake3::Hasher, bytes: Option<&[u8]>) {
+        match bytes {
+            None => {
+                hasher.update(&[0]);
+            }
+            Some(bytes) => {
+                hasher.update(&[1]);
+                field(hasher, bytes);
+            }
+        }
+    }
+    let mut hasher = blake3::Hasher::new_derive_key(CODE_CONTEXT);
+    hasher.update(nonce);
+    field(&mut hasher, request.id().as_str().as_bytes());
+    field(&mut hasher, request.action().as_bytes());
+    field(&mut hasher, request.reason().as_bytes());
+    optional(&mut hasher, request.requested_by().map(str::as_bytes));
+    optional(&mut hasher, request.operation().map(str::as_bytes));
+    let digest = request.payload_digest();
+    optional(&mut hasher, digest.as_ref().map(|d| &d.as_bytes()[..]));
+    hasher.update(&request.created_at().unix_millis().to_le_bytes());
+    hasher.update(&request.expires_at().unix_millis().to_le_bytes());
+    let mut code = hasher.finalize().to_hex().to_string();
+    code.truncate(CODE_LEN);
+    code
+}
+
+/// Drops anything typed before the prompt appeared, so a stray earlier Enter cannot answer
+/// it. (It could not approve anyway: nothing typed before the screen can hold the code.)
+fn discard_typeahead() {
+    let _ = rustix::termios::tcflush(io::stdin(), rustix::termios::QueueSelector::IFlush);
+}
+
+enum Answer {
+    /// A whole line, without its newline.
+    Line(String),
+    /// End of input before a whole line.
+    End,
+}
+
+fn read_answer() -> io::Result<Answer> {
+    let mut line = Vec::new();
+    io::stdin()
+        .lock()
+        .take(MAX_ANSWER)
+        .read_until(b'\n', &mut line)?;
+    // A line cut short by end of input or by the length limit was not confirmed.
+    if line.pop() != Some(b'\n') {
+        return Ok(Answer::End);
+    }
+    // Invalid UTF-8 cannot be the code; an empty string never matches.
+    Ok(Answer::Line(String::from_utf8(line).unwrap_or_default()))
+}
+
+#[cfg(test)]
+mod tests {
+    use approval_gate::{CanonicalPayload, Gate, ManualClock, NewRequest, Timestamp};
+
+    use super::*;
+
+    fn request(gate: &Gate, action: &str) -> Request {
+        let ask = NewRequest::new(action, "because")
+            .operation("smtp.send")
+            .payload(CanonicalPayload::from_json_text(r#"{"to":"a@example.com"}"#).unwrap());
+        gate.request_approval(ask).unwrap().request
+    }
+
+    #[test]
+    fn code_is_short_hex_bound_to_content_and_nonce() {
+        let dir = tempfile::tempdir().unwrap();
+        let clock = ManualClock::new(Timestamp::from_unix_millis(1_800_000_000_000));
+        let gate = Gate::builder()
+            .dir(dir.path().join("s"))
+            .clock(clock)
+            .open()
+            .unwrap();
+        let a = request(&gate, "send it");
+        let b = request(&gate, "send it!");
+        let nonce = [7; 16];
+        let code = confirmation_code(&a, &nonce);
+        assert_eq!(code.len(), CODE_LEN);
+        assert!(
+            code.bytes()
+                .all(|c| c.is_ascii_hexdigit() && !c.is_ascii_uppercase())
+        );
+        assert_eq!(code, confirmation_code(&a, &nonce));
+        assert_ne!(code, confirmation_code(&b, &nonce));
+        assert_ne!(code, confirmation_code(&a, &[8; 16]));
+    }
+
+    #[test]
+    fn nonces_differ() {
+        assert_ne!(nonce().unwrap(), nonce().unwrap());
+    }
+}

@@ -1,0 +1,229 @@
+//! The command line: what `--help` shows is written here.
+
+// Doc comments here are `--help` text, not rustdoc: backticks would be printed as they are.
+#![allow(clippy::doc_markdown)]
+
+use std::path::PathBuf;
+
+use approval_gate::{ListFilter, MAX_PAGE, RequestId};
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+const AFTER_HELP: &str = "\
+Exit codes:
+  0  done
+  1  refused: not found, wrong state, expired, confirmation mismatch, not a terminal
+  2  usage or I/O error (including a broken audit log or an unsafe state directory)
+
+Every string an agent supplied (action, reason, requester, payload, decision reason) is shown
+with control, bidi, zero-width and other invisible characters as visible escapes such as
+\\u{202e}; a backslash is shown as \\\\.";
+
+/// Review and decide the approval requests of AI agents.
+///
+/// Agents ask (through the MCP server or the library); only a human, here, may approve.
+/// Nothing is ever approved without a re-typed confirmation in an interactive terminal.
+#[derive(Debug, Parser)]
+#[command(name = "approval-gate", version, after_help = AFTER_HELP)]
+pub struct Cli {
+    /// The store directory [default: $APPROVAL_GATE_DIR, else ~/.approval-gate].
+    #[arg(long, global = true, value_name = "DIR")]
+    pub(crate) dir: Option<PathBuf>,
+
+    #[command(subcommand)]
+    pub(crate) command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum Command {
+    /// List requests: id, status, age, time left, requester and action (one line each).
+    #[command(after_help = "\
+Pending requests come first in `all`. TIME is the time left for a request that can still be
+approved or used, else its age. STATUS `lapsed` is an approval that expired unused. Actions
+longer than the line are cut with a marker giving the bytes left out, such as
+`… [+1234 bytes]`; `show ID` prints everything, and --json gives exact statuses.")]
+    List(ListArgs),
+
+    /// Show one request in full, with its canonical payload and digest.
+    Show {
+        /// The request id (12 hex characters).
+        #[arg(value_parser = parse_id)]
+        id: RequestId,
+        /// Print the request as JSON (camelCase, with effectiveStatus).
+        #[arg(long)]
+        json: bool,
+    },
+
+    /// Approve a pending request, in an interactive terminal only.
+    #[command(after_help = "\
+approve refuses (exit 1, nothing changed) unless both stdin and stdout are a terminal.
+It shows the whole request and asks you to type an 8-character confirmation code printed
+under it. The code is the first 8 hex characters of a BLAKE3 hash over a random value drawn
+for this prompt and everything shown (id, action, reason, requester, operation, payload
+digest, creation and expiry time): an agent cannot know it in advance, so it cannot be typed
+without reading the screen. Anything other than the exact code (a typo, an empty line,
+end of input) refuses. After you type it, the request is read again and the approval is
+refused if the request changed or expired meanwhile.")]
+    Approve {
+        /// The request id (12 hex characters).
+        #[arg(value_parser = parse_id)]
+        id: RequestId,
+        /// Why you approve (optional; recorded with the decision).
+        reason: Vec<String>,
+    },
+
+    /// Deny a pending request (no terminal needed: saying no is always safe).
+    Deny {
+        /// The request id (12 hex characters).
+        #[arg(value_parser = parse_id)]
+        id: RequestId,
+        /// Why you deny (optional; recorded with the decision).
+        reason: Vec<String>,
+    },
+
+    /// Withdraw an approval that has not been consumed yet.
+    Revoke {
+        /// The request id (12 hex characters).
+        #[arg(value_parser = parse_id)]
+        id: RequestId,
+        /// Why you revoke (optional; recorded with the decision).
+        reason: Vec<String>,
+    },
+
+    /// Move finished requests out of the live store.
+    #[command(after_help = "\
+Only finished requests (denied, expired, revoked, consumed, or approved and expired)
+created at least max(N, 8) days ago and expired at least 8 days ago are archived, so
+nothing archived could still be used.")]
+    Archive {
+        /// Archive requests created at least this many days ago (at least 8 applies).
+        #[arg(long, value_name = "N")]
+        older_than_days: u32,
+        /// Print what would be archived and change nothing.
+        #[arg(long)]
+        dry_run: bool,
+    },
+
+    /// Check the audit log.
+    #[command(subcommand)]
+    Audit(AuditCommand),
+
+    /// Print new pending requests as they arrive (and those already waiting).
+    #[command(after_help = "\
+watch follows the store's pending queue through file-system events (with a fallback check
+every few seconds) and stops on Ctrl-C, SIGTERM, or when its output is closed.
+
+--notify-cmd runs CMD with `sh -c` for each new request. The request id and the escaped
+action are passed only in the environment variables APPROVAL_GATE_ID and
+APPROVAL_GATE_ACTION, never in the command text: quote them, as in
+  --notify-cmd 'notify-send \"approval needed\" \"$APPROVAL_GATE_ACTION\"'
+The command only tells someone to look; it cannot decide anything.")]
+    Watch(WatchArgs),
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct ListArgs {
+    /// Which requests.
+    #[arg(value_enum, default_value_t = StatusFilter::Pending)]
+    pub(crate) status: StatusFilter,
+    /// At most this many requests (1 to 1000).
+    #[arg(long, value_name = "N", default_value_t = 100, value_parser = parse_limit)]
+    pub(crate) limit: usize,
+    /// Start after this request (the `nextAfter` of the previous page).
+    #[arg(long, value_name = "ID", value_parser = parse_id)]
+    pub(crate) after: Option<RequestId>,
+    /// Print one page as JSON: {"items": [...], "nextAfter": id or null}.
+    #[arg(long)]
+    pub(crate) json: bool,
+}
+
+/// Which requests `list` shows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum StatusFilter {
+    /// Waiting for a decision.
+    Pending,
+    /// Approved and not consumed (usable or expired).
+    Approved,
+    /// Denied.
+    Denied,
+    /// Expired while pending.
+    Expired,
+    /// Approval withdrawn.
+    Revoked,
+    /// Approved and used.
+    Consumed,
+    /// Everything in the live store, pending first.
+    All,
+}
+
+impl StatusFilter {
+    pub(crate) fn list_filter(self) -> ListFilter {
+        match self {
+            Self::Pending => ListFilter::Pending,
+            Self::Approved => ListFilter::Approved,
+            Self::Denied => ListFilter::Denied,
+            Self::Expired => ListFilter::Expired,
+            Self::Revoked => ListFilter::Revoked,
+            Self::Consumed => ListFilter::Consumed,
+            Self::All => ListFilter::All,
+        }
+    }
+
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Self::Pending => "pending",
+            Self::Approved => "approved",
+            Self::Denied => "denied",
+            Self::Expired => "expired",
+            Self::Revoked => "revoked",
+            Self::Consumed => "consumed",
+            Self::All => "all",
+        }
+    }
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum AuditCommand {
+    /// Verify the audit log's hash chain and anchor; reports the first bad line.
+    Verify {
+        /// Print {"ok": true, "lines": N, "lastHash": ...} or {"ok": false, "line": N,
+        /// "problem": ...}.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct WatchArgs {
+    /// Run this shell command for each new request (see below).
+    #[arg(long, value_name = "CMD")]
+    pub(crate) notify_cmd: Option<String>,
+    /// Exit after printing this many requests (for tests).
+    #[arg(long, hide = true, value_name = "N")]
+    pub(crate) exit_after: Option<u64>,
+    /// Seconds between fallback checks of the queue, in case file-system events are lost.
+    #[arg(long, hide = true, value_name = "SECONDS", default_value_t = 5,
+          value_parser = clap::value_parser!(u64).range(1..=3600))]
+    pub(crate) fallback_secs: u64,
+}
+
+fn parse_id(text: &str) -> Result<RequestId, String> {
+    RequestId::parse(text).map_err(|_| "expected 12 lowercase hex characters".to_owned())
+}
+
+fn parse_limit(text: &str) -> Result<usize, String> {
+    match text.parse::<usize>() {
+        Ok(limit) if (1..=MAX_PAGE).contains(&limit) => Ok(limit),
+        _ => Err(format!("expected a number from 1 to {MAX_PAGE}")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn command_line_is_consistent() {
+        use clap::CommandFactory;
+        Cli::command().debug_assert();
+    }
+}

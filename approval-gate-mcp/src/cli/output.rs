@@ -1,0 +1,93 @@
+//! The only module that writes to stdout or stderr.
+//!
+//! Everything reaches the terminal through [`stdout`] and [`stderr_line`], so there is one
+//! place to check that output is whole, flushed, and never made of raw agent text: callers
+//! pass text already built from [`crate::display`] escapes. Writes go through `io::Write`
+//! rather than `print!`, so a closed pipe is an error to handle rather than a panic.
+
+use std::io::{self, IsTerminal, Write};
+
+/// Writes `text` to stdout and flushes it.
+pub(crate) fn stdout(text: &str) -> io::Result<()> {
+    let mut out = io::stdout().lock();
+    out.write_all(text.as_bytes())?;
+    out.flush()
+}
+
+/// Prints what clap has to say: help and version on stdout, errors on stderr.
+pub(crate) fn clap_message(error: &clap::Error) {
+    // Nothing useful can be done if the stream is gone.
+    let _ = error.print();
+}
+
+/// Writes one line to stderr. The text must already be escaped.
+pub(crate) fn stderr_line(text: &str) {
+    let mut err = io::stderr().lock();
+    // Nothing useful can be done if stderr itself is gone.
+    let _ = writeln!(err, "{text}");
+    let _ = err.flush();
+}
+
+/// Colour, used only on a terminal without `NO_COLOR` or `TERM=dumb`, and only around text
+/// the CLI wrote itself (headers, status words), never inside escaped agent text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Style {
+    color: bool,
+}
+
+impl Style {
+    /// Colour if stdout is a terminal that wants it.
+    pub(crate) fn detect() -> Self {
+        let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
+        let dumb = std::env::var_os("TERM").is_some_and(|t| t == "dumb");
+        Self {
+            color: !no_color && !dumb && io::stdout().is_terminal(),
+        }
+    }
+
+    /// No colour at all.
+    #[cfg(test)]
+    pub(crate) fn plain() -> Self {
+        Self { color: false }
+    }
+
+    fn paint(self, code: &str, text: &str) -> String {
+        if self.color {
+            format!("\x1b[{code}m{text}\x1b[0m")
+        } else {
+            text.to_owned()
+        }
+    }
+
+    /// Bold, for headings and the confirmation code.
+    pub(crate) fn bold(self, text: &str) -> String {
+        self.paint("1", text)
+    }
+
+    /// A status word in a colour that matches its meaning.
+    pub(crate) fn status(self, status: approval_gate::EffectiveStatus, text: &str) -> String {
+        use approval_gate::EffectiveStatus as S;
+        let code = match status {
+            S::Pending => "1;33",
+            S::ApprovedUnconsumed => "1;32",
+            S::Consumed => "32",
+            S::Denied | S::Revoked => "31",
+            _ => "2",
+        };
+        self.paint(code, text)
+    }
+}
+
+/// Columns available for one line of stdout: the terminal's width, else `$COLUMNS`, else 80.
+pub(crate) fn width() -> usize {
+    if let Ok(size) = rustix::termios::tcgetwinsize(io::stdout())
+        && size.ws_col >= 20
+    {
+        return usize::from(size.ws_col);
+    }
+    std::env::var("COLUMNS")
+        .ok()
+        .and_then(|c| c.parse::<usize>().ok())
+        .filter(|&c| c >= 20)
+        .unwrap_or(80)
+}

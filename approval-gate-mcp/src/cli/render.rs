@@ -1,0 +1,255 @@
+//! How requests look to a human: one-line list entries and the full view of `show` and
+//! `approve`. Every agent-supplied string goes through [`crate::display`] here.
+
+use std::fmt::Write as _;
+
+use approval_gate::{EffectiveStatus, Request, StatusReport, Timestamp};
+use serde::Serialize;
+use unicode_width::UnicodeWidthStr;
+
+use super::output::Style;
+use crate::display::{escape, escape_prefix, escape_truncated, json_safe, payload_pretty};
+
+/// Width of the label column of the full view.
+const LABEL: usize = 16;
+/// Widest requester shown in a list line.
+const REQUESTER: usize = 12;
+/// Fewest columns left for the action in a list line, however narrow the terminal.
+const MIN_ACTION: usize = 24;
+
+/// Indented JSON for scripts, ending with a newline. Agent strings stay JSON strings, with
+/// invisible and control characters as `\u` escapes so the text is safe on a terminal too.
+pub(crate) fn json<T: Serialize + ?Sized>(value: &T) -> serde_json::Result<String> {
+    let text = serde_json::to_string_pretty(value)?;
+    Ok(format!("{}\n", json_safe(&text)))
+}
+
+/// A span of milliseconds in its two largest units: `45s`, `3m 2s`, `2h 5m`, `3d 4h`.
+pub(crate) fn duration(millis: i64) -> String {
+    let secs = millis.unsigned_abs() / 1000;
+    let (days, hours, mins) = (secs / 86_400, secs / 3600 % 24, secs / 60 % 60);
+    match (days, hours, mins) {
+        (0, 0, 0) => format!("{secs}s"),
+        (0, 0, m) => format!("{m}m {}s", secs % 60),
+        (0, h, m) => format!("{h}h {m}m"),
+        (d, h, _) => format!("{d}d {h}h"),
+    }
+}
+
+/// The largest unit only, for list columns: `45s`, `3m`, `2h`, `3d`.
+fn duration_short(millis: i64) -> String {
+    let secs = millis.unsigned_abs() / 1000;
+    match secs {
+        0..60 => format!("{secs}s"),
+        60..3600 => format!("{}m", secs / 60),
+        3600..86_400 => format!("{}h", secs / 3600),
+        _ => format!("{}d", secs / 86_400),
+    }
+}
+
+/// `in 3m 2s` or `3m 2s ago`.
+pub(crate) fn relative(now: Timestamp, then: Timestamp) -> String {
+    let millis = now.millis_until(then);
+    if millis > 0 {
+        format!("in {}", duration(millis))
+    } else {
+        format!("{} ago", duration(millis))
+    }
+}
+
+/// Whether the request's expiry still matters: it can still be approved or consumed.
+fn is_live(status: EffectiveStatus) -> bool {
+    matches!(
+        status,
+        EffectiveStatus::Pending | EffectiveStatus::ApprovedUnconsumed
+    )
+}
+
+/// The short status word of a list line (at most 8 columns).
+fn short_status(status: EffectiveStatus) -> &'static str {
+    match status {
+        EffectiveStatus::Pending => "pending",
+        EffectiveStatus::ApprovedUnconsumed => "approved",
+        EffectiveStatus::ApprovedExpired => "lapsed",
+        EffectiveStatus::Consumed => "consumed",
+        EffectiveStatus::Denied => "denied",
+        EffectiveStatus::Expired => "expired",
+        EffectiveStatus::Revoked => "revoked",
+    }
+}
+
+/// The heading of a listing.
+pub(crate) fn list_header(style: Style) -> String {
+    style.bold(&format!(
+        "{:<12}  {:<8}  {:<8}  {:<REQUESTER$}  ACTION",
+        "ID", "STATUS", "TIME", "BY"
+    ))
+}
+
+/// One line for a listing, at most `width` columns (or the minimum action width beyond the
+/// fixed columns): id, status, time left (live requests) or age, requester, action.
+pub(crate) fn list_line(
+    report: &StatusReport,
+    now: Timestamp,
+    style: Style,
+    width: usize,
+) -> String {
+    let request = report.request();
+    let status = report.effective_status();
+    let time = if is_live(status) {
+        format!(
+            "{} left",
+            duration_short(now.millis_until(request.expires_at()))
+        )
+    } else {
+        format!(
+            "{} ago",
+            duration_short(request.created_at().millis_until(now))
+        )
+    };
+    let by = request
+        .requested_by()
+        .map_or_else(|| "-".to_owned(), short_name);
+    let fixed = 12 + 2 + 8 + 2 + 8 + 2 + REQUESTER + 2;
+    let action = escape_truncated(
+        request.action(),
+        width.saturating_sub(fixed).max(MIN_ACTION),
+    );
+    let padding = REQUESTER.saturating_sub(by.width());
+    format!(
+        "{}  {}  {time:<8}  {by}{}  {action}",
+        request.id(),
+        style.status(status, &format!("{:<8}", short_status(status))),
+        " ".repeat(padding),
+    )
+}
+
+/// A requester cut to the list column (never inside an escape), with `…` when cut.
+fn short_name(name: &str) -> String {
+    let shown = escape(name);
+    if shown.width() <= REQUESTER {
+        return shown;
+    }
+    let (mut cut, _) = escape_prefix(name, REQUESTER - 1);
+    cut.push('…');
+    cut
+}
+
+fn field(out: &mut String, label: &str, value: &str) {
+    // Writing to a String cannot fail.
+    let _ = writeln!(out, "{label:<LABEL$}{value}");
+}
+
+fn optional(value: Option<&str>) -> String {
+    value.map_or_else(|| "(none)".to_owned(), escape)
+}
+
+/// The full view of a request: every field, escaped, the payload pretty-printed whole and
+/// its digest. Ends with a newline.
+pub(crate) fn details(report: &StatusReport, now: Timestamp, style: Style) -> String {
+    let request = report.request();
+    let status = report.effective_status();
+    let mut out = String::new();
+    field(&mut out, "request", &style.bold(request.id().as_str()));
+    field(&mut out, "status", &style.status(status, status.as_str()));
+    field(&mut out, "action", &escape(request.action()));
+    field(&mut out, "reason", &escape(request.reason()));
+    field(&mut out, "requested by", &optional(request.requested_by()));
+    field(&mut out, "operation", &optional(request.operation()));
+    let created = request.created_at();
+    field(
+        &mut out,
+        "created",
+        &format!("{created} ({})", relative(now, created)),
+    );
+    let expires = request.expires_at();
+    field(
+        &mut out,
+        "expires",
+        &format!("{expires} ({})", relative(now, expires)),
+    );
+    if let Some(decided) = request.decided_at() {
+        field(
+            &mut out,
+            "decided",
+            &format!("{decided} ({})", relative(now, decided)),
+        );
+        field(&mut out, "decided by", &optional(request.decided_by()));
+        field(
+            &mut out,
+            "decision reason",
+            &optional(request.decision_reason()),
+        );
+    }
+    payload(&mut out, request);
+    out
+}
+
+fn payload(out: &mut String, request: &Request) {
+    let (Some(payload), Some(digest)) = (request.payload(), request.payload_digest()) else {
+        field(out, "payload", "(none)");
+        return;
+    };
+    field(out, "payload digest", &format!("blake3:{digest}"));
+    field(
+        out,
+        "payload",
+        &format!(
+            "{} bytes of canonical JSON, shown whole; invisible characters as \\u escapes:",
+            payload.as_bytes().len()
+        ),
+    );
+    for line in payload_pretty(payload).lines() {
+        let _ = writeln!(out, "  {line}");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_read_naturally() {
+        assert_eq!(duration(0), "0s");
+        assert_eq!(duration(59_999), "59s");
+        assert_eq!(duration(-125_000), "2m 5s");
+        assert_eq!(duration(3_600_000 * 2 + 60_000 * 5), "2h 5m");
+        assert_eq!(duration(86_400_000 * 3 + 3_600_000 * 4), "3d 4h");
+        assert_eq!(duration_short(59_000), "59s");
+        assert_eq!(duration_short(3_599_000), "59m");
+        assert_eq!(duration_short(86_400_000 * 12), "12d");
+        let t = Timestamp::from_unix_millis(10_000);
+        assert_eq!(relative(t, Timestamp::from_unix_millis(70_000)), "in 1m 0s");
+        assert_eq!(relative(t, Timestamp::from_unix_millis(0)), "10s ago");
+    }
+
+    #[test]
+    fn long_requesters_are_cut_visibly() {
+        assert_eq!(short_name("bot"), "bot");
+        assert_eq!(short_name("a-very-long-agent-name"), "a-very-long…");
+        assert_eq!(short_name("\u{202e}x"), "\\u{202e}x");
+        assert_eq!(short_name("\u{202e}\u{202e}\u{202e}"), "\\u{202e}…");
+    }
+
+    #[test]
+    fn list_lines_fit_and_show_nothing_raw() {
+        use crate::display::needs_escape;
+        use approval_gate::{Gate, ListFilter, NewRequest};
+
+        let dir = tempfile::tempdir().unwrap();
+        let gate = Gate::open(dir.path().join("s")).unwrap();
+        let action = format!("\x1b[2J\r\u{202e}{}", "x".repeat(500));
+        let ask =
+            NewRequest::new(action.as_str(), "why").requested_by("agent\u{200b}-with-a-long-name");
+        gate.request_approval(ask).unwrap();
+        let page = gate.list(ListFilter::Pending, None, 10).unwrap();
+        let line = list_line(&page.items[0], gate.now(), Style::plain(), 80);
+        assert!(line.width() <= 80, "{line}");
+        assert!(!line.chars().any(needs_escape), "{line:?}");
+        assert!(line.contains("  \\u{1b}[2J\\r"), "{line}");
+        assert!(line.contains("  agent…  "), "{line}");
+        assert!(line.ends_with(" bytes]"), "{line}");
+        assert!(line.contains(" pending "), "{line}");
+        assert!(list_header(Style::plain()).starts_with("ID "));
+    }
+}

@@ -1,0 +1,18 @@
+//! `show`: one request in full.
+
+use approval_gate::{Gate, RequestId};
+
+use super::Exit;
+use super::output::{self, Style};
+use super::render;
+
+pub(crate) fn show(gate: &Gate, id: RequestId, json: bool) -> anyhow::Result<Exit> {
+    let report = gate.status(id)?;
+    let text = if json {
+        render::json(&report)?
+    } else {
+        render::details(&report, gate.now(), Style::detect())
+    };
+    output::stdout(&text)?;
+    Ok(Exit::Done)
+}

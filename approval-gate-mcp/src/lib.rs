@@ -1,0 +1,25 @@
+//! The human and agent faces of [`approval_gate`]: the `approval-gate` command line for
+//! humans (the [`cli`] module) and the `approval-gate-mcp` server for agents.
+//!
+//! Only a human, in their own terminal, may approve: `approval-gate approve <id>` refuses
+//! unless stdin and stdout are a terminal, shows the whole request with every
+//! agent-supplied string escaped (see [`display`]), and asks for a confirmation code that
+//! can only be read off that screen.
+//!
+//! The CLI is a library so that tests and other front ends can drive it; the binary only
+//! parses arguments, runs the command and exits with its code:
+//!
+//! ```
+//! use approval_gate_mcp::cli::{Cli, Exit, run};
+//! use clap::Parser;
+//!
+//! # let dir = tempfile::tempdir()?;
+//! # let store = dir.path().join("store");
+//! let store = store.to_str().unwrap();
+//! let cli = Cli::try_parse_from(["approval-gate", "--dir", store, "list", "--json"])?;
+//! assert_eq!(run(cli), Exit::Done);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+pub mod cli;
+pub mod display;

@@ -1,0 +1,9 @@
+//! End-to-end tests of the `approval-gate` binary: one test binary, one module per concern.
+
+mod approve;
+mod decide;
+mod display;
+mod json;
+mod support;
+mod usage;
+mod watch;

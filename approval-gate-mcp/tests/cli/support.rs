@@ -1,0 +1,223 @@
+//! A store in a temporary directory, the CLI binary, and checks on its output bytes.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::Duration;
+
+use approval_gate::{
+    CanonicalPayload, Clock, Gate, ManualClock, NewRequest, Request, SystemClock, Timestamp,
+};
+use tempfile::TempDir;
+
+pub(crate) const BIN: &str = env!("CARGO_BIN_EXE_approval-gate");
+
+/// Strings an agent could use to make a human see something other than what will run.
+pub(crate) const HOSTILE: &[&str] = &[
+    "\x1b[2J\x1b[Hscreen cleared",
+    "\x1b[1A\x1b[2K\x1b[10;10Hcursor moved",
+    "\x1b]0;innocent title\x07title set",
+    "\x1b]52;c;cm0gLXJmIH4=\x07clipboard written",
+    "\x1bP+q544e\x1b\\device control string",
+    "send $5 to bob\rapproved: send $5 to bob",
+    "delete all\x08\x08\x08\x08\x08\x08\x08\x08\x08\x08one file",
+    "amount \u{202e}0001\u{202c} usd, \u{2066}isolated\u{2069} \u{200f}rlm",
+    "zero\u{200b}width\u{200c}join\u{200d}word\u{2060}bom\u{feff}",
+    "tags\u{e0001}\u{e0041}\u{e0042}\u{e007f} variation\u{fe0f}\u{e0100}",
+    "8-bit csi \u{9b}2J and nel \u{85} and st \u{9c}",
+    "del \x7f and bell \x07 and vt \x0b ff \x0c",
+    "lines\nbreak\u{2028}here\u{2029}and\ttab",
+    "hangul filler\u{3164}\u{115f}\u{ffa0} soft\u{ad}hyphen cgj\u{34f}",
+];
+
+/// An independent statement of what must never reach a terminal raw (apart from `\n`, and
+/// `\r` right before `\n` where a terminal driver adds it).
+pub(crate) fn forbidden(c: char) -> bool {
+    let code = u32::from(c);
+    code < 0x20
+        || (0x7f..=0x9f).contains(&code)
+        || [
+            0xad, 0x34f, 0x61c, 0x115f, 0x1160, 0x17b4, 0x17b5, 0x2028, 0x2029, 0x3164, 0xfeff,
+            0xffa0,
+        ]
+        .contains(&code)
+        || (0x180b..=0x180f).contains(&code)
+        || (0x200b..=0x200f).contains(&code)
+        || (0x202a..=0x202e).contains(&code)
+        || (0x2060..=0x206f).contains(&code)
+        || (0xfe00..=0xfe0f).contains(&code)
+        || (0xfff9..=0xfffb).contains(&code)
+        || (0x1d173..=0x1d17a).contains(&code)
+        || (0xe0000..=0xe007f).contains(&code)
+        || (0xe0100..=0xe01ef).contains(&code)
+}
+
+/// Panics if `bytes` hold anything a terminal could act on or a human could not see.
+pub(crate) fn assert_clean(what: &str, bytes: &[u8]) {
+    assert!(
+        !bytes.contains(&0x1b),
+        "{what}: raw ESC in {:?}",
+        lossy(bytes)
+    );
+    let text = std::str::from_utf8(bytes)
+        .unwrap_or_else(|e| panic!("{what}: not UTF-8 ({e}): {:?}", lossy(bytes)));
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        let allowed = c == '\n' || (c == '\r' && chars.peek() == Some(&'\n'));
+        assert!(
+            allowed || !forbidden(c),
+            "{what}: raw U+{:04X} in {text:?}",
+            u32::from(c)
+        );
+    }
+}
+
+fn lossy(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// A store in its own temporary directory.
+pub(crate) struct Store {
+    _tmp: TempDir,
+    pub(crate) path: PathBuf,
+}
+
+impl Store {
+    pub(crate) fn new() -> Self {
+        let tmp = tempfile::tempdir().unwrap();
+        let path = tmp.path().join("store");
+        Gate::open(&path).unwrap();
+        Self { _tmp: tmp, path }
+    }
+
+    /// The directory holding the store, for files a test needs beside it.
+    pub(crate) fn scratch(&self) -> &Path {
+        self.path.parent().unwrap()
+    }
+
+    pub(crate) fn gate(&self) -> Gate {
+        Gate::open(&self.path).unwrap()
+    }
+
+    /// A gate whose clock stands `ago` in the past.
+    pub(crate) fn gate_ago(&self, ago: Duration) -> Gate {
+        let clock = ManualClock::new(SystemClock.now().saturating_sub(ago));
+        Gate::builder().dir(&self.path).clock(clock).open().unwrap()
+    }
+
+    pub(crate) fn ask(&self, action: &str) -> Request {
+        self.gate()
+            .request_approval(NewRequest::new(action, "the test needs it"))
+            .unwrap()
+            .request
+    }
+
+    /// A request with every agent-supplied field set.
+    pub(crate) fn ask_full(&self, action: &str, payload: &str) -> Request {
+        let ask = NewRequest::new(action, "the invoice is due")
+            .requested_by("billing-agent")
+            .operation("smtp.send")
+            .payload(CanonicalPayload::from_json_text(payload).unwrap());
+        self.gate().request_approval(ask).unwrap().request
+    }
+
+    /// Runs the CLI on this store without colour and without a terminal.
+    pub(crate) fn run(&self, args: &[&str]) -> Output {
+        self.command(args)
+            .stdin(Stdio::null())
+            .output()
+            .expect("the CLI runs")
+    }
+
+    pub(crate) fn command(&self, args: &[&str]) -> Command {
+        let mut command = Command::new(BIN);
+        command
+            .arg("--dir")
+            .arg(&self.path)
+            .args(args)
+            .env_remove("APPROVAL_GATE_DIR")
+            .env("NO_COLOR", "1")
+            .env("TERM", "dumb");
+        command
+    }
+
+    /// Every file and directory of the store with its contents.
+    pub(crate) fn snapshot(&self) -> BTreeMap<PathBuf, Option<Vec<u8>>> {
+        fn walk(root: &Path, dir: &Path, into: &mut BTreeMap<PathBuf, Option<Vec<u8>>>) {
+            for entry in std::fs::read_dir(dir).unwrap() {
+                let path = entry.unwrap().path();
+                let relative = path.strip_prefix(root).unwrap().to_owned();
+                if path.is_dir() {
+                    into.insert(relative, None);
+                    walk(root, &path, into);
+                } else {
+                    into.insert(relative, Some(std::fs::read(&path).unwrap()));
+                }
+            }
+        }
+        let mut all = BTreeMap::new();
+        walk(&self.path, &self.path, &mut all);
+        all
+    }
+
+    /// The paths whose presence or contents differ between two snapshots.
+    pub(crate) fn changed(
+        before: &BTreeMap<PathBuf, Option<Vec<u8>>>,
+        after: &BTreeMap<PathBuf, Option<Vec<u8>>>,
+    ) -> Vec<String> {
+        let mut paths: Vec<_> = before.keys().chain(after.keys()).collect();
+        paths.sort();
+        paths.dedup();
+        paths
+            .into_iter()
+            .filter(|p| before.get(*p) != after.get(*p))
+            .map(|p| p.display().to_string())
+            .collect()
+    }
+}
+
+/// Parses a successful run's stdout as JSON.
+pub(crate) fn json(output: &Output) -> serde_json::Value {
+    assert_success(output);
+    serde_json::from_slice(&output.stdout)
+        .unwrap_or_else(|e| panic!("stdout is not JSON ({e}): {}", lossy(&output.stdout)))
+}
+
+pub(crate) fn stdout(output: &Output) -> String {
+    lossy(&output.stdout)
+}
+
+pub(crate) fn stderr(output: &Output) -> String {
+    lossy(&output.stderr)
+}
+
+pub(crate) fn assert_success(output: &Output) {
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "stdout: {}\nstderr: {}",
+        stdout(output),
+        stderr(output)
+    );
+}
+
+/// Asserts the exit code and that stderr holds `message`.
+pub(crate) fn assert_exit(output: &Output, code: i32, message: &str) {
+    assert_eq!(
+        output.status.code(),
+        Some(code),
+        "stdout: {}\nstderr: {}",
+        stdout(output),
+        stderr(output)
+    );
+    assert!(
+        stderr(output).contains(message),
+        "expected {message:?} on stderr, got {}",
+        stderr(output)
+    );
+}
+
+/// Milliseconds from now until `then` on the system clock (negative if past).
+pub(crate) fn millis_until(then: Timestamp) -> i64 {
+    SystemClock.now().millis_until(then)
+}

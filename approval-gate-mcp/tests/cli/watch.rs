@@ -1,0 +1,142 @@
+//! `watch` prints requests as they arrive, runs the notify command with data only in its
+//! environment, and stops cleanly.
+
+use std::io::{BufRead, BufReader, Read};
+use std::process::{Child, ChildStderr, Stdio};
+use std::time::{Duration, Instant};
+
+use approval_gate_mcp::display::escape;
+
+use crate::support::{Store, assert_clean};
+
+/// Starts `watch` and waits until it says it is watching.
+fn start(store: &Store, args: &[&str]) -> (Child, BufReader<ChildStderr>) {
+    let mut command = store.command(&["watch"]);
+    command
+        .args(args)
+        .current_dir(store.scratch())
+        // Wide enough that the hostile action is printed whole.
+        .env("COLUMNS", "300")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = command.spawn().unwrap();
+    let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    let mut line = String::new();
+    stderr.read_line(&mut line).unwrap();
+    assert!(line.contains("watching"), "{line}");
+    (child, stderr)
+}
+
+/// Waits for the child to exit within `limit`; its exit code.
+fn wait(child: &mut Child, limit: Duration) -> i32 {
+    let start = Instant::now();
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            return status.code().expect("exited, not killed");
+        }
+        if start.elapsed() > limit {
+            let _ = child.kill();
+            panic!("watch did not stop within {limit:?}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn new_requests_are_printed_and_notified_through_the_environment_only() {
+    let store = Store::new();
+    let notify = r#"printf '%s\n' "$APPROVAL_GATE_ID" >> ids.txt; printf '%s\n' "$APPROVAL_GATE_ACTION" >> actions.txt"#;
+    // The fallback check is far off: only file-system events can make this test pass in time.
+    let (mut child, mut stderr) = start(
+        &store,
+        &[
+            "--exit-after",
+            "2",
+            "--fallback-secs",
+            "60",
+            "--notify-cmd",
+            notify,
+        ],
+    );
+    let started = Instant::now();
+    let hostile = "$(touch pwned1) `touch pwned2`; touch pwned3 \"' \x1b[2J\rapproved\n";
+    let first = store.ask("send the weekly report");
+    let second = store.ask(hostile);
+    assert_eq!(wait(&mut child, Duration::from_secs(20)), 0);
+    assert!(
+        started.elapsed() < Duration::from_secs(20),
+        "event-driven, not the fallback"
+    );
+    let mut printed = Vec::new();
+    child
+        .stdout
+        .take()
+        .unwrap()
+        .read_to_end(&mut printed)
+        .unwrap();
+    let mut errors = String::new();
+    stderr.read_to_string(&mut errors).unwrap();
+    assert_clean("watch", &printed);
+    let printed = String::from_utf8(printed).unwrap();
+    assert!(printed.contains(first.id().as_str()), "{printed}");
+    assert!(printed.contains(second.id().as_str()), "{printed}");
+    assert!(printed.contains(r"\u{1b}[2J\rapproved\n"), "{printed}");
+    assert_eq!(printed.lines().count(), 2, "{printed}");
+
+    let dir = store.scratch();
+    let ids = std::fs::read_to_string(dir.join("ids.txt")).unwrap();
+    assert_eq!(
+        ids,
+        format!("{}\n{}\n", first.id(), second.id()),
+        "{errors}"
+    );
+    let actions = std::fs::read_to_string(dir.join("actions.txt")).unwrap();
+    assert_eq!(
+        actions,
+        format!("send the weekly report\n{}\n", escape(hostile))
+    );
+    for file in ["pwned1", "pwned2", "pwned3"] {
+        assert!(
+            !dir.join(file).exists(),
+            "the shell ran {file} from the action"
+        );
+    }
+}
+
+#[test]
+fn requests_already_waiting_are_printed_at_start() {
+    let store = Store::new();
+    let waiting = store.ask("already here");
+    let (mut child, _stderr) = start(&store, &["--exit-after", "1"]);
+    assert_eq!(wait(&mut child, Duration::from_secs(10)), 0);
+    let mut printed = String::new();
+    child
+        .stdout
+        .take()
+        .unwrap()
+        .read_to_string(&mut printed)
+        .unwrap();
+    assert!(printed.contains(waiting.id().as_str()));
+}
+
+#[test]
+fn sigterm_stops_it_cleanly() {
+    let store = Store::new();
+    let (mut child, _stderr) = start(&store, &[]);
+    // The shell's own `kill`: a minimal system may have no kill binary.
+    let status = std::process::Command::new("/bin/sh")
+        .args(["-c", "kill -TERM \"$0\"", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    assert_eq!(wait(&mut child, Duration::from_secs(10)), 0);
+}
+
+#[test]
+fn closing_its_output_stops_it() {
+    let store = Store::new();
+    let (mut child, _stderr) = start(&store, &["--fallback-secs", "60"]);
+    drop(child.stdout.take());
+    assert_eq!(wait(&mut child, Duration::from_secs(10)), 0);
+}
