@@ -71,6 +71,36 @@ pub mod __private {
     use super::Approval;
     use crate::request::Binding;
 
+    /// A type an approval can be bound to: the human approves its canonical JSON, and the
+    /// guarded body receives it deserialized from exactly those bytes.
+    #[diagnostic::on_unimplemented(
+        message = "the `#[payload]` type `{Self}` must implement `Serialize` and `DeserializeOwned`",
+        label = "the approval is bound to this type's canonical JSON",
+        note = "derive both: `#[derive(serde::Serialize, serde::Deserialize)]`"
+    )]
+    pub trait Payload: Serialize + DeserializeOwned {}
+
+    impl<T: Serialize + DeserializeOwned> Payload for T {}
+
+    /// What a guarded function may return: a `Result` whose error can carry the gate's
+    /// refusal and be written to the audit log.
+    #[diagnostic::on_unimplemented(
+        message = "`{Self}` cannot carry the gate's refusal",
+        label = "must be `Result<_, E>` with `E: From<approval_gate::Error> + Display`",
+        note = "a function under `#[requires_approval]` returns a refused approval as its error"
+    )]
+    pub trait Output {}
+
+    impl<R, E: From<Error> + Display> Output for Result<R, E> {}
+
+    /// Compile-time check that the payload type is a [`Payload`]; the macro spans the call on
+    /// that type so the error points there.
+    pub const fn check_payload<T: Payload>(_: &T) {}
+
+    /// Compile-time check that the return type is an [`Output`]; the macro spans the call on
+    /// that type so the error points there.
+    pub const fn check_output<O: Output>() {}
+
     /// Binds `approval` to `operation` and the caller's `payload`, then runs `f` inside
     /// [`Gate::execute_approved`](crate::Gate::execute_approved).
     pub fn execute<T, R, E, F>(

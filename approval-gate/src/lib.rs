@@ -67,6 +67,8 @@ mod time;
 #[doc(hidden)]
 pub use approval::__private;
 pub use approval::Approval;
+#[cfg(feature = "macros")]
+pub use approval_gate_macros::requires_approval;
 pub use audit::{AuditEvent, AuditRecord, AuditSummary};
 pub use error::Error;
 pub use grant::{Execution, Grant};

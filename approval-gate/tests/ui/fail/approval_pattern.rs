@@ -1,0 +1,21 @@
+//! The grant is bound under the approval parameter's name: it must be a plain name, not `mut`.
+
+use approval_gate::{Approval, Error, requires_approval};
+use serde::{Deserialize, Serialize};
+
+#[derive(Serialize, Deserialize)]
+struct Email {
+    to: String,
+}
+
+#[requires_approval(operation = "smtp.send")]
+fn wildcard(#[payload] email: Email, _: Approval<'_>) -> Result<(), Error> {
+    Ok(())
+}
+
+#[requires_approval(operation = "smtp.send")]
+fn mutable(#[payload] email: Email, mut approval: Approval<'_>) -> Result<(), Error> {
+    Ok(())
+}
+
+fn main() {}

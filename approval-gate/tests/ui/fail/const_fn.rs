@@ -1,0 +1,16 @@
+//! An approval is consumed at run time: a `const fn` cannot wait for one.
+
+use approval_gate::{Approval, Error, requires_approval};
+use serde::{Deserialize, Serialize};
+
+#[derive(Serialize, Deserialize)]
+struct Email {
+    to: String,
+}
+
+#[requires_approval(operation = "smtp.send")]
+const fn send(#[payload] email: Email, approval: Approval<'_>) -> Result<(), Error> {
+    Ok(())
+}
+
+fn main() {}

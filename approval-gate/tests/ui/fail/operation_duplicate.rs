@@ -1,0 +1,16 @@
+//! Two operations: which one is approved? The second is refused.
+
+use approval_gate::{Approval, Error, requires_approval};
+use serde::{Deserialize, Serialize};
+
+#[derive(Serialize, Deserialize)]
+struct Email {
+    to: String,
+}
+
+#[requires_approval(operation = "smtp.send", operation = "smtp.delete")]
+fn send(#[payload] email: Email, approval: Approval<'_>) -> Result<(), Error> {
+    Ok(())
+}
+
+fn main() {}

@@ -1,0 +1,16 @@
+//! An empty operation names nothing.
+
+use approval_gate::{Approval, Error, requires_approval};
+use serde::{Deserialize, Serialize};
+
+#[derive(Serialize, Deserialize)]
+struct Email {
+    to: String,
+}
+
+#[requires_approval(operation = "")]
+fn send(#[payload] email: Email, approval: Approval<'_>) -> Result<(), Error> {
+    Ok(())
+}
+
+fn main() {}

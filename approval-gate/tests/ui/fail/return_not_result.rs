@@ -1,0 +1,16 @@
+//! A refusal has to be returned as an error: the return type must be a `Result`.
+
+use approval_gate::{Approval, requires_approval};
+use serde::{Deserialize, Serialize};
+
+#[derive(Serialize, Deserialize)]
+struct Email {
+    to: String,
+}
+
+#[requires_approval(operation = "smtp.send")]
+fn send(#[payload] email: Email, approval: Approval<'_>) -> Option<u32> {
+    None
+}
+
+fn main() {}

@@ -1,0 +1,16 @@
+//! The guarded boundary stays safe to call.
+
+use approval_gate::{Approval, Error, requires_approval};
+use serde::{Deserialize, Serialize};
+
+#[derive(Serialize, Deserialize)]
+struct Email {
+    to: String,
+}
+
+#[requires_approval(operation = "smtp.send")]
+unsafe fn send(#[payload] email: Email, approval: Approval<'_>) -> Result<(), Error> {
+    Ok(())
+}
+
+fn main() {}
