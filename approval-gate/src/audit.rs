@@ -71,7 +71,8 @@ pub struct AuditRecord {
 }
 
 /// The result of a successful [`verify`](crate::Gate::verify_audit).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
 #[non_exhaustive]
 pub struct AuditSummary {
     /// Lines in the log.

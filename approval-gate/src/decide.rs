@@ -7,7 +7,7 @@ use crate::error::Error;
 use crate::faults::failpoint;
 use crate::fs;
 use crate::id::RequestId;
-use crate::request::{Decision, EffectiveStatus, Status, StatusReport};
+use crate::request::{Decision, EffectiveStatus, Request, Status, StatusReport};
 use crate::store::Gate;
 
 impl Gate {
@@ -20,7 +20,22 @@ impl Gate {
     ///
     /// [`Error::Expired`] if it expired first; [`Error::WrongState`] if it is not pending.
     pub fn approve(&self, id: RequestId, decision: &Decision) -> Result<StatusReport, Error> {
-        self.decide(id, decision, Status::Approved)
+        self.decide(id, decision, Status::Approved, None)
+    }
+
+    /// Approves a pending request only if it is still exactly `shown`, the record the human
+    /// was looking at: compared under the request's lock, so nothing can change in between.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Changed`] if the stored request differs from `shown` in any field; otherwise
+    /// as [`approve`](Gate::approve).
+    pub fn approve_as_shown(
+        &self,
+        shown: &Request,
+        decision: &Decision,
+    ) -> Result<StatusReport, Error> {
+        self.decide(shown.id(), decision, Status::Approved, Some(shown))
     }
 
     /// Denies a pending request.
@@ -29,7 +44,7 @@ impl Gate {
     ///
     /// [`Error::Expired`] if it expired first; [`Error::WrongState`] if it is not pending.
     pub fn deny(&self, id: RequestId, decision: &Decision) -> Result<StatusReport, Error> {
-        self.decide(id, decision, Status::Denied)
+        self.decide(id, decision, Status::Denied, None)
     }
 
     /// Revokes an approval that has not been consumed.
@@ -38,7 +53,7 @@ impl Gate {
     ///
     /// [`Error::WrongState`] unless the request is approved and unconsumed.
     pub fn revoke(&self, id: RequestId, decision: &Decision) -> Result<StatusReport, Error> {
-        self.decide(id, decision, Status::Revoked)
+        self.decide(id, decision, Status::Revoked, None)
     }
 
     fn decide(
@@ -46,6 +61,7 @@ impl Gate {
         id: RequestId,
         decision: &Decision,
         to: Status,
+        shown: Option<&Request>,
     ) -> Result<StatusReport, Error> {
         decision.validate()?;
         self.load_live(id)?;
@@ -85,6 +101,9 @@ impl Gate {
                     }
                 },
             );
+        }
+        if shown.is_some_and(|shown| *shown != request) {
+            return Err(Error::Changed(id));
         }
         request.decide(to, now, Some(decision));
         let record = json!({

@@ -143,6 +143,10 @@ pub enum Error {
         expected: String,
     },
 
+    /// The request is no longer the one the human was shown.
+    #[error("request {0} changed since it was shown: nothing was approved")]
+    Changed(RequestId),
+
     /// A decision was attempted on a request in a state that does not allow it.
     #[error("cannot {operation} request {id}: it is {status}")]
     WrongState {
@@ -234,6 +238,7 @@ impl Error {
             Self::ActionMismatch(_) => "action_mismatch",
             Self::OperationMismatch { .. } => "operation_mismatch",
             Self::PayloadMismatch { .. } => "payload_mismatch",
+            Self::Changed(_) => "changed",
             Self::WrongState { .. } => "wrong_state",
             Self::UnsafeState { .. } => "unsafe_state",
             Self::Corrupt { .. } => "corrupt",

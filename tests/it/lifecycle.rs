@@ -8,7 +8,7 @@ use approval_gate::{
     AuditEvent, CanonicalPayload, Clock, Decision, EffectiveStatus, Error, Gate, Grant, Limits,
     NewRequest, Status, Timestamp,
 };
-use approval_gate_tests::{Fixture, T0, binding, snapshot};
+use approval_gate_tests::{Fixture, T0, binding, changed, snapshot};
 
 const HOUR: Duration = Duration::from_secs(3600);
 
@@ -297,7 +297,11 @@ fn bad_input_is_refused_and_nothing_changes_on_disk() {
         fx.gate.deny(id, &Decision::by("h").reason("a\0")),
         Err(Error::InvalidInput { .. })
     ));
-    assert_eq!(snapshot(&fx.dir), before, "refused input changed the store");
+    assert_eq!(
+        changed(&before, &snapshot(&fx.dir)),
+        Vec::<std::path::PathBuf>::new(),
+        "refused input changed the store"
+    );
 }
 
 #[test]
@@ -379,5 +383,47 @@ fn queue_cap_and_creation_limit_fail_requests_never_decisions() {
             }
         ),
         "{limit:?}"
+    );
+}
+
+#[test]
+fn approve_as_shown_approves_only_the_record_the_human_saw() {
+    let fx = Fixture::new();
+    let id = fx.ask("a", None, None);
+    let shown = fx.gate.status(id).unwrap().into_request();
+    // Someone else decides while the human reads: the shown record is stale.
+    fx.gate.deny(id, &Decision::by("other")).unwrap();
+    assert!(matches!(
+        fx.gate.approve_as_shown(&shown, &Decision::by("h")),
+        Err(Error::WrongState {
+            status: EffectiveStatus::Denied,
+            ..
+        })
+    ));
+
+    let id = fx.ask("b", None, None);
+    let shown = fx.gate.status(id).unwrap().into_request();
+    // A record that differs in any field is refused, even while still pending.
+    let other = fx.ask("c", None, None);
+    let different = fx.gate.status(other).unwrap().into_request();
+    let forged = serde_json::to_string(&different)
+        .unwrap()
+        .replace(other.as_str(), id.as_str());
+    let forged: approval_gate::Request = serde_json::from_str(&forged).unwrap();
+    assert!(matches!(
+        fx.gate.approve_as_shown(&forged, &Decision::by("h")),
+        Err(Error::Changed(_))
+    ));
+    assert_eq!(
+        fx.gate.status(id).unwrap().effective_status(),
+        EffectiveStatus::Pending
+    );
+    let approved = fx
+        .gate
+        .approve_as_shown(&shown, &Decision::by("h"))
+        .unwrap();
+    assert_eq!(
+        approved.effective_status(),
+        EffectiveStatus::ApprovedUnconsumed
     );
 }

@@ -68,30 +68,22 @@ pub(crate) fn approve(dir: Option<&Path>, id: RequestId, reason: &str) -> anyhow
             "request {id} expired while it was on screen: nothing was approved"
         ));
     }
-    let again = gate.status(id)?;
-    if again.request() != shown.request() || again.effective_status() != EffectiveStatus::Pending {
-        return refuse(&format!(
-            "request {id} changed while it was on screen (it is now {}): nothing was approved; \
-             run approve again to review it",
-            again.effective_status()
-        ));
-    }
-    let approved = gate.approve(id, &decide::decision(reason))?;
-    if !same_content(approved.request(), shown.request()) {
-        // Between the re-read and the approval the record changed under us: withdraw it.
-        let withdrawn = gate.revoke(
-            id,
-            &decide::decision("approval-gate: the request changed while it was being approved"),
-        );
-        return refuse(&format!(
-            "request {id} changed while it was being approved; {}",
-            match withdrawn {
-                Ok(_) => "the approval was revoked".to_owned(),
-                Err(e) =>
-                    format!("revoking the approval failed ({e}): run `approval-gate revoke {id}`"),
-            }
-        ));
-    }
+    // Compared with what was shown under the request's lock: nothing can change in between.
+    let approved = match gate.approve_as_shown(shown.request(), &decide::decision(reason)) {
+        Err(Error::Changed(_)) => {
+            return refuse(&format!(
+                "request {id} changed while it was on screen: nothing was approved; \
+                 run approve again to review it"
+            ));
+        }
+        Err(Error::WrongState { status, .. }) => {
+            return refuse(&format!(
+                "request {id} changed while it was on screen (it is now {status}): \
+                 nothing was approved"
+            ));
+        }
+        other => other?,
+    };
     let expires = approved.request().expires_at();
     output::stdout(&format!(
         "approved {id}: trusted code may run it once, until {expires} ({})\n",
@@ -115,19 +107,6 @@ fn require_pending(report: &StatusReport) -> Result<(), Error> {
             status,
         }),
     }
-}
-
-/// Whether the approved record is the one the human saw (decision fields aside).
-fn same_content(a: &Request, b: &Request) -> bool {
-    a.id() == b.id()
-        && a.action() == b.action()
-        && a.reason() == b.reason()
-        && a.requested_by() == b.requested_by()
-        && a.operation() == b.operation()
-        && a.payload() == b.payload()
-        && a.payload_digest() == b.payload_digest()
-        && a.created_at() == b.created_at()
-        && a.expires_at() == b.expires_at()
 }
 
 /// Everything the human decides on, then what approving means.

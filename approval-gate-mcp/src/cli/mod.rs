@@ -181,6 +181,7 @@ fn gate_exit(error: &approval_gate::Error) -> Exit {
         | E::OperationMismatch { .. }
         | E::PayloadMismatch { .. }
         | E::WrongState { .. }
+        | E::Changed(_)
         | E::QueueFull { .. }
         | E::CreationLimit { .. } => Exit::Refused,
         // Malformed input is a usage error; damaged or unsafe state is an error to look
