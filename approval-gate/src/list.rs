@@ -86,7 +86,7 @@ impl Gate {
         let candidates = if filter == ListFilter::Pending {
             self.scan_pending(now, false)?
         } else {
-            self.scan_all(now)?
+            self.scan_all(now, true)?
         };
         let mut items = Vec::new();
         for request in candidates {
@@ -127,7 +127,13 @@ impl Gate {
         Ok(request.created_at())
     }
 
-    pub(crate) fn scan_all(&self, now: Timestamp) -> Result<Vec<Request>, Error> {
+    /// Every request in the live store. With `record_expiry`, pending requests past their
+    /// expiry are recorded as expired on the way.
+    pub(crate) fn scan_all(
+        &self,
+        now: Timestamp,
+        record_expiry: bool,
+    ) -> Result<Vec<Request>, Error> {
         let mut all = Vec::new();
         for name in fs::list_names(&self.layout().requests_dir())? {
             let Some(id) = name
@@ -139,7 +145,7 @@ impl Gate {
             let Some(request) = self.load(id)? else {
                 continue;
             };
-            if request.status() == Status::Pending && request.is_past_expiry(now) {
+            if record_expiry && request.status() == Status::Pending && request.is_past_expiry(now) {
                 let _lock = self.lock(id)?;
                 all.push(self.refresh_locked(id, now)?.0);
             } else {

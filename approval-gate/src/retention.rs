@@ -33,7 +33,7 @@ impl Gate {
         let due =
             |r: &Request| r.created_at() <= created_cutoff && r.expires_at() <= expired_cutoff;
         let mut archived = Vec::new();
-        for request in self.scan_all(now)? {
+        for request in self.scan_all(now, !dry_run)? {
             if !due(&request) {
                 continue;
             }
