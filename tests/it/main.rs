@@ -8,3 +8,4 @@ mod lifecycle;
 mod model;
 mod properties;
 mod races;
+mod smtp_example;

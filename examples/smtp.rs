@@ -1,0 +1,227 @@
+//! A trusted executor that sends one email, exactly as a human approved it, at most once.
+//!
+//! ```sh
+//! cargo run --example smtp                 # files the request and waits for your decision
+//! # in another terminal, run the command it prints:
+//! cargo run -q -p approval-gate-mcp --bin approval-gate -- approve <id>
+//! ```
+//!
+//! The send function carries `#[requires_approval(operation = "smtp.send")]`: its body runs
+//! only inside `execute_approved`, with the approved email frozen, and never otherwise.
+//!
+//! Mail goes to `SMTP_URL` when set (a plain `smtp://host:port` relay, e.g. a local `MailHog`),
+//! otherwise to an SMTP server this example runs on loopback, which writes each message to
+//! an outbox directory (`SMTP_OUTBOX`, default `$TMPDIR/approval-gate-outbox`). The store is
+//! `APPROVAL_GATE_DIR`, else `~/.approval-gate`, so the human CLI finds the request.
+//!
+//! Options: `--tamper` changes the recipient after approval (nothing is sent, and it says
+//! why); `--ttl SECONDS` sets the request's time to live (default 600).
+#![allow(clippy::print_stdout)]
+
+#[path = "support/smtp_sink.rs"]
+mod smtp_sink;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use approval_gate::{
+    Approval, CanonicalPayload, EffectiveStatus, Gate, NewRequest, RequestId, StatusReport,
+    requires_approval,
+};
+use lettre::message::header::ContentType;
+use lettre::{Message, SmtpTransport, Transport};
+use notify::Watcher;
+use serde::{Deserialize, Serialize};
+
+/// The email, as the human sees it in `approval-gate show` and as the executor sends it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+struct Email {
+    from: String,
+    to: String,
+    subject: String,
+    body: String,
+}
+
+impl Email {
+    fn action(&self) -> String {
+        format!("send email to {}, subject: {}", self.to, self.subject)
+    }
+
+    fn to_message(&self) -> Result<Message, SendError> {
+        Ok(Message::builder()
+            .from(self.from.parse().map_err(SendError::Address)?)
+            .to(self.to.parse().map_err(SendError::Address)?)
+            .subject(&self.subject)
+            .header(ContentType::TEXT_PLAIN)
+            .body(self.body.clone())?)
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+enum SendError {
+    #[error("not sent: {0}")]
+    Gate(#[from] approval_gate::Error),
+    #[error("invalid address: {0}")]
+    Address(lettre::address::AddressError),
+    #[error("cannot build the message: {0}")]
+    Build(#[from] lettre::error::Error),
+    #[error("smtp: {0}")]
+    Smtp(#[from] lettre::transport::smtp::Error),
+}
+
+struct Mailer {
+    transport: SmtpTransport,
+}
+
+impl Mailer {
+    /// Sends exactly the approved email. `email` is the frozen approved copy; `approval` is
+    /// the grant proving this run consumed the approval.
+    #[requires_approval(operation = "smtp.send")]
+    fn send(&self, #[payload] email: Email, approval: Approval<'_>) -> Result<String, SendError> {
+        let message = email.to_message()?;
+        // Re-check the expiry immediately before the side effect.
+        approval.assert_active()?;
+        let response = self.transport.send(&message)?;
+        Ok(response.message().collect::<Vec<_>>().join(" "))
+    }
+}
+
+fn main() -> ExitCode {
+    match run() {
+        Ok(true) => ExitCode::SUCCESS,
+        Ok(false) => ExitCode::from(1),
+        Err(error) => {
+            eprintln!("error: {error}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn run() -> Result<bool, Box<dyn std::error::Error>> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let tamper = args.iter().any(|a| a == "--tamper");
+    let ttl = args
+        .iter()
+        .position(|a| a == "--ttl")
+        .and_then(|i| args.get(i + 1))
+        .map_or(Ok(600), |s| s.parse::<u64>())?;
+
+    let gate = Gate::open_default()?;
+    let (transport, destination, _sink) = transport()?;
+
+    let email = Email {
+        from: "billing@example.com".into(),
+        to: "alice@example.com".into(),
+        subject: "Invoice 1042".into(),
+        body: "Hello Alice,\n\nplease find invoice 1042 (125.00 EUR) attached.\n\nBilling".into(),
+    };
+    let action = email.action();
+    let submitted = gate.request_approval(
+        NewRequest::new(&action, "invoice 1042 is due")
+            .requested_by("smtp example")
+            .operation("smtp.send")
+            .payload(CanonicalPayload::from_serialize(&email)?)
+            .ttl(Duration::from_secs(ttl)),
+    )?;
+    let id = submitted.request.id();
+    println!("requested approval {id}: {action}");
+    println!("store: {}", gate.dir().display());
+    println!("approve or deny it in another terminal:");
+    println!("    approval-gate approve {id}");
+    println!(
+        "    (from this checkout: cargo run -q -p approval-gate-mcp --bin approval-gate -- approve {id})"
+    );
+    println!(
+        "waiting for the decision (expires {})...",
+        submitted.request.expires_at()
+    );
+
+    let decided = wait_for_decision(&gate, id)?;
+    if decided.effective_status() != EffectiveStatus::ApprovedUnconsumed {
+        println!("not sent: the request is {}", decided.effective_status());
+        return Ok(false);
+    }
+
+    let mut to_send = email.clone();
+    if tamper {
+        to_send.to = "mallory@example.com".into();
+        println!("--tamper: the executor now tries to send to {}", to_send.to);
+    }
+    let mailer = Mailer { transport };
+    match mailer.send(to_send, Approval::new(&gate, id, action.as_str())) {
+        Ok(reply) => {
+            println!("sent to {} via {destination} ({reply})", email.to);
+            Ok(true)
+        }
+        Err(error) => {
+            println!("{error}");
+            Ok(false)
+        }
+    }
+}
+
+/// `SMTP_URL` if set, else a loopback sink writing to the outbox.
+fn transport()
+-> Result<(SmtpTransport, String, Option<smtp_sink::SmtpSink>), Box<dyn std::error::Error>> {
+    if let Ok(url) = std::env::var("SMTP_URL") {
+        return Ok((plain_smtp(&url)?, url, None));
+    }
+    let outbox = std::env::var_os("SMTP_OUTBOX").map_or_else(
+        || std::env::temp_dir().join("approval-gate-outbox"),
+        PathBuf::from,
+    );
+    let sink = smtp_sink::SmtpSink::start(&outbox)?;
+    let transport = SmtpTransport::builder_dangerous(sink.addr().ip().to_string())
+        .port(sink.addr().port())
+        .build();
+    let destination = format!(
+        "the loopback SMTP server on {} (messages are written to {})",
+        sink.addr(),
+        sink.outbox().display()
+    );
+    Ok((transport, destination, Some(sink)))
+}
+
+/// A transport for `smtp://host[:port]` (plain SMTP, no TLS, no authentication: a local relay
+/// or test server; this example is built without a TLS stack).
+fn plain_smtp(url: &str) -> Result<SmtpTransport, Box<dyn std::error::Error>> {
+    let address = url
+        .strip_prefix("smtp://")
+        .ok_or("SMTP_URL must look like smtp://host:port (plain SMTP only)")?
+        .trim_end_matches('/');
+    let (host, port) = match address.rsplit_once(':') {
+        Some((host, port)) => (host, port.parse::<u16>()?),
+        None => (address, 25),
+    };
+    Ok(SmtpTransport::builder_dangerous(host).port(port).build())
+}
+
+/// Waits until the request is no longer pending: woken by file events in the store, with a
+/// slow fallback tick because events are only hints, and a timer for the request's expiry.
+fn wait_for_decision(
+    gate: &Gate,
+    id: RequestId,
+) -> Result<StatusReport, Box<dyn std::error::Error>> {
+    let (tx, rx) = mpsc::channel();
+    let mut watcher = notify::recommended_watcher(move |_event| {
+        let _ = tx.send(());
+    })?;
+    watcher.watch(
+        &gate.dir().join("requests"),
+        notify::RecursiveMode::NonRecursive,
+    )?;
+    loop {
+        let report = gate.status(id)?;
+        if report.effective_status() != EffectiveStatus::Pending {
+            return Ok(report);
+        }
+        let until_expiry = gate.now().millis_until(report.request().expires_at()) + 1;
+        let expiry = Duration::from_millis(u64::try_from(until_expiry).unwrap_or(0));
+        let deadline = Instant::now() + expiry.min(Duration::from_secs(2));
+        // Drain a burst of events, then re-read.
+        let _ = rx.recv_timeout(deadline.saturating_duration_since(Instant::now()));
+        while rx.try_recv().is_ok() {}
+    }
+}

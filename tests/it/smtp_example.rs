@@ -1,0 +1,190 @@
+//! `cargo run --example smtp` end to end: the example files a request, a human approves it
+//! through the CLI in a pseudo-terminal, and exactly one message arrives at a real SMTP
+//! server on loopback; with a denial or a tampered payload, none does.
+
+#[path = "../../examples/support/smtp_sink.rs"]
+#[allow(dead_code)]
+mod smtp_sink;
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+
+use approval_gate::{Decision, Gate, RequestId};
+use rexpect::process::WaitStatus;
+use rexpect::session::spawn_command;
+use smtp_sink::SmtpSink;
+
+/// A binary `cargo test --workspace` built next to this test: the CLI, or an example.
+fn built(relative: &str) -> PathBuf {
+    let exe = std::env::current_exe().unwrap();
+    let profile_dir = exe.parent().and_then(Path::parent).unwrap();
+    let path = profile_dir.join(relative);
+    assert!(
+        path.exists(),
+        "{} is missing: run the suite with `cargo test --workspace`, which builds it",
+        path.display()
+    );
+    path
+}
+
+struct Run {
+    _tmp: tempfile::TempDir,
+    store: PathBuf,
+    sink: SmtpSink,
+    child: Child,
+    id: RequestId,
+    output: Arc<Mutex<Vec<String>>>,
+    reader: Option<std::thread::JoinHandle<()>>,
+}
+
+/// Starts the example against a fresh store and a loopback SMTP server; returns once it has
+/// filed its request.
+fn start(args: &[&str]) -> Run {
+    let tmp = tempfile::tempdir().unwrap();
+    let store = tmp.path().join("store");
+    let sink = SmtpSink::start(&tmp.path().join("outbox")).unwrap();
+    let mut child = Command::new(built("examples/smtp"))
+        .args(args)
+        .env("APPROVAL_GATE_DIR", &store)
+        .env("SMTP_URL", format!("smtp://{}", sink.addr()))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut output = Vec::new();
+    let id = loop {
+        let line = lines.next().expect("the example ended early").unwrap();
+        output.push(line.clone());
+        if let Some(rest) = line.strip_prefix("requested approval ") {
+            break rest[..12].parse::<RequestId>().unwrap();
+        }
+    };
+    // Keep reading in the background so the example never blocks on a full pipe.
+    let output = Arc::new(Mutex::new(output));
+    let sink_output = Arc::clone(&output);
+    let reader = std::thread::spawn(move || {
+        for line in lines.map_while(Result::ok) {
+            sink_output.lock().unwrap().push(line);
+        }
+    });
+    Run {
+        _tmp: tmp,
+        store,
+        sink,
+        child,
+        id,
+        output,
+        reader: Some(reader),
+    }
+}
+
+impl Run {
+    /// Waits for the example; its exit code, the messages delivered, and everything it
+    /// printed.
+    fn finish(&mut self) -> (i32, Vec<PathBuf>, String) {
+        let status = self.child.wait().unwrap();
+        if let Some(reader) = self.reader.take() {
+            reader.join().unwrap();
+        }
+        let printed = self.output.lock().unwrap().join("\n");
+        let mut delivered: Vec<_> = std::fs::read_dir(self.sink.outbox())
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.extension().is_some_and(|x| x == "eml"))
+            .collect();
+        delivered.sort();
+        (status.code().unwrap_or(-1), delivered, printed)
+    }
+}
+
+fn approve_in_a_terminal(store: &Path, id: RequestId) {
+    let mut command = Command::new(built("approval-gate"));
+    command
+        .arg("--dir")
+        .arg(store)
+        .args(["approve", id.as_str()])
+        .env("NO_COLOR", "1")
+        .env("TERM", "dumb");
+    let mut session = spawn_command(command, Some(20_000)).unwrap();
+    let (_, prompt) = session
+        .exp_regex(r"Type [0-9a-f]{8} to approve")
+        .expect("the approval prompt");
+    session.send_line(&prompt[5..13]).unwrap();
+    session.exp_eof().unwrap();
+    match session.process().wait().unwrap() {
+        WaitStatus::Exited(_, 0) => {}
+        other => panic!("approve failed: {other:?}"),
+    }
+}
+
+#[test]
+fn an_approved_email_arrives_exactly_once_as_approved() {
+    let mut run = start(&[]);
+    approve_in_a_terminal(&run.store, run.id);
+    let (code, delivered, printed) = run.finish();
+    assert_eq!(code, 0, "{printed}");
+    assert!(
+        printed.contains("store:"),
+        "it says which store it uses: {printed}"
+    );
+    assert!(printed.contains("sent to alice@example.com"), "{printed}");
+    assert_eq!(delivered.len(), 1, "exactly one message: {delivered:?}");
+    let message = std::fs::read_to_string(&delivered[0]).unwrap();
+    for expected in [
+        "X-Envelope-To: <alice@example.com>",
+        "To: alice@example.com",
+        "Subject: Invoice 1042",
+        "please find invoice 1042",
+    ] {
+        assert!(message.contains(expected), "{expected:?} not in\n{message}");
+    }
+}
+
+#[test]
+fn a_denied_email_is_never_sent() {
+    let mut run = start(&[]);
+    // `deny` needs no terminal: saying no is always safe.
+    let status = Command::new(built("approval-gate"))
+        .arg("--dir")
+        .arg(&run.store)
+        .args(["deny", run.id.as_str(), "wrong", "recipient"])
+        .stdout(Stdio::null())
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let (code, delivered, printed) = run.finish();
+    assert_eq!(code, 1, "{printed}");
+    assert!(
+        printed.contains("not sent: the request is denied"),
+        "{printed}"
+    );
+    assert!(delivered.is_empty(), "sent after a denial: {delivered:?}");
+}
+
+#[test]
+fn a_payload_changed_after_approval_is_never_sent() {
+    let mut run = start(&["--tamper"]);
+    Gate::open(&run.store)
+        .unwrap()
+        .approve(run.id, &Decision::by("tester"))
+        .unwrap();
+    let (code, delivered, printed) = run.finish();
+    assert_eq!(code, 1, "{printed}");
+    assert!(
+        delivered.is_empty(),
+        "sent a tampered message: {delivered:?}"
+    );
+    assert!(
+        printed.contains("payload does not match"),
+        "it says why: {printed}"
+    );
+    // The refusal did not spend the approval; it is still there, unused.
+    let report = Gate::open(&run.store).unwrap().status(run.id).unwrap();
+    assert_eq!(
+        report.effective_status(),
+        approval_gate::EffectiveStatus::ApprovedUnconsumed
+    );
+}
