@@ -46,7 +46,9 @@ fn worker(dir: &Path) {
             .request
             .id();
         gate.approve(id, &Decision::by("bench")).expect("approve");
-        let _grant = gate.consume::<()>(id, &Binding::new(action)).expect("consume");
+        let _grant = gate
+            .consume::<()>(id, &Binding::new(action))
+            .expect("consume");
     }
 }
 
@@ -160,7 +162,8 @@ fn plant_finished(gate: &Gate, dir: &Path, n: usize) {
         .request
         .id();
     gate.deny(template, &Decision::by("bench")).unwrap();
-    let text = std::fs::read_to_string(dir.join("requests").join(format!("{template}.json"))).unwrap();
+    let text =
+        std::fs::read_to_string(dir.join("requests").join(format!("{template}.json"))).unwrap();
     for i in 0..n {
         let id = format!("{i:012x}");
         let path = dir.join("requests").join(format!("{id}.json"));

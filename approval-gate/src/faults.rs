@@ -13,8 +13,9 @@ macro_rules! failpoint {
     ($name:literal) => {
         #[cfg(feature = "failpoints")]
         {
-            if let Some(error) = ::fail::eval($name, |arg| $crate::faults::triggered($name, arg.as_deref()))
-            {
+            if let Some(error) = ::fail::eval($name, |arg| {
+                $crate::faults::triggered($name, arg.as_deref())
+            }) {
                 return Err(error.into());
             }
         }
@@ -26,10 +27,8 @@ pub(crate) use failpoint;
 #[cfg(feature = "failpoints")]
 pub(crate) fn triggered(name: &'static str, arg: Option<&str>) -> crate::error::Error {
     if arg == Some("kill") {
-        let _ = rustix::process::kill_process(
-            rustix::process::getpid(),
-            rustix::process::Signal::KILL,
-        );
+        let _ =
+            rustix::process::kill_process(rustix::process::getpid(), rustix::process::Signal::KILL);
         // SIGKILL cannot be caught; wait for it to land.
         loop {
             std::thread::park();
