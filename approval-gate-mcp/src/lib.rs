@@ -23,3 +23,6 @@
 
 pub mod cli;
 pub mod display;
+/// The `approval-gate-mcp` server for agents: ask, check, wait, list, deny and consume over
+/// MCP, never approve.
+pub mod mcp;

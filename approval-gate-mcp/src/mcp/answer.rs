@@ -1,0 +1,407 @@
+//! What the tools answer: the structured content of every result, success or refusal.
+//!
+//! Each answer carries `authorizesExecution: false`, typed so that nothing else can be
+//! written. A refusal is a tool result with `isError: true` whose `code` is stable (the
+//! library's [`Error::code`] where the library refused) and whose `message` says what
+//! happened and what the agent should do next.
+
+use std::borrow::Cow;
+
+use approval_gate::{EffectiveStatus, Error, RequestId, StatusReport};
+use rmcp::model::CallToolResult;
+use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
+use serde::{Serialize, Serializer};
+use serde_json::Value;
+
+use super::agent_gate::Failure;
+
+/// A JSON boolean that is always `B`, with a schema that says so.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Const<const B: bool>;
+
+impl<const B: bool> Serialize for Const<B> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_bool(B)
+    }
+}
+
+impl<const B: bool> JsonSchema for Const<B> {
+    fn schema_name() -> Cow<'static, str> {
+        if B { "True" } else { "False" }.into()
+    }
+
+    fn inline_schema() -> bool {
+        true
+    }
+
+    fn json_schema(_: &mut SchemaGenerator) -> Schema {
+        json_schema!({ "type": "boolean", "const": B })
+    }
+}
+
+/// `authorizesExecution`: no answer over MCP ever authorizes execution.
+pub(crate) type NotAuthorized = Const<false>;
+
+const STATUSES: [&str; 5] = ["pending", "approved", "denied", "expired", "revoked"];
+const EFFECTIVE_STATUSES: [&str; 7] = [
+    "pending",
+    "approved_unconsumed",
+    "approved_expired",
+    "consumed",
+    "denied",
+    "expired",
+    "revoked",
+];
+
+fn status_schema(_: &mut SchemaGenerator) -> Schema {
+    json_schema!({ "type": "string", "enum": STATUSES })
+}
+
+fn effective_status_schema(_: &mut SchemaGenerator) -> Schema {
+    json_schema!({ "type": "string", "enum": EFFECTIVE_STATUSES })
+}
+
+/// A request and where it stands.
+#[derive(Debug, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct RequestView {
+    /// The request id: 12 lowercase hex characters.
+    id: String,
+    /// The persisted status.
+    #[schemars(schema_with = "status_schema")]
+    status: &'static str,
+    /// Where the request stands, combining status, consumption and the clock. Only
+    /// `approved_unconsumed` can still be consumed; everything else means no.
+    #[schemars(schema_with = "effective_status_schema")]
+    effective_status: &'static str,
+    /// Always false: a status never authorizes execution.
+    authorizes_execution: NotAuthorized,
+    /// The exact action text the human reads and approves.
+    action: String,
+    /// Why the agent asked.
+    reason: String,
+    /// Who asked, as they said (not verified).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    requested_by: Option<String>,
+    /// The operation name the approval is bound to.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    operation: Option<String>,
+    /// BLAKE3 digest (64 hex characters) of the canonical payload the approval is bound to.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    payload_digest: Option<String>,
+    /// The payload the approval is bound to, as the human sees it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    payload: Option<Value>,
+    /// When the request was filed (RFC 3339, UTC).
+    created_at: String,
+    /// When the request, and any approval of it, stops being usable (RFC 3339, UTC).
+    expires_at: String,
+    /// When it was decided (approved, denied, expired or revoked).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    decided_at: Option<String>,
+    /// Who decided.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    decided_by: Option<String>,
+    /// The reason given with the decision.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    decision_reason: Option<String>,
+}
+
+impl RequestView {
+    /// `with_payload`: include the payload itself, not only its digest.
+    pub(crate) fn of(report: &StatusReport, with_payload: bool) -> Self {
+        let request = report.request();
+        Self {
+            id: request.id().to_string(),
+            status: status_str(report),
+            effective_status: report.effective_status().as_str(),
+            authorizes_execution: NotAuthorized::default(),
+            action: request.action().to_owned(),
+            reason: request.reason().to_owned(),
+            requested_by: request.requested_by().map(str::to_owned),
+            operation: request.operation().map(str::to_owned),
+            payload_digest: request.payload_digest().map(|d| d.to_hex()),
+            payload: request
+                .payload()
+                .filter(|_| with_payload)
+                .map(approval_gate::CanonicalPayload::to_value),
+            created_at: request.created_at().to_string(),
+            expires_at: request.expires_at().to_string(),
+            decided_at: request.decided_at().map(|t| t.to_string()),
+            decided_by: request.decided_by().map(str::to_owned),
+            decision_reason: request.decision_reason().map(str::to_owned),
+        }
+    }
+}
+
+fn status_str(report: &StatusReport) -> &'static str {
+    use approval_gate::Status;
+    match report.request().status() {
+        Status::Pending => "pending",
+        Status::Approved => "approved",
+        Status::Denied => "denied",
+        Status::Expired => "expired",
+        Status::Revoked => "revoked",
+    }
+}
+
+/// A request with a sentence on what its state means for the agent.
+#[derive(Debug, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct StatusAnswer {
+    #[serde(flatten)]
+    request: RequestView,
+    /// What this state means and what to do next.
+    note: String,
+}
+
+impl StatusAnswer {
+    pub(crate) fn of(report: &StatusReport) -> Self {
+        Self {
+            request: RequestView::of(report, true),
+            note: note(report.request().id(), report.effective_status()),
+        }
+    }
+}
+
+/// The answer to `request_approval`.
+#[derive(Debug, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct Requested {
+    /// The request id: pass it to `wait_for_approval`, `check_approval` and `consume_approval`.
+    pub(crate) id: String,
+    /// Always `pending`.
+    #[schemars(schema_with = "status_schema")]
+    pub(crate) status: &'static str,
+    /// Always `pending`.
+    #[schemars(schema_with = "effective_status_schema")]
+    pub(crate) effective_status: &'static str,
+    /// Always false: filing a request authorizes nothing.
+    pub(crate) authorizes_execution: NotAuthorized,
+    /// When the request, and any approval of it, stops being usable (RFC 3339, UTC).
+    pub(crate) expires_at: String,
+    /// The operation name the approval is bound to.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) operation: Option<String>,
+    /// BLAKE3 digest (64 hex characters) of the canonical payload the approval is bound to.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) payload_digest: Option<String>,
+    /// True if an identical request was already pending and is returned instead of a new one.
+    pub(crate) deduplicated: bool,
+    /// The command a human runs in their own terminal to approve this request.
+    pub(crate) approve_command: String,
+    /// What happens next.
+    pub(crate) note: String,
+}
+
+/// One page of pending requests.
+#[derive(Debug, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct PendingPage {
+    /// Pending requests, oldest first.
+    pub(crate) items: Vec<RequestView>,
+    /// Pass as `after` to get the next page; null on the last page.
+    pub(crate) next_after: Option<String>,
+    /// Always false.
+    pub(crate) authorizes_execution: NotAuthorized,
+}
+
+/// The answer to a successful `consume_approval`.
+#[derive(Debug, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct Consumed {
+    /// True: the approval was spent now, by this call, and can never be used again.
+    pub(crate) ok: Const<true>,
+    /// The request.
+    pub(crate) id: String,
+    /// Always `consumed`.
+    #[schemars(schema_with = "effective_status_schema")]
+    pub(crate) effective_status: &'static str,
+    /// Always false: this answer is information for the agent's own policy, never proof of
+    /// approval for trusted code.
+    pub(crate) authorizes_execution: NotAuthorized,
+    /// What this means.
+    pub(crate) note: String,
+}
+
+/// A refusal: the call did not do what was asked. Every refusal means no.
+#[derive(Debug, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct Refusal {
+    /// Always false.
+    ok: Const<false>,
+    /// Stable `snake_case` reason, e.g. `timeout`, `denied`, `expired`, `revoked`,
+    /// `already_consumed`, `action_mismatch`, `not_found`, `invalid_arguments`.
+    code: &'static str,
+    /// What happened and what to do next.
+    message: String,
+    /// The request concerned, if known.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    id: Option<String>,
+    /// Where the request stands, if known.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "effective_status_schema")]
+    effective_status: Option<&'static str>,
+    /// Always false.
+    authorizes_execution: NotAuthorized,
+}
+
+impl Refusal {
+    pub(crate) fn new(code: &'static str, message: impl Into<String>) -> Self {
+        Self {
+            ok: Const,
+            code,
+            message: message.into(),
+            id: None,
+            effective_status: None,
+            authorizes_execution: NotAuthorized::default(),
+        }
+    }
+
+    pub(crate) fn id(mut self, id: RequestId) -> Self {
+        self.id = Some(id.to_string());
+        self
+    }
+
+    pub(crate) fn status(mut self, status: EffectiveStatus) -> Self {
+        self.effective_status = Some(status.as_str());
+        self
+    }
+
+    /// Arguments that do not fit the tool's input schema.
+    pub(crate) fn arguments(problem: impl std::fmt::Display) -> Self {
+        let mut problem = problem.to_string();
+        if let Some((cut, _)) = problem.char_indices().nth(300) {
+            problem.truncate(cut);
+            problem.push_str("...");
+        }
+        Self::new(
+            "invalid_arguments",
+            format!("invalid arguments: {problem}; nothing changed, see the tool's input schema"),
+        )
+    }
+
+    /// A refusal by the store (or of the blocking task that ran it).
+    pub(crate) fn failure(failure: &Failure) -> Self {
+        match failure {
+            Failure::Gate(error) => Self::error(error),
+            Failure::Task(problem) => Self::new(
+                "internal",
+                format!(
+                    "the server could not complete the call ({problem}); treat it as not approved and do not proceed"
+                ),
+            ),
+        }
+    }
+
+    /// A library refusal: its code, its message, and what the agent should do about it.
+    pub(crate) fn error(error: &Error) -> Self {
+        let (id, status) = where_it_stands(error);
+        let mut refusal = Self::new(error.code(), format!("{error}; {}", advice(error)));
+        refusal.id = id.map(|id| id.to_string());
+        refusal.effective_status = status.map(EffectiveStatus::as_str);
+        refusal
+    }
+}
+
+fn where_it_stands(error: &Error) -> (Option<RequestId>, Option<EffectiveStatus>) {
+    use EffectiveStatus as S;
+    match error {
+        Error::NotFound(id) | Error::Archived(id) => (Some(*id), None),
+        Error::NotApproved(id) => (Some(*id), Some(S::Pending)),
+        Error::Denied(id) => (Some(*id), Some(S::Denied)),
+        Error::Expired(id) => (Some(*id), Some(S::Expired)),
+        Error::Revoked(id) => (Some(*id), Some(S::Revoked)),
+        Error::AlreadyConsumed(id) | Error::ExpiredDuringConsume { id, .. } => {
+            (Some(*id), Some(S::Consumed))
+        }
+        Error::ApprovalExpired { id, .. } => (Some(*id), Some(S::ApprovedExpired)),
+        // A mismatch is refused before the claim: the approval is still there.
+        Error::ActionMismatch(id)
+        | Error::OperationMismatch { id, .. }
+        | Error::PayloadMismatch { id, .. }
+        | Error::PayloadType { id, .. } => (Some(*id), Some(S::ApprovedUnconsumed)),
+        Error::WrongState { id, status, .. } => (Some(*id), Some(*status)),
+        _ => (None, None),
+    }
+}
+
+fn advice(error: &Error) -> &'static str {
+    match error.code() {
+        "invalid_id" => "pass the id exactly as request_approval returned it; nothing changed",
+        "invalid_input" | "invalid_payload" | "wrong_state" => "nothing changed",
+        "queue_full" => {
+            "not filed: a human has to decide pending requests (or they expire) first; do not proceed"
+        }
+        "creation_limit" => "not filed: a human has to archive old requests first; do not proceed",
+        "not_found" | "archived" => "not approved; do not proceed",
+        "not_approved" => "do not proceed; call wait_for_approval for the human's decision",
+        "denied" => "a human said no: do not proceed",
+        "expired" | "approval_expired" => {
+            "not usable: do not proceed; file a new request if the action is still needed"
+        }
+        "revoked" => "a human withdrew the approval: do not proceed",
+        "already_consumed" | "expired_during_consume" => {
+            "the approval is spent: do not act on it again"
+        }
+        "action_mismatch" | "operation_mismatch" | "payload_mismatch" | "payload_type" => {
+            "the approval was not spent; do only exactly what was approved (same action text, operation and payload), or file a new request for what you now intend"
+        }
+        _ => {
+            "the approval store needs a human's attention; treat this as not approved and do not proceed"
+        }
+    }
+}
+
+/// What a state means for the agent, naming the human's commands where a human must act.
+pub(crate) fn note(id: RequestId, status: EffectiveStatus) -> String {
+    match status {
+        EffectiveStatus::Pending => format!(
+            "pending: not approved. A human decides in their own terminal (`approval-gate approve {id}` or `approval-gate deny {id}`); do not proceed until wait_for_approval says approved"
+        ),
+        EffectiveStatus::ApprovedUnconsumed => "approved by a human and not yet consumed. This status authorizes nothing by itself: call consume_approval with the same id and exact action (and the same operation and payload, if any) and proceed only if it returns ok: true".to_owned(),
+        EffectiveStatus::ApprovedExpired => "approved, but the approval expired unused: do not proceed; file a new request if the action is still needed".to_owned(),
+        EffectiveStatus::Consumed => "approved and already consumed: the approval is spent; do not act on it again".to_owned(),
+        EffectiveStatus::Denied => "denied by a human: do not proceed".to_owned(),
+        EffectiveStatus::Expired => "expired before a human decided: not approved; do not proceed, file a new request if the action is still needed".to_owned(),
+        EffectiveStatus::Revoked => "approval revoked by a human: do not proceed".to_owned(),
+    }
+}
+
+/// A tool's structured content: its own answer, or a refusal. The output schemas describe
+/// this type, and every result is serialized from it.
+#[derive(Debug, Serialize, JsonSchema)]
+#[serde(untagged)]
+pub(crate) enum Outcome<T> {
+    /// What the tool was asked for.
+    Done(T),
+    /// Why not (with `isError: true`).
+    Refused(Refusal),
+}
+
+impl<T> From<Result<T, Refusal>> for Outcome<T> {
+    fn from(result: Result<T, Refusal>) -> Self {
+        match result {
+            Ok(answer) => Self::Done(answer),
+            Err(refusal) => Self::Refused(refusal),
+        }
+    }
+}
+
+impl<T: Serialize> Outcome<T> {
+    /// The tool result: the structured content, the same JSON as text for clients that read
+    /// only text, and `isError: true` for a refusal.
+    pub(crate) fn into_call_result(self) -> CallToolResult {
+        let is_error = matches!(self, Self::Refused(_));
+        match serde_json::to_value(&self) {
+            Ok(value) if is_error => CallToolResult::structured_error(value),
+            Ok(value) => CallToolResult::structured(value),
+            Err(e) => CallToolResult::structured_error(serde_json::json!({
+                "ok": false,
+                "code": "internal",
+                "message": format!("cannot encode the answer ({e}); treat it as not approved"),
+                "authorizesExecution": false,
+            })),
+        }
+    }
+}

@@ -1,0 +1,234 @@
+//! A real `approval-gate-mcp` process, a real MCP client (rmcp's), and the library as the
+//! human at the other end of the store.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::Duration;
+
+use approval_gate::{Clock, Gate, ManualClock, NewRequest, RequestId, SystemClock};
+use rmcp::model::{CallToolRequestParams, CallToolResult, ProgressNotificationParam};
+use rmcp::service::{NotificationContext, RunningService};
+use rmcp::transport::TokioChildProcess;
+use rmcp::{ClientHandler, RoleClient, ServiceError, ServiceExt};
+use serde_json::Value;
+use tempfile::TempDir;
+use tokio::io::{AsyncBufReadExt, BufReader, Lines};
+use tokio::process::ChildStderr;
+use tokio::sync::mpsc;
+
+/// The server binary under test.
+pub(crate) const BIN: &str = env!("CARGO_BIN_EXE_approval-gate-mcp");
+
+/// Guard against a hung test, never a latency assertion.
+pub(crate) const PATIENCE: Duration = Duration::from_secs(30);
+
+/// Forwards progress notifications to the test.
+#[derive(Clone)]
+pub(crate) struct Client {
+    progress: mpsc::UnboundedSender<ProgressNotificationParam>,
+}
+
+impl ClientHandler for Client {
+    async fn on_progress(
+        &self,
+        params: ProgressNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        let _ = self.progress.send(params);
+    }
+}
+
+/// A running server on a fresh store, connected to a client.
+pub(crate) struct Session {
+    pub(crate) client: RunningService<RoleClient, Client>,
+    pub(crate) progress: mpsc::UnboundedReceiver<ProgressNotificationParam>,
+    pub(crate) stderr: Option<Lines<BufReader<ChildStderr>>>,
+    pub(crate) store: PathBuf,
+    _dir: TempDir,
+}
+
+impl Session {
+    pub(crate) async fn start() -> Self {
+        Self::start_with_log(None).await
+    }
+
+    /// With `log`, the server logs at that filter and its stderr is readable.
+    pub(crate) async fn start_with_log(log: Option<&str>) -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let store = dir.path().join("store");
+        // The human's side creates the store first, as `approval-gate` would.
+        Gate::open(&store).unwrap();
+        let mut command = tokio::process::Command::new(BIN);
+        command
+            .env("APPROVAL_GATE_DIR", &store)
+            .env_remove("APPROVAL_GATE_LOG");
+        if let Some(log) = log {
+            command.env("APPROVAL_GATE_LOG", log);
+        }
+        let (transport, stderr) = TokioChildProcess::builder(command)
+            .stderr(if log.is_some() {
+                Stdio::piped()
+            } else {
+                Stdio::inherit()
+            })
+            .spawn()
+            .unwrap();
+        let (tx, progress) = mpsc::unbounded_channel();
+        let client = Client { progress: tx }.serve(transport).await.unwrap();
+        Self {
+            client,
+            progress,
+            stderr: stderr.map(|s| BufReader::new(s).lines()),
+            store,
+            _dir: dir,
+        }
+    }
+
+    /// The store, as the human's side (the library) sees it.
+    pub(crate) fn gate(&self) -> Gate {
+        Gate::open(&self.store).unwrap()
+    }
+
+    /// A gate whose clock runs `behind` the real one: what it files is older than it looks.
+    pub(crate) fn gate_in_the_past(&self, behind: Duration) -> Gate {
+        Gate::builder()
+            .dir(&self.store)
+            .clock(ManualClock::new(SystemClock.now().saturating_sub(behind)))
+            .open()
+            .unwrap()
+    }
+
+    pub(crate) async fn try_call(
+        &self,
+        tool: &str,
+        arguments: Value,
+    ) -> Result<CallToolResult, ServiceError> {
+        let Value::Object(arguments) = arguments else {
+            panic!("arguments must be an object");
+        };
+        self.client
+            .peer()
+            .call_tool(CallToolRequestParams::new(tool.to_owned()).with_arguments(arguments))
+            .await
+    }
+
+    /// Calls a tool; the result's structured content and whether it is an error.
+    pub(crate) async fn call(&self, tool: &str, arguments: Value) -> Reply {
+        Reply::of(self.try_call(tool, arguments).await.unwrap())
+    }
+
+    /// Files a request over MCP and returns its id.
+    pub(crate) async fn request(&self, action: &str) -> RequestId {
+        let reply = self
+            .call(
+                "request_approval",
+                serde_json::json!({ "action": action, "reason": "the test needs it" }),
+            )
+            .await
+            .ok();
+        reply["id"].as_str().unwrap().parse().unwrap()
+    }
+
+    /// Waits (at most [`PATIENCE`]) for a stderr line containing every one of `needles`.
+    pub(crate) async fn stderr_line_with(&mut self, needles: &[&str]) -> String {
+        let lines = self.stderr.as_mut().expect("started with a log filter");
+        tokio::time::timeout(PATIENCE, async {
+            while let Some(line) = lines.next_line().await.unwrap() {
+                if needles.iter().all(|n| line.contains(n)) {
+                    return line;
+                }
+            }
+            panic!("stderr ended without a line containing {needles:?}");
+        })
+        .await
+        .expect("the expected log line")
+    }
+
+    /// The next progress notification (at most [`PATIENCE`]).
+    pub(crate) async fn next_progress(&mut self) -> ProgressNotificationParam {
+        tokio::time::timeout(PATIENCE, self.progress.recv())
+            .await
+            .expect("a progress notification")
+            .expect("the client is running")
+    }
+}
+
+/// A tool result, decoded.
+#[derive(Debug)]
+pub(crate) struct Reply {
+    pub(crate) is_error: bool,
+    pub(crate) content: Value,
+}
+
+impl Reply {
+    pub(crate) fn of(result: CallToolResult) -> Self {
+        let content = result.structured_content.expect("structured content");
+        // The text block carries the same JSON, for clients that read only text.
+        let text = result.content[0]
+            .as_text()
+            .expect("a text block")
+            .text
+            .clone();
+        assert_eq!(serde_json::from_str::<Value>(&text).unwrap(), content);
+        // Whatever the answer, it never authorizes execution.
+        assert_eq!(
+            content["authorizesExecution"],
+            Value::Bool(false),
+            "{content}"
+        );
+        Self {
+            is_error: result.is_error == Some(true),
+            content,
+        }
+    }
+
+    /// The content of a success; panics on a refusal.
+    #[track_caller]
+    pub(crate) fn ok(self) -> Value {
+        assert!(!self.is_error, "expected success, got {}", self.content);
+        self.content
+    }
+
+    /// The content of a refusal with `code`; panics otherwise.
+    #[track_caller]
+    pub(crate) fn refused(self, code: &str) -> Value {
+        assert!(
+            self.is_error,
+            "expected refusal {code}, got {}",
+            self.content
+        );
+        assert_eq!(self.content["code"], code, "{}", self.content);
+        assert_eq!(self.content["ok"], false);
+        assert!(
+            self.content["message"]
+                .as_str()
+                .is_some_and(|m| !m.is_empty())
+        );
+        self.content
+    }
+}
+
+/// Every file and directory under `root`, with file contents: to prove nothing changed.
+pub(crate) fn snapshot(root: &Path) -> BTreeMap<PathBuf, Option<Vec<u8>>> {
+    let mut entries = BTreeMap::new();
+    let mut dirs = vec![root.to_path_buf()];
+    while let Some(dir) = dirs.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            let relative = path.strip_prefix(root).unwrap().to_path_buf();
+            if path.is_dir() {
+                entries.insert(relative, None);
+                dirs.push(path);
+            } else {
+                entries.insert(relative, Some(std::fs::read(&path).unwrap()));
+            }
+        }
+    }
+    entries
+}
+
+/// Files a request directly with the library.
+pub(crate) fn file(gate: &Gate, new: NewRequest) -> RequestId {
+    gate.request_approval(new).unwrap().request.id()
+}
