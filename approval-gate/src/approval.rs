@@ -114,10 +114,20 @@ pub mod __private {
         E: From<Error> + Display,
         F: FnOnce(Execution<T>) -> Result<R, E>,
     {
-        let binding = Binding::new(approval.action())
-            .operation(operation)
-            .payload_of(payload)?;
+        let binding = binding(approval, operation, payload)?;
         approval.gate().execute_approved(approval.id(), &binding, f)
+    }
+
+    /// What the guarded function is about to run: the approval's action text, the macro's
+    /// operation, and the caller's payload.
+    fn binding<T: Serialize>(
+        approval: &Approval<'_>,
+        operation: &'static str,
+        payload: &T,
+    ) -> Result<Binding, Error> {
+        Binding::new(approval.action())
+            .operation(operation)
+            .payload_of(payload)
     }
 
     /// The async form of [`execute`].
@@ -133,9 +143,7 @@ pub mod __private {
         F: FnOnce(Execution<T>) -> Fut,
         Fut: Future<Output = Result<R, E>>,
     {
-        let binding = Binding::new(approval.action())
-            .operation(operation)
-            .payload_of(payload)?;
+        let binding = binding(approval, operation, payload)?;
         approval
             .gate()
             .execute_approved_async(approval.id(), &binding, f)

@@ -108,31 +108,20 @@ pub(crate) fn ensure_dir(path: &Path) -> Result<(), Error> {
 
 /// Opens an existing state file for reading; `None` if it does not exist.
 pub(crate) fn open_existing(path: &Path) -> Result<Option<File>, Error> {
-    failpoint!("fs::op");
-    match OpenOptions::new()
-        .read(true)
-        .custom_flags(nofollow())
-        .open(path)
-    {
-        Ok(file) => {
-            let meta = file
-                .metadata()
-                .map_err(|e| Error::io("inspecting", path, e))?;
-            check_metadata(path, &meta, false)?;
-            Ok(Some(file))
-        }
-        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(map_open_error("opening", path, e)),
-    }
+    open_checked(path, false)
 }
 
 /// Opens an existing state file for reading and writing (for locking); `None` if it does
 /// not exist.
 pub(crate) fn open_existing_rw(path: &Path) -> Result<Option<File>, Error> {
+    open_checked(path, true)
+}
+
+fn open_checked(path: &Path, write: bool) -> Result<Option<File>, Error> {
     failpoint!("fs::op");
     match OpenOptions::new()
         .read(true)
-        .write(true)
+        .write(write)
         .custom_flags(nofollow())
         .open(path)
     {
