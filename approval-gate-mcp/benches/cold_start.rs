@@ -44,7 +44,10 @@ fn start_once(store: &std::path::Path) -> Duration {
         .read_line(&mut answer)
         .unwrap();
     let elapsed = begin.elapsed();
-    assert!(answer.contains("\"serverInfo\""), "not an initialize answer: {answer}");
+    assert!(
+        answer.contains("\"serverInfo\""),
+        "not an initialize answer: {answer}"
+    );
     if let Some(kib) = peak_kib(child.id()) {
         let mut peak = PEAK_KIB.lock().unwrap();
         *peak = (*peak).max(kib);
@@ -58,7 +61,9 @@ fn cold_start(c: &mut Criterion) {
     let tmp = tempfile::tempdir().unwrap();
     let store = tmp.path().join("store");
     let mut group = c.benchmark_group("cold_start");
-    group.sample_size(30).measurement_time(Duration::from_secs(8));
+    group
+        .sample_size(30)
+        .measurement_time(Duration::from_secs(8));
     group.bench_function("floor_spawn_true", |b| {
         b.iter(|| Command::new("true").status().unwrap());
     });

@@ -608,7 +608,11 @@ fn debug_and_display_show_canonical_text() {
 #[test]
 fn serde_json_has_neither_preserve_order_nor_arbitrary_precision() {
     let object: Value = serde_json::from_str(r#"{"b":1,"a":2}"#).unwrap();
-    assert_eq!(object.to_string(), r#"{"a":2,"b":1}"#, "preserve_order is enabled");
+    assert_eq!(
+        object.to_string(),
+        r#"{"a":2,"b":1}"#,
+        "preserve_order is enabled"
+    );
     let number: Value = serde_json::from_str("1.10").unwrap();
     assert_eq!(number.to_string(), "1.1", "arbitrary_precision is enabled");
 }
