@@ -128,10 +128,16 @@ fn run() -> Result<bool, Box<dyn std::error::Error>> {
     let id = submitted.request.id();
     println!("requested approval {id}: {action}");
     println!("store: {}", gate.dir().display());
+    // A store chosen through the environment must be named to the human's terminal too.
+    let dir = if std::env::var_os("APPROVAL_GATE_DIR").is_some() {
+        format!(" --dir {}", shell_quote(&gate.dir().display().to_string()))
+    } else {
+        String::new()
+    };
     println!("approve or deny it in another terminal:");
-    println!("    approval-gate approve {id}");
+    println!("    approval-gate{dir} approve {id}");
     println!(
-        "    (from this checkout: cargo run -q -p approval-gate-mcp --bin approval-gate -- approve {id})"
+        "    (from this checkout: cargo run -q -p approval-gate-mcp --bin approval-gate --{dir} approve {id})"
     );
     println!(
         "waiting for the decision (expires {})...",
@@ -159,6 +165,18 @@ fn run() -> Result<bool, Box<dyn std::error::Error>> {
             println!("{error}");
             Ok(false)
         }
+    }
+}
+
+/// `text` as one shell word.
+fn shell_quote(text: &str) -> String {
+    if text
+        .bytes()
+        .all(|b| b.is_ascii_alphanumeric() || b"/._-+:@".contains(&b))
+    {
+        text.to_owned()
+    } else {
+        format!("'{}'", text.replace('\'', r"'\''"))
     }
 }
 

@@ -130,6 +130,13 @@ fn an_approved_email_arrives_exactly_once_as_approved() {
         printed.contains("store:"),
         "it says which store it uses: {printed}"
     );
+    // The store came from APPROVAL_GATE_DIR, so the command for the human names it.
+    let command = format!(
+        "approval-gate --dir {} approve {}",
+        run.store.display(),
+        run.id
+    );
+    assert!(printed.contains(&command), "{command:?} not in {printed}");
     assert!(printed.contains("sent to alice@example.com"), "{printed}");
     assert_eq!(delivered.len(), 1, "exactly one message: {delivered:?}");
     let message = std::fs::read_to_string(&delivered[0]).unwrap();
