@@ -94,15 +94,23 @@ impl fmt::Display for EffectiveStatus {
     }
 }
 
-impl fmt::Display for Status {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
+impl Status {
+    /// The snake-case name used in JSON and in the request file.
+    #[must_use]
+    pub fn as_str(self) -> &'static str {
+        match self {
             Self::Pending => "pending",
             Self::Approved => "approved",
             Self::Denied => "denied",
             Self::Expired => "expired",
             Self::Revoked => "revoked",
-        })
+        }
+    }
+}
+
+impl fmt::Display for Status {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
     }
 }
 
@@ -621,5 +629,32 @@ mod tests {
         assert_eq!(r.effective(false, after), EffectiveStatus::ApprovedExpired);
         assert_eq!(r.effective(true, after), EffectiveStatus::Consumed);
         assert!(r.check(id).is_ok());
+    }
+
+    #[test]
+    fn status_names_match_their_json() {
+        for status in [
+            Status::Pending,
+            Status::Approved,
+            Status::Denied,
+            Status::Expired,
+            Status::Revoked,
+        ] {
+            let json = serde_json::to_string(&status).unwrap();
+            assert_eq!(json, format!("\"{}\"", status.as_str()));
+            assert_eq!(status.to_string(), status.as_str());
+        }
+        for status in [
+            EffectiveStatus::Pending,
+            EffectiveStatus::ApprovedUnconsumed,
+            EffectiveStatus::ApprovedExpired,
+            EffectiveStatus::Consumed,
+            EffectiveStatus::Denied,
+            EffectiveStatus::Expired,
+            EffectiveStatus::Revoked,
+        ] {
+            let json = serde_json::to_string(&status).unwrap();
+            assert_eq!(json, format!("\"{}\"", status.as_str()));
+        }
     }
 }

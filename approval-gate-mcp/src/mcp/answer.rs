@@ -135,14 +135,7 @@ impl RequestView {
 }
 
 fn status_str(report: &StatusReport) -> &'static str {
-    use approval_gate::Status;
-    match report.request().status() {
-        Status::Pending => "pending",
-        Status::Approved => "approved",
-        Status::Denied => "denied",
-        Status::Expired => "expired",
-        Status::Revoked => "revoked",
-    }
+    report.request().status().as_str()
 }
 
 /// A request with a sentence on what its state means for the agent.
