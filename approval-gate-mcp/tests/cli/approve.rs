@@ -71,6 +71,24 @@ impl Prompt {
     }
 }
 
+impl Prompt {
+    /// Waits for the process and checks it refused with `message` (exit 1) and left the
+    /// store byte for byte as `before`; returns what it printed.
+    fn refused(self, store: &Store, before: &Snapshot, message: &str) -> String {
+        let (exit, output) = self.finish();
+        let output = text(&output);
+        assert_eq!(exit, 1, "{output}");
+        assert!(output.contains(message), "expected {message:?} in {output}");
+        assert_eq!(
+            Store::changed(before, &store.snapshot()),
+            Vec::<String>::new()
+        );
+        output
+    }
+}
+
+type Snapshot = std::collections::BTreeMap<std::path::PathBuf, Option<Vec<u8>>>;
+
 fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
 }
@@ -118,14 +136,7 @@ fn assert_refused(answer: impl FnOnce(&mut Prompt, &str), message: &str) {
     let mut prompt = Prompt::start(&store, request.id(), &[]);
     let code = prompt.code();
     answer(&mut prompt, &code);
-    let (exit, output) = prompt.finish();
-    let output = text(&output);
-    assert_eq!(exit, 1, "{output}");
-    assert!(output.contains(message), "expected {message:?} in {output}");
-    assert_eq!(
-        Store::changed(&before, &store.snapshot()),
-        Vec::<String>::new()
-    );
+    prompt.refused(&store, &before, message);
     let status = store
         .gate()
         .status(request.id())
@@ -192,20 +203,11 @@ fn a_request_that_expires_while_shown_is_refused() {
     let wait = millis_until(request.expires_at()) + 100;
     std::thread::sleep(Duration::from_millis(wait.try_into().unwrap_or(0)));
     prompt.type_line(&code);
-    let (exit, output) = prompt.finish();
-    let output = text(&output);
-    assert_eq!(exit, 1, "{output}");
-    assert!(
-        output.contains(&format!(
-            "request {} expired while it was on screen: nothing was approved",
-            request.id()
-        )),
-        "{output}"
+    let message = format!(
+        "request {} expired while it was on screen: nothing was approved",
+        request.id()
     );
-    assert_eq!(
-        Store::changed(&before, &store.snapshot()),
-        Vec::<String>::new()
-    );
+    prompt.refused(&store, &before, &message);
 }
 
 #[test]
@@ -225,20 +227,8 @@ fn a_request_edited_while_shown_is_refused() {
     std::fs::write(&file, edited).unwrap();
     let before = store.snapshot();
     prompt.type_line(&code);
-    let (exit, output) = prompt.finish();
-    let output = text(&output);
-    assert_eq!(exit, 1, "{output}");
-    assert!(
-        output.contains(&format!(
-            "request {} changed while it was on screen",
-            request.id()
-        )),
-        "{output}"
-    );
-    assert_eq!(
-        Store::changed(&before, &store.snapshot()),
-        Vec::<String>::new()
-    );
+    let message = format!("request {} changed while it was on screen", request.id());
+    prompt.refused(&store, &before, &message);
 }
 
 #[test]
@@ -253,17 +243,7 @@ fn a_request_denied_while_shown_is_refused() {
         .unwrap();
     let before = store.snapshot();
     prompt.type_line(&code);
-    let (exit, output) = prompt.finish();
-    let output = text(&output);
-    assert_eq!(exit, 1, "{output}");
-    assert!(
-        output.contains("(it is now denied): nothing was approved"),
-        "{output}"
-    );
-    assert_eq!(
-        Store::changed(&before, &store.snapshot()),
-        Vec::<String>::new()
-    );
+    prompt.refused(&store, &before, "(it is now denied): nothing was approved");
 }
 
 #[test]
@@ -275,21 +255,12 @@ fn a_second_approve_is_refused() {
     prompt.type_line(&code);
     assert_eq!(prompt.finish().0, 0);
     let before = store.snapshot();
-    let (exit, output) = Prompt::start(&store, request.id(), &[]).finish();
-    let output = text(&output);
-    assert_eq!(exit, 1, "{output}");
-    assert!(
-        output.contains(&format!(
-            "cannot approve request {}: it is approved_unconsumed",
-            request.id()
-        )),
-        "{output}"
+    let message = format!(
+        "cannot approve request {}: it is approved_unconsumed",
+        request.id()
     );
+    let output = Prompt::start(&store, request.id(), &[]).refused(&store, &before, &message);
     assert!(!output.contains("Type "), "no prompt for a decided request");
-    assert_eq!(
-        Store::changed(&before, &store.snapshot()),
-        Vec::<String>::new()
-    );
 }
 
 #[test]
