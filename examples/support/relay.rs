@@ -17,6 +17,11 @@
 //! removes STARTTLS and reads the password), a user without a password (lettre would quietly
 //! skip AUTH), a password without a user, any other query parameter (lettre would ignore it),
 //! and `SMTP_CA_FILE` without TLS or without a certificate in it.
+//!
+//! Prefer `smtps://` where the provider offers it. lettre 0.11.23 keeps plaintext read ahead
+//! of the STARTTLS handshake, so a man in the middle can forge the relay's answers after
+//! `?tls=required` and make a failed send look delivered; it still cannot read the password
+//! or the message, which travel over TLS.
 
 use std::error::Error;
 use std::path::Path;
