@@ -190,10 +190,19 @@ fn shell_quote(text: &str) -> String {
 /// `SMTP_URL` if set, else a loopback sink writing to the outbox.
 fn transport()
 -> Result<(SmtpTransport, String, Option<smtp_sink::SmtpSink>), Box<dyn std::error::Error>> {
-    if let Ok(url) = std::env::var("SMTP_URL") {
-        let ca_file = std::env::var_os("SMTP_CA_FILE").filter(|path| !path.is_empty());
-        let (transport, shown) = relay::transport(&url, ca_file.as_deref().map(Path::new))?;
-        return Ok((transport, shown, None));
+    match std::env::var("SMTP_URL") {
+        Ok(url) => {
+            let ca_file = std::env::var_os("SMTP_CA_FILE").filter(|path| !path.is_empty());
+            let (transport, shown) = relay::transport(&url, ca_file.as_deref().map(Path::new))?;
+            return Ok((transport, shown, None));
+        }
+        // A relay was named, just not readably: never fall back to the loopback server.
+        Err(std::env::VarError::NotUnicode(_)) => {
+            return Err("SMTP_URL is not valid UTF-8: write it as a URL such as \
+                        smtps://user:password@host:465, percent-encoding other bytes"
+                .into());
+        }
+        Err(std::env::VarError::NotPresent) => {}
     }
     let outbox = std::env::var_os("SMTP_OUTBOX").map_or_else(
         || std::env::temp_dir().join("approval-gate-outbox"),

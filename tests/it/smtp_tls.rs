@@ -364,6 +364,31 @@ fn the_starttls_sink_takes_nothing_before_tls() {
     assert_eq!(std::fs::read_dir(tmp.path()).unwrap().count(), 0);
 }
 
+#[test]
+fn an_smtp_url_that_is_not_utf8_is_refused_not_replaced_by_the_loopback_server() {
+    use std::os::unix::ffi::OsStrExt as _;
+
+    let tmp = tempfile::tempdir().unwrap();
+    let output = Command::new(built("examples/smtp"))
+        .env("APPROVAL_GATE_DIR", tmp.path().join("store"))
+        .env(
+            "SMTP_URL",
+            OsStr::from_bytes(b"smtps://u:p\xff@127.0.0.1:1"),
+        )
+        .env("SMTP_OUTBOX", tmp.path().join("outbox"))
+        .args(["--ttl", "10"])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stdout}{stderr}");
+    assert!(stderr.contains("SMTP_URL is not valid UTF-8"), "{stderr}");
+    assert!(
+        !stdout.contains("requested approval"),
+        "asked anyway: {stdout}"
+    );
+}
+
 /// A man in the middle answers STARTTLS and, in the same packet, every answer to come
 /// ("NO STARTTLS" response injection); the relay behind TLS refuses everything. A client that
 /// reads those plaintext bytes as if they came over TLS reports a delivery that never
