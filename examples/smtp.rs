@@ -9,19 +9,26 @@
 //! The send function carries `#[requires_approval(operation = "smtp.send")]`: its body runs
 //! only inside `execute_approved`, with the approved email frozen, and never otherwise.
 //!
-//! Mail goes to `SMTP_URL` when set (a plain `smtp://host:port` relay, e.g. a local `MailHog`),
-//! otherwise to an SMTP server this example runs on loopback, which writes each message to
-//! an outbox directory (`SMTP_OUTBOX`, default `$TMPDIR/approval-gate-outbox`). The store is
-//! `APPROVAL_GATE_DIR`, else `~/.approval-gate`, so the human CLI finds the request.
+//! Mail goes to `SMTP_URL` when set: your provider over TLS
+//! (`smtps://user:password@smtp.example.com:465`, or `smtp://...:587?tls=required` for
+//! STARTTLS), or a plain `smtp://host:port` relay such as a local `MailHog`; see
+//! `support/relay.rs` for every form, `SMTP_CA_FILE` for a private CA, and what is refused.
+//! Otherwise it goes to an SMTP server this example runs on loopback, which writes each
+//! message to an outbox directory (`SMTP_OUTBOX`, default `$TMPDIR/approval-gate-outbox`). The
+//! store is `APPROVAL_GATE_DIR`, else `~/.approval-gate`, so the human CLI finds the request.
 //!
 //! Options: `--tamper` changes the recipient after approval (nothing is sent, and it says
 //! why); `--ttl SECONDS` sets the request's time to live (default 600).
 #![allow(clippy::print_stdout)]
 
+#[path = "support/relay.rs"]
+mod relay;
+// Its TLS modes serve the tests; the example's own loopback server is plain.
+#[allow(dead_code)]
 #[path = "support/smtp_sink.rs"]
 mod smtp_sink;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
@@ -183,8 +190,19 @@ fn shell_quote(text: &str) -> String {
 /// `SMTP_URL` if set, else a loopback sink writing to the outbox.
 fn transport()
 -> Result<(SmtpTransport, String, Option<smtp_sink::SmtpSink>), Box<dyn std::error::Error>> {
-    if let Ok(url) = std::env::var("SMTP_URL") {
-        return Ok((plain_smtp(&url)?, url, None));
+    match std::env::var("SMTP_URL") {
+        Ok(url) => {
+            let ca_file = std::env::var_os("SMTP_CA_FILE").filter(|path| !path.is_empty());
+            let (transport, shown) = relay::transport(&url, ca_file.as_deref().map(Path::new))?;
+            return Ok((transport, shown, None));
+        }
+        // A relay was named, just not readably: never fall back to the loopback server.
+        Err(std::env::VarError::NotUnicode(_)) => {
+            return Err("SMTP_URL is not valid UTF-8: write it as a URL such as \
+                        smtps://user:password@host:465, percent-encoding other bytes"
+                .into());
+        }
+        Err(std::env::VarError::NotPresent) => {}
     }
     let outbox = std::env::var_os("SMTP_OUTBOX").map_or_else(
         || std::env::temp_dir().join("approval-gate-outbox"),
@@ -200,20 +218,6 @@ fn transport()
         sink.outbox().display()
     );
     Ok((transport, destination, Some(sink)))
-}
-
-/// A transport for `smtp://host[:port]` (plain SMTP, no TLS, no authentication: a local relay
-/// or test server; this example is built without a TLS stack).
-fn plain_smtp(url: &str) -> Result<SmtpTransport, Box<dyn std::error::Error>> {
-    let address = url
-        .strip_prefix("smtp://")
-        .ok_or("SMTP_URL must look like smtp://host:port (plain SMTP only)")?
-        .trim_end_matches('/');
-    let (host, port) = match address.rsplit_once(':') {
-        Some((host, port)) => (host, port.parse::<u16>()?),
-        None => (address, 25),
-    };
-    Ok(SmtpTransport::builder_dangerous(host).port(port).build())
 }
 
 /// Waits until the request is no longer pending: woken by file events in the store, with a

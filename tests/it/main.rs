@@ -9,3 +9,7 @@ mod model;
 mod properties;
 mod races;
 mod smtp_example;
+// Shared by the example and its tests, so both talk to the same server.
+#[path = "../../examples/support/smtp_sink.rs"]
+mod smtp_sink;
+mod smtp_tls;

@@ -2,10 +2,7 @@
 //! through the CLI in a pseudo-terminal, and exactly one message arrives at a real SMTP
 //! server on loopback; with a denial or a tampered payload, none does.
 
-#[path = "../../examples/support/smtp_sink.rs"]
-#[allow(dead_code)]
-mod smtp_sink;
-
+use std::ffi::OsStr;
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -14,10 +11,11 @@ use std::sync::{Arc, Mutex};
 use approval_gate::{Decision, Gate, RequestId};
 use rexpect::process::WaitStatus;
 use rexpect::session::spawn_command;
-use smtp_sink::SmtpSink;
+
+use crate::smtp_sink::SmtpSink;
 
 /// A binary `cargo test --workspace` built next to this test: the CLI, or an example.
-fn built(relative: &str) -> PathBuf {
+pub(crate) fn built(relative: &str) -> PathBuf {
     let exe = std::env::current_exe().unwrap();
     let profile_dir = exe.parent().and_then(Path::parent).unwrap();
     let path = profile_dir.join(relative);
@@ -29,26 +27,41 @@ fn built(relative: &str) -> PathBuf {
     path
 }
 
-struct Run {
+/// One run of the example.
+pub(crate) struct Run {
     _tmp: tempfile::TempDir,
-    store: PathBuf,
-    sink: SmtpSink,
+    pub(crate) store: PathBuf,
+    pub(crate) sink: SmtpSink,
     child: Child,
-    id: RequestId,
+    pub(crate) id: RequestId,
     output: Arc<Mutex<Vec<String>>>,
     reader: Option<std::thread::JoinHandle<()>>,
 }
 
-/// Starts the example against a fresh store and a loopback SMTP server; returns once it has
-/// filed its request.
+/// Starts the example against a fresh store and a plain loopback SMTP server; returns once it
+/// has filed its request.
 fn start(args: &[&str]) -> Run {
     let tmp = tempfile::tempdir().unwrap();
-    let store = tmp.path().join("store");
     let sink = SmtpSink::start(&tmp.path().join("outbox")).unwrap();
+    let url = format!("smtp://{}", sink.addr());
+    start_with(args, tmp, sink, &[("SMTP_URL", url.as_ref())])
+}
+
+/// Starts the example with a store in `tmp`, `sink` to inspect afterwards and `env` (which
+/// names the relay); returns once it has filed its request.
+pub(crate) fn start_with(
+    args: &[&str],
+    tmp: tempfile::TempDir,
+    sink: SmtpSink,
+    env: &[(&str, &OsStr)],
+) -> Run {
+    let store = tmp.path().join("store");
     let mut child = Command::new(built("examples/smtp"))
         .args(args)
         .env("APPROVAL_GATE_DIR", &store)
-        .env("SMTP_URL", format!("smtp://{}", sink.addr()))
+        .env_remove("SMTP_URL")
+        .env_remove("SMTP_CA_FILE")
+        .envs(env.iter().copied())
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
         .spawn()
@@ -84,7 +97,7 @@ fn start(args: &[&str]) -> Run {
 impl Run {
     /// Waits for the example; its exit code, the messages delivered, and everything it
     /// printed.
-    fn finish(&mut self) -> (i32, Vec<PathBuf>, String) {
+    pub(crate) fn finish(&mut self) -> (i32, Vec<PathBuf>, String) {
         let status = self.child.wait().unwrap();
         if let Some(reader) = self.reader.take() {
             reader.join().unwrap();
@@ -194,4 +207,30 @@ fn a_payload_changed_after_approval_is_never_sent() {
         report.effective_status(),
         approval_gate::EffectiveStatus::ApprovedUnconsumed
     );
+}
+
+#[test]
+fn without_smtp_url_it_delivers_to_its_own_loopback_server() {
+    let tmp = tempfile::tempdir().unwrap();
+    let outbox = tmp.path().join("outbox");
+    // Only to read the outbox afterwards: the example runs its own server, writing there.
+    let sink = SmtpSink::start(&outbox).unwrap();
+    let mut run = start_with(&[], tmp, sink, &[("SMTP_OUTBOX", outbox.as_os_str())]);
+    Gate::open(&run.store)
+        .unwrap()
+        .approve(run.id, &Decision::by("tester"))
+        .unwrap();
+    let (code, delivered, printed) = run.finish();
+    assert_eq!(code, 0, "{printed}");
+    // On a port of the example's own choosing.
+    let via = "via the loopback SMTP server on 127.0.0.1:";
+    assert!(printed.contains(via), "{via:?} not in {printed}");
+    assert!(
+        printed.contains(&format!("(messages are written to {})", outbox.display())),
+        "{printed}"
+    );
+    assert_eq!(delivered.len(), 1, "exactly one message: {delivered:?}");
+    let message = std::fs::read_to_string(&delivered[0]).unwrap();
+    assert!(message.contains("To: alice@example.com"), "{message}");
+    assert!(message.contains("please find invoice 1042"), "{message}");
 }
