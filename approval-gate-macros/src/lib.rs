@@ -243,12 +243,12 @@ mod tests {
         for item in items {
             match item {
                 syn::Item::Fn(function) => found.push(&function.sig),
-                syn::Item::Impl(block) => found.extend(block.items.iter().filter_map(|item| {
-                    match item {
+                syn::Item::Impl(block) => {
+                    found.extend(block.items.iter().filter_map(|item| match item {
                         syn::ImplItem::Fn(function) => Some(&function.sig),
                         _ => None,
-                    }
-                })),
+                    }));
+                }
                 _ => {}
             }
         }
