@@ -197,6 +197,86 @@ mod tests {
         assert_eq!(flatten(actual), flatten(expected));
     }
 
+    /// A lower-level function shown in docs/trusted-execution.md that takes a `&Grant<T>`
+    /// sends the payload the grant holds: it takes no second `T`, which its caller could pick
+    /// freely while passing a grant for another payload.
+    #[test]
+    fn documented_side_effects_send_the_grants_payload() {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/trusted-execution.md");
+        let doc = std::fs::read_to_string(&path).expect("docs/trusted-execution.md");
+        let mut checked = 0;
+        for block in doc.split("```rust\n").skip(1) {
+            let code = &block[..block.find("```").expect("the end of the block")];
+            // Blocks of bare statements are not items; the functions worth checking are.
+            let Ok(file) = syn::parse_file(code) else {
+                continue;
+            };
+            for signature in signatures(&file.items) {
+                let types: Vec<_> = signature
+                    .inputs
+                    .iter()
+                    .filter_map(|input| match input {
+                        syn::FnArg::Typed(typed) => Some(&*typed.ty),
+                        syn::FnArg::Receiver(_) => None,
+                    })
+                    .collect();
+                for granted in types.iter().filter_map(|ty| grant_of(ty)) {
+                    checked += 1;
+                    let granted = quote::quote!(#granted).to_string();
+                    for ty in &types {
+                        let ty = unreferenced(ty);
+                        assert_ne!(
+                            quote::quote!(#ty).to_string(),
+                            granted,
+                            "`{}` takes a grant and a separate payload: send `grant.payload()`",
+                            signature.ident
+                        );
+                    }
+                }
+            }
+        }
+        assert!(checked > 0, "no function taking a grant found in the docs");
+    }
+
+    fn signatures(items: &[syn::Item]) -> Vec<&syn::Signature> {
+        let mut found = Vec::new();
+        for item in items {
+            match item {
+                syn::Item::Fn(function) => found.push(&function.sig),
+                syn::Item::Impl(block) => {
+                    found.extend(block.items.iter().filter_map(|item| match item {
+                        syn::ImplItem::Fn(function) => Some(&function.sig),
+                        _ => None,
+                    }));
+                }
+                _ => {}
+            }
+        }
+        found
+    }
+
+    fn unreferenced(ty: &syn::Type) -> &syn::Type {
+        match ty {
+            syn::Type::Reference(reference) => unreferenced(&reference.elem),
+            ty => ty,
+        }
+    }
+
+    /// `T` for a parameter of type `Grant<T>`, `&Grant<T>` or `path::Grant<T>`.
+    fn grant_of(ty: &syn::Type) -> Option<&syn::Type> {
+        let syn::Type::Path(path) = unreferenced(ty) else {
+            return None;
+        };
+        let last = path.path.segments.last()?;
+        let syn::PathArguments::AngleBracketed(args) = &last.arguments else {
+            return None;
+        };
+        match args.args.first()? {
+            syn::GenericArgument::Type(inner) if last.ident == "Grant" => Some(inner),
+            _ => None,
+        }
+    }
+
     /// Each token as text, delimiters included: the comparison ignores layout and spacing.
     fn flatten(tokens: TokenStream) -> Vec<String> {
         let mut flat = Vec::new();

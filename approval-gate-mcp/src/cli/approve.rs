@@ -44,9 +44,10 @@ pub(crate) fn approve(dir: Option<&Path>, id: RequestId, reason: &str) -> anyhow
     let shown = gate.status(id)?;
     require_pending(&shown)?;
 
-    let code = confirmation_code(shown.request(), &nonce()?);
     let style = Style::detect();
-    output::stdout(&screen(&shown, gate.now(), style))?;
+    let screen = screen(&shown, gate.now(), style);
+    let code = confirmation_code(shown.request(), &screen, &nonce()?);
+    output::stdout(&screen)?;
     discard_typeahead();
     output::stdout(&format!(
         "Type {} to approve (anything else cancels): ",
@@ -114,7 +115,8 @@ fn screen(report: &StatusReport, now: approval_gate::Timestamp, style: Style) ->
     let expires = report.request().expires_at();
     let mut text = style.bold("Approval requested");
     text.push_str(
-        " (agent-supplied text is escaped: \\u{...} marks a control or invisible character)\n\n",
+        " (agent-supplied text is escaped: \\u{...} marks a control, invisible or look-alike \
+         character)\n\n",
     );
     text.push_str(&render::details(report, now, style));
     let _ = write!(
@@ -135,11 +137,13 @@ fn nonce() -> Result<[u8; 16], Error> {
 }
 
 /// The code the human re-types: the first 8 hex characters of a domain-separated BLAKE3
-/// hash over the prompt's random nonce and every field shown.
+/// hash over the prompt's random nonce, every field shown and the screen itself.
 ///
-/// Binding it to the fields means the code belongs to this request as shown; the nonce
-/// means it cannot be known, or announced by an agent, before it appears on the screen.
-fn confirmation_code(request: &Request, nonce: &[u8; 16]) -> String {
+/// Binding it to the fields means the code belongs to this request; binding it to the
+/// screen's exact text (escapes and look-alike warnings included) means it belongs to what
+/// the human was shown of it; the nonce means it cannot be known, or announced by an agent,
+/// before it appears on the screen.
+fn confirmation_code(request: &Request, screen: &str, nonce: &[u8; 16]) -> String {
     fn field(hasher: &mut blake3::Hasher, bytes: &[u8]) {
         // Length prefixes keep field boundaries unambiguous.
         hasher.update(&(bytes.len() as u64).to_le_bytes());
@@ -167,6 +171,7 @@ fn confirmation_code(request: &Request, nonce: &[u8; 16]) -> String {
     optional(&mut hasher, digest.as_ref().map(|d| &d.as_bytes()[..]));
     hasher.update(&request.created_at().unix_millis().to_le_bytes());
     hasher.update(&request.expires_at().unix_millis().to_le_bytes());
+    field(&mut hasher, screen.as_bytes());
     let mut code = hasher.finalize().to_hex().to_string();
     code.truncate(CODE_LEN);
     code
@@ -224,15 +229,42 @@ mod tests {
         let a = request(&gate, "send it");
         let b = request(&gate, "send it!");
         let nonce = [7; 16];
-        let code = confirmation_code(&a, &nonce);
+        let code = confirmation_code(&a, "screen", &nonce);
         assert_eq!(code.len(), CODE_LEN);
         assert!(
             code.bytes()
                 .all(|c| c.is_ascii_hexdigit() && !c.is_ascii_uppercase())
         );
-        assert_eq!(code, confirmation_code(&a, &nonce));
-        assert_ne!(code, confirmation_code(&b, &nonce));
-        assert_ne!(code, confirmation_code(&a, &[8; 16]));
+        assert_eq!(code, confirmation_code(&a, "screen", &nonce));
+        assert_ne!(code, confirmation_code(&b, "screen", &nonce));
+        assert_ne!(code, confirmation_code(&a, "screen", &[8; 16]));
+        assert_ne!(code, confirmation_code(&a, "another screen", &nonce));
+    }
+
+    #[test]
+    fn the_screen_escapes_and_warns_about_lookalikes_and_the_code_covers_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let gate = Gate::open(dir.path().join("s")).unwrap();
+        let honest = request(&gate, "send the invoice to alice@example.com");
+        let spoofed = request(&gate, "send the invoice to alice@ex\u{430}mple.com");
+        let shown = |r: &Request| {
+            let report = gate.status(r.id()).unwrap();
+            screen(&report, gate.now(), Style::plain())
+        };
+        let (plain, tricked) = (shown(&honest), shown(&spoofed));
+        assert!(!plain.contains("look-alike letters in"), "{plain}");
+        assert!(!tricked.contains('\u{430}'), "{tricked}");
+        assert!(tricked.contains(r"alice@ex\u{430}mple.com"), "{tricked}");
+        assert!(
+            tricked
+                .contains(r#"warning: look-alike letters in action: \u{430} (Cyrillic, like "a")"#),
+            "{tricked}"
+        );
+        let nonce = [7; 16];
+        assert_ne!(
+            confirmation_code(&honest, &plain, &nonce),
+            confirmation_code(&spoofed, &tricked, &nonce)
+        );
     }
 
     #[test]

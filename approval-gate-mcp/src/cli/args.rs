@@ -15,8 +15,9 @@ Exit codes:
   2  usage or I/O error (including a broken audit log or an unsafe state directory)
 
 Every string an agent supplied (action, reason, requester, payload, decision reason) is shown
-with control, bidi, zero-width and other invisible characters as visible escapes such as
-\\u{202e}; a backslash is shown as \\\\.";
+with control, bidi, zero-width and other invisible characters, and letters that imitate
+others (a Cyrillic a in a Latin word, fullwidth forms), as visible escapes such as
+\\u{202e}; a backslash is shown as \\\\. A warning names each field holding look-alikes.";
 
 /// Review and decide the approval requests of AI agents.
 ///

@@ -43,6 +43,10 @@ pub(crate) fn list(gate: &Gate, args: &ListArgs) -> anyhow::Result<Exit> {
         for report in &items {
             text.push_str(&render::list_line(report, now, style, width));
             text.push('\n');
+            if let Some(warning) = render::list_warning(report, style, width) {
+                text.push_str(&warning);
+                text.push('\n');
+            }
         }
     }
     if let Some(next) = next_after {

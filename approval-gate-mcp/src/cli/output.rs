@@ -64,6 +64,11 @@ impl Style {
         self.paint("1", text)
     }
 
+    /// Bold red, for warnings about what is shown.
+    pub(crate) fn warning(self, text: &str) -> String {
+        self.paint("1;31", text)
+    }
+
     /// A status word in a colour that matches its meaning.
     pub(crate) fn status(self, status: approval_gate::EffectiveStatus, text: &str) -> String {
         use approval_gate::EffectiveStatus as S;
@@ -78,16 +83,51 @@ impl Style {
     }
 }
 
-/// Columns available for one line of stdout: the terminal's width, else `$COLUMNS`, else 80.
+/// Fewest columns lines are laid out for, however narrow a terminal or `COLUMNS` claims.
+const MIN_WIDTH: usize = 40;
+/// Columns assumed when neither the terminal nor `COLUMNS` says.
+const DEFAULT_WIDTH: usize = 80;
+
+/// Columns available for one line of stdout: the terminal's width when stdout is a terminal
+/// that knows it, else `$COLUMNS`, else 80; never fewer than [`MIN_WIDTH`].
 pub(crate) fn width() -> usize {
-    if let Ok(size) = rustix::termios::tcgetwinsize(io::stdout())
-        && size.ws_col >= 20
-    {
-        return usize::from(size.ws_col);
+    let out = io::stdout();
+    let terminal = if out.is_terminal() {
+        rustix::termios::tcgetwinsize(&out)
+            .ok()
+            .map(|size| size.ws_col)
+    } else {
+        None
+    };
+    pick_width(terminal, std::env::var("COLUMNS").ok().as_deref())
+}
+
+/// The width from the terminal's column count and `COLUMNS`. A terminal that reports 0
+/// columns (a pseudo-terminal nobody sized) and a `COLUMNS` that is not a positive number
+/// say nothing.
+fn pick_width(terminal: Option<u16>, columns: Option<&str>) -> usize {
+    let terminal = terminal.filter(|&c| c > 0).map(usize::from);
+    let columns = columns
+        .and_then(|c| c.trim().parse::<usize>().ok())
+        .filter(|&c| c > 0);
+    terminal.or(columns).unwrap_or(DEFAULT_WIDTH).max(MIN_WIDTH)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_terminal_wins_then_columns_then_80_and_never_below_the_minimum() {
+        assert_eq!(pick_width(Some(132), Some("50")), 132);
+        assert_eq!(pick_width(Some(0), Some("150")), 150);
+        assert_eq!(pick_width(None, Some(" 150 ")), 150);
+        assert_eq!(pick_width(None, None), DEFAULT_WIDTH);
+        for junk in ["", "wide", "-5", "0", "1e3", "99999999999999999999999"] {
+            assert_eq!(pick_width(None, Some(junk)), DEFAULT_WIDTH, "{junk:?}");
+        }
+        assert_eq!(pick_width(Some(12), None), MIN_WIDTH);
+        assert_eq!(pick_width(None, Some("5")), MIN_WIDTH);
+        assert_eq!(pick_width(Some(u16::MAX), None), usize::from(u16::MAX));
     }
-    std::env::var("COLUMNS")
-        .ok()
-        .and_then(|c| c.parse::<usize>().ok())
-        .filter(|&c| c >= 20)
-        .unwrap_or(80)
 }

@@ -8,7 +8,10 @@ use serde::Serialize;
 use unicode_width::UnicodeWidthStr;
 
 use super::output::Style;
-use crate::display::{escape, escape_prefix, escape_truncated, json_safe, payload_pretty};
+use crate::display::{
+    LookalikeWarning, escape, escape_prefix, escape_truncated, json_safe, lookalike_warning,
+    payload_lookalike_warnings, payload_pretty,
+};
 
 /// Width of the label column of the full view.
 const LABEL: usize = 16;
@@ -16,6 +19,11 @@ const LABEL: usize = 16;
 const REQUESTER: usize = 12;
 /// Fewest columns left for the action in a list line, however narrow the terminal.
 const MIN_ACTION: usize = 24;
+/// Look-alike warnings printed in full before the rest are counted: a payload made of
+/// thousands of spoofed strings must not push the request itself off the screen.
+const MAX_WARNINGS: usize = 12;
+/// Widest field name in a list line's warning; longer payload paths are only counted.
+const LIST_FIELD: usize = 40;
 
 /// Indented JSON for scripts, ending with a newline. Agent strings stay JSON strings, with
 /// invisible and control characters as `\u` escapes so the text is safe on a terminal too.
@@ -124,6 +132,68 @@ pub(crate) fn list_line(
     )
 }
 
+/// A warning line to print under a list line when the request holds look-alike letters:
+/// the fields, as many as fit in `width` columns, and the command that shows them all.
+pub(crate) fn list_warning(report: &StatusReport, style: Style, width: usize) -> Option<String> {
+    let request = report.request();
+    let warnings = lookalike_warnings(request);
+    if warnings.is_empty() {
+        return None;
+    }
+    let tail = format!(": approval-gate show {}", request.id());
+    let mut line = "  warning: look-alike letters in ".to_owned();
+    let mut named = 0;
+    for warning in &warnings {
+        let field = &warning.field;
+        let separator = if named == 0 { "" } else { ", " };
+        if field.width() > LIST_FIELD {
+            continue;
+        }
+        // Room for this field, the count of those left unnamed after it, and the tail.
+        let unnamed = warnings.len() - named - 1;
+        let count = if unnamed > 0 {
+            format!(" and {unnamed} more").len()
+        } else {
+            0
+        };
+        let needed = line.width() + separator.len() + field.width() + count + tail.len();
+        if named > 0 && needed > width {
+            break;
+        }
+        line.push_str(separator);
+        line.push_str(field);
+        named += 1;
+    }
+    if named == 0 {
+        line.push_str("its fields");
+    } else if named < warnings.len() {
+        let _ = write!(line, " and {} more", warnings.len() - named);
+    }
+    line.push_str(&tail);
+    Some(style.warning(&line))
+}
+
+/// Every look-alike warning for the agent-supplied text of a request: its fields in the
+/// order [`details`] shows them, then the payload's strings.
+pub(crate) fn lookalike_warnings(request: &Request) -> Vec<LookalikeWarning> {
+    let fields = [
+        ("action", Some(request.action())),
+        ("reason", Some(request.reason())),
+        ("requested by", request.requested_by()),
+        ("operation", request.operation()),
+        ("decided by", request.decided_by()),
+        ("decision reason", request.decision_reason()),
+    ];
+    let mut warnings: Vec<_> = fields
+        .into_iter()
+        .filter_map(|(field, text)| lookalike_warning(field, text?))
+        .collect();
+    if let Some(payload) = request.payload() {
+        warnings.extend(payload_lookalike_warnings(payload));
+    }
+    warnings
+}
+
 /// A requester cut to the list column (never inside an escape), with `…` when cut.
 fn short_name(name: &str) -> String {
     let shown = escape(name);
@@ -182,6 +252,17 @@ pub(crate) fn details(report: &StatusReport, now: Timestamp, style: Style) -> St
         );
     }
     payload(&mut out, request);
+    let warnings = lookalike_warnings(request);
+    for warning in warnings.iter().take(MAX_WARNINGS) {
+        let _ = writeln!(out, "{}", style.warning(&format!("warning: {warning}")));
+    }
+    if warnings.len() > MAX_WARNINGS {
+        let more = format!(
+            "warning: {} more fields hold look-alike letters, escaped above",
+            warnings.len() - MAX_WARNINGS
+        );
+        let _ = writeln!(out, "{}", style.warning(&more));
+    }
     out
 }
 
@@ -195,7 +276,7 @@ fn payload(out: &mut String, request: &Request) {
         out,
         "payload",
         &format!(
-            "{} bytes of canonical JSON, shown whole; invisible characters as \\u escapes:",
+            "{} bytes of canonical JSON, shown whole; invisible and look-alike characters as \\u escapes:",
             payload.as_bytes().len()
         ),
     );
@@ -251,5 +332,69 @@ mod tests {
         assert!(line.ends_with(" bytes]"), "{line}");
         assert!(line.contains(" pending "), "{line}");
         assert!(list_header(Style::plain()).starts_with("ID "));
+    }
+
+    #[test]
+    fn lookalikes_are_warned_about_in_full_views_and_under_list_lines() {
+        use approval_gate::{CanonicalPayload, Gate, ListFilter, NewRequest};
+
+        let dir = tempfile::tempdir().unwrap();
+        let gate = Gate::open(dir.path().join("s")).unwrap();
+        let mut payload = serde_json::Map::new();
+        for index in 0..30 {
+            payload.insert(format!("k{index:02}"), "p\u{430}ypal".into());
+        }
+        payload.insert(format!("{}\u{430}", "x".repeat(60)), "long key".into());
+        let ask = NewRequest::new("pay p\u{430}ypal", "because")
+            .requested_by("\u{13aa}gent")
+            .payload(CanonicalPayload::from_value(&payload.into()).unwrap());
+        gate.request_approval(ask).unwrap();
+        gate.request_approval(NewRequest::new("pay Müller in Москва", "rent"))
+            .unwrap();
+        let page = gate.list(ListFilter::Pending, None, 10).unwrap();
+        let (spoofed, honest) = (&page.items[0], &page.items[1]);
+
+        assert_eq!(list_warning(honest, Style::plain(), 80), None);
+        assert!(!details(honest, gate.now(), Style::plain()).contains("warning"));
+
+        let warning = list_warning(spoofed, Style::plain(), 120).unwrap();
+        assert!(warning.width() <= 120, "{warning}");
+        assert!(
+            warning
+                .starts_with("  warning: look-alike letters in action, requested by, payload.k00"),
+            "{warning}"
+        );
+        // 33 fields: action, requester, 30 values, one key too long to name in a list.
+        let named = warning.matches(", ").count() + 1;
+        assert!(
+            warning.contains(&format!(
+                " and {} more: approval-gate show {}",
+                33 - named,
+                spoofed.request().id()
+            )),
+            "{warning}"
+        );
+
+        let full = details(spoofed, gate.now(), Style::plain());
+        let lines: Vec<_> = full
+            .lines()
+            .filter(|l| l.starts_with("warning: "))
+            .collect();
+        assert_eq!(lines.len(), MAX_WARNINGS + 1, "{full}");
+        assert_eq!(
+            lines[0],
+            r#"warning: look-alike letters in action: \u{430} (Cyrillic, like "a")"#
+        );
+        assert_eq!(
+            lines[1],
+            r#"warning: look-alike letters in requested by: \u{13aa} (Cherokee, like "A")"#
+        );
+        assert_eq!(
+            lines[MAX_WARNINGS],
+            format!(
+                "warning: {} more fields hold look-alike letters, escaped above",
+                33 - MAX_WARNINGS
+            )
+        );
     }
 }

@@ -72,7 +72,10 @@ pub(crate) fn watch(gate: &Gate, args: &WatchArgs) -> anyhow::Result<Exit> {
             if !seen.insert(id) {
                 continue;
             }
-            let line = render::list_line(report, now, style, width);
+            let mut line = render::list_line(report, now, style, width);
+            if let Some(warning) = render::list_warning(report, style, width) {
+                line = format!("{line}\n{warning}");
+            }
             match output::stdout(&format!("{line}\n")) {
                 Ok(()) => {}
                 // Nobody reads any more: a clean stop.

@@ -344,3 +344,44 @@ fn the_prompt_shows_hostile_text_only_escaped() {
         "payload strings escaped as JSON: {output}"
     );
 }
+
+#[test]
+fn the_prompt_escapes_lookalikes_warns_and_its_code_still_approves() {
+    let store = Store::new();
+    let request = store.ask_full(
+        "send invoice 1042 to alice@ex\u{430}mple.com",
+        r#"{"to":"alice@ex\u0430mple.com","note":"Müller, Москва"}"#,
+    );
+    let mut prompt = Prompt::start(&store, request.id(), &["checked"]);
+    let code = prompt.code();
+    // The pty reader turns each byte into the char of the same value.
+    let screen: Vec<u8> = prompt.transcript.chars().map(|c| c as u32 as u8).collect();
+    let screen = text(&screen);
+    prompt.type_line(&code);
+    let (exit, output) = prompt.finish();
+    let output = text(&output);
+    assert_eq!(exit, 0, "{output}");
+    assert_clean("approve prompt", output.as_bytes());
+    for shown in [
+        r"send invoice 1042 to alice@ex\u{430}mple.com",
+        r#""to": "alice@ex\u0430mple.com""#,
+        r#""note": "Müller, Москва""#,
+        r#"warning: look-alike letters in action: \u{430} (Cyrillic, like "a")"#,
+        r#"warning: look-alike letters in payload.to: \u{430} (Cyrillic, like "a")"#,
+    ] {
+        assert!(
+            screen.contains(shown),
+            "{shown:?} not on the screen: {screen}"
+        );
+    }
+    // The warnings come before the question, where the human reads them last.
+    let warned = screen.find("warning: look-alike").unwrap();
+    assert!(warned < screen.find("Type ").unwrap(), "{screen}");
+    assert_eq!(screen.matches("alice@ex\u{430}mple").count(), 0, "{screen}");
+    let status = store
+        .gate()
+        .status(request.id())
+        .unwrap()
+        .effective_status();
+    assert_eq!(status, EffectiveStatus::ApprovedUnconsumed);
+}

@@ -121,6 +121,35 @@ fn requests_already_waiting_are_printed_at_start() {
 }
 
 #[test]
+fn lookalikes_are_escaped_and_warned_about_under_the_line() {
+    let store = Store::new();
+    let spoofed = store.ask("wire $500 to p\u{430}ypal");
+    let (mut child, _stderr) = start(&store, &["--exit-after", "1"]);
+    assert_eq!(wait(&mut child, Duration::from_secs(10)), 0);
+    let mut printed = String::new();
+    child
+        .stdout
+        .take()
+        .unwrap()
+        .read_to_string(&mut printed)
+        .unwrap();
+    assert_clean("watch", printed.as_bytes());
+    let lines: Vec<_> = printed.lines().collect();
+    assert_eq!(lines.len(), 2, "{printed}");
+    assert!(
+        lines[0].ends_with(r"wire $500 to p\u{430}ypal"),
+        "{printed}"
+    );
+    assert_eq!(
+        lines[1],
+        format!(
+            "  warning: look-alike letters in action: approval-gate show {}",
+            spoofed.id()
+        )
+    );
+}
+
+#[test]
 fn sigterm_stops_it_cleanly() {
     let store = Store::new();
     let (mut child, _stderr) = start(&store, &[]);
