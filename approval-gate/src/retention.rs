@@ -58,9 +58,11 @@ impl Gate {
             let layout = self.layout();
             // The request moves first: a claim left behind still spends nothing, while a
             // request left behind without its claim could look unconsumed.
-            fs::rename_durable(&layout.request(id), &layout.archived(id))?;
+            fs::rename_durable(&layout.request(id), &layout.archived(id))
+                .map_err(|failed| failed.on(id, "archive"))?;
             if claimed {
-                fs::rename_durable(&layout.claim(id), &layout.archived_claim(id))?;
+                fs::rename_durable(&layout.claim(id), &layout.archived_claim(id))
+                    .map_err(|failed| failed.on(id, "archive"))?;
                 fs::remove_if_exists(&layout.claim_logged(id))?;
             }
             fs::remove_if_exists(&layout.marker(id))?;
