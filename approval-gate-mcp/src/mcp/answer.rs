@@ -315,6 +315,7 @@ fn where_it_stands(error: &Error) -> (Option<RequestId>, Option<EffectiveStatus>
         | Error::PayloadMismatch { id, .. }
         | Error::PayloadType { id, .. } => (Some(*id), Some(S::ApprovedUnconsumed)),
         Error::WrongState { id, status, .. } => (Some(*id), Some(*status)),
+        Error::DurabilityUnknown { id, .. } | Error::NotRecorded { id, .. } => (Some(*id), None),
         _ => (None, None),
     }
 }
@@ -334,6 +335,9 @@ fn advice(error: &Error) -> &'static str {
             "not usable: do not proceed; file a new request if the action is still needed"
         }
         "revoked" => "a human withdrew the approval: do not proceed",
+        "durability_unknown" | "not_recorded" => {
+            "it took effect, but the store needs a human's attention; call check_approval, treat nothing as approved and do not proceed"
+        }
         "already_consumed" | "expired_during_consume" => {
             "the approval is spent: do not act on it again"
         }
