@@ -53,7 +53,7 @@ fn recovery_in_the_gap_before_the_marker_is_locked_cannot_strip_a_live_execution
     fail::remove("execute::before_marker_lock");
 
     let (recovered, left) = in_gap.lock().unwrap().take().expect("the gap was reached");
-    assert_eq!(recovered.unwrap(), true, "nothing to repair in the gap");
+    assert!(recovered.unwrap(), "nothing to repair in the gap");
     assert!(
         !left,
         "the scenario: recovery removed the marker in the gap"

@@ -300,7 +300,12 @@ impl Refusal {
 fn where_it_stands(error: &Error) -> (Option<RequestId>, Option<EffectiveStatus>) {
     use EffectiveStatus as S;
     match error {
-        Error::NotFound(id) | Error::Archived(id) => (Some(*id), None),
+        // Where a change took effect but was not made durable or recorded, the agent has to
+        // ask again: the status is not known from the error.
+        Error::NotFound(id)
+        | Error::Archived(id)
+        | Error::DurabilityUnknown { id, .. }
+        | Error::NotRecorded { id, .. } => (Some(*id), None),
         Error::NotApproved(id) => (Some(*id), Some(S::Pending)),
         Error::Denied(id) => (Some(*id), Some(S::Denied)),
         Error::Expired(id) => (Some(*id), Some(S::Expired)),
@@ -315,7 +320,6 @@ fn where_it_stands(error: &Error) -> (Option<RequestId>, Option<EffectiveStatus>
         | Error::PayloadMismatch { id, .. }
         | Error::PayloadType { id, .. } => (Some(*id), Some(S::ApprovedUnconsumed)),
         Error::WrongState { id, status, .. } => (Some(*id), Some(*status)),
-        Error::DurabilityUnknown { id, .. } | Error::NotRecorded { id, .. } => (Some(*id), None),
         _ => (None, None),
     }
 }
