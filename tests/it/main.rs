@@ -9,3 +9,4 @@ mod model;
 mod properties;
 mod races;
 mod smtp_example;
+mod unanchored;
