@@ -130,6 +130,8 @@ impl Gate {
         Ok(StatusReport::new(request, effective))
     }
 
+    // Fails only at its failpoint, which exists only with the `failpoints` feature.
+    #[cfg_attr(not(feature = "failpoints"), allow(clippy::unnecessary_wraps))]
     fn between_effect_and_record() -> Result<(), Error> {
         failpoint!("decide::between_record_and_effect");
         Ok(())
