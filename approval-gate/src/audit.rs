@@ -7,7 +7,12 @@
 //! appends from every process, so lines stay whole and the chain stays linear.
 //!
 //! The chain makes an edit, deletion, swap or duplication of any line visible at its
-//! position, and the anchor makes truncation of the tail visible. It is tamper-evident
+//! position, and the anchor makes truncation of the tail visible. The anchor is written
+//! (`0` and the genesis hash) before the first line, so a log with content and no anchor is
+//! never a state we leave behind: it means the anchor was deleted or emptied, which could
+//! hide a truncation. Such a log is refused for appends and reported by `verify` until a
+//! human re-anchors it explicitly ([`Gate::reanchor_audit`](crate::Gate::reanchor_audit)),
+//! which is itself an audit event naming who did it and what was found. It is tamper-evident
 //! against accidents and careless edits, not against someone who can rewrite both files:
 //! see `docs/threat-model.md`.
 
@@ -52,6 +57,9 @@ pub enum AuditEvent {
     ExecutionFinished,
     /// A finished request was moved out of the live store.
     Archived,
+    /// A human re-anchored a log whose anchor was missing or disagreed with it. Concerns the
+    /// whole log, so its id is [`RequestId::STORE`].
+    Reanchored,
 }
 
 /// One parsed line of the audit log.
@@ -79,6 +87,25 @@ pub struct AuditSummary {
     pub lines: u64,
     /// Hash of the last line (64 hex characters; zeros for an empty log).
     pub last_hash: String,
+}
+
+/// What [`Gate::reanchor_audit`](crate::Gate::reanchor_audit) found and recorded.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+#[non_exhaustive]
+pub struct Reanchored {
+    /// Why the log needed re-anchoring: what verification reported.
+    pub problem: String,
+    /// Complete lines found in the log.
+    pub found_lines: u64,
+    /// Hash of the last complete line found (zeros for an empty log).
+    pub found_last_hash: String,
+    /// The line count the old anchor recorded, if it was there and readable.
+    pub previous_anchor: Option<u64>,
+    /// Bytes of a torn last line that were cut off.
+    pub torn_bytes_cut: u64,
+    /// Sequence number of the `reanchored` line, now the anchored end of the log.
+    pub seq: u64,
 }
 
 const GENESIS: &str = "0000000000000000000000000000000000000000000000000000000000000000";
@@ -144,8 +171,120 @@ impl AuditLog {
             .map_err(|e| Error::io("locking", &self.head, e))?;
         let head = read_head(&guard, &self.head)?;
         let mut log = fs::open_append(&self.log)?;
-        let tail = self.tail(&mut log, head.as_ref())?;
+        let tail = self.tail(&mut log, head.as_ref(), true)?;
+        if head.is_none() {
+            // A brand new log: anchor it before its first line, so that from now on a log
+            // with content and no anchor can only mean the anchor was removed.
+            write_head(&guard, &self.head, 0, GENESIS)?;
+        }
+        self.write_line(&guard, &mut log, &tail, ts, event, id, details)
+    }
 
+    /// Fails as [`append`](Self::append) would, without writing anything: for operations
+    /// whose effect must not happen unless its audit line can follow.
+    pub(crate) fn check_appendable(&self) -> Result<(), Error> {
+        let head_file = fs::open_lock(&self.head)?;
+        let lock = fd_lock::RwLock::new(head_file);
+        let guard = lock
+            .read()
+            .map_err(|e| Error::io("locking", &self.head, e))?;
+        let head = read_head(&guard, &self.head)?;
+        if let Some(mut log) = fs::open_existing(&self.log)? {
+            self.tail(&mut log, head.as_ref(), false)?;
+        }
+        Ok(())
+    }
+
+    /// Accepts the log as it is now as the true history: cuts a torn last line, appends a
+    /// `reanchored` line recording `by` and what was found, and anchors the log there. The
+    /// line is written before the anchor, so the anchor never moves without its record.
+    pub(crate) fn reanchor(&self, ts: Timestamp, by: &str) -> Result<Reanchored, Error> {
+        let head_file = fs::open_lock(&self.head)?;
+        let mut lock = fd_lock::RwLock::new(head_file);
+        let guard = lock
+            .write()
+            .map_err(|e| Error::io("locking", &self.head, e))?;
+        let (head, head_problem) = match read_head(&guard, &self.head) {
+            Ok(head) => (head, None),
+            Err(error) => (None, Some(error.to_string())),
+        };
+        let bytes = fs::read_bounded(&self.log, u64::MAX / 2)?.unwrap_or_default();
+        let complete = bytes.iter().rposition(|&b| b == b'\n').map_or(0, |p| p + 1);
+        let torn = (bytes.len() - complete) as u64;
+        let (_, summary) = parse_chain(&bytes[..complete]).map_err(|error| match error {
+            Error::AuditBroken { line, problem } => Error::AuditBroken {
+                line,
+                problem: format!(
+                    "{problem}; re-anchoring accepts only a log whose lines chain, so move the log aside and keep it for investigation"
+                ),
+            },
+            other => other,
+        })?;
+        let problem = match (head_problem, check_anchor(head.as_ref(), &bytes)) {
+            (Some(problem), _) | (None, Err(Error::AuditBroken { problem, .. })) => problem,
+            (None, Err(other)) => return Err(other),
+            (None, Ok(_)) => {
+                return Err(Error::InvalidInput {
+                    field: "audit reanchor",
+                    problem: "the audit log and its anchor agree: nothing to re-anchor".into(),
+                });
+            }
+        };
+        let mut log = fs::open_append(&self.log)?;
+        if torn > 0 {
+            log.set_len(complete as u64)
+                .and_then(|()| log.sync_data())
+                .map_err(|e| Error::io("cutting a torn line from", &self.log, e))?;
+        }
+        let mut details = Map::new();
+        details.insert("by".into(), Value::from(by));
+        details.insert("problem".into(), Value::from(problem.clone()));
+        details.insert("foundLines".into(), Value::from(summary.lines));
+        details.insert(
+            "foundLastHash".into(),
+            Value::from(summary.last_hash.clone()),
+        );
+        details.insert(
+            "previousAnchor".into(),
+            head.as_ref()
+                .map_or(Value::Null, |(seq, _)| Value::from(*seq)),
+        );
+        details.insert("tornBytesCut".into(), Value::from(torn));
+        let tail = Tail {
+            seq: summary.lines,
+            hash: summary.last_hash.clone(),
+        };
+        let seq = self.write_line(
+            &guard,
+            &mut log,
+            &tail,
+            ts,
+            AuditEvent::Reanchored,
+            RequestId::STORE,
+            &details,
+        )?;
+        Ok(Reanchored {
+            problem,
+            found_lines: summary.lines,
+            found_last_hash: summary.last_hash,
+            previous_anchor: head.map(|(seq, _)| seq),
+            torn_bytes_cut: torn,
+            seq,
+        })
+    }
+
+    /// Writes one line after `tail` and moves the anchor to it; the caller holds the lock.
+    #[allow(clippy::too_many_arguments)]
+    fn write_line(
+        &self,
+        head: &File,
+        log: &mut File,
+        tail: &Tail,
+        ts: Timestamp,
+        event: AuditEvent,
+        id: RequestId,
+        details: &Map<String, Value>,
+    ) -> Result<u64, Error> {
         let seq = tail.seq + 1;
         let body = serde_json::to_string(&LineOut {
             seq,
@@ -172,18 +311,26 @@ impl AuditLog {
             .map_err(|e| Error::io("syncing", &self.log, e))?;
         failpoint!("fs::op");
         failpoint!("audit::before_head");
-        write_head(&guard, &self.head, seq, hash.as_str())?;
+        write_head(head, &self.head, seq, hash.as_str())?;
         Ok(seq)
     }
 
     /// Finds the last complete line. A torn tail (bytes after the last newline) is the trace
     /// of a crash during an append that never returned; it is cut off only when the anchor
     /// proves it was never acknowledged.
-    fn tail(&self, log: &mut File, head: Option<&(u64, String)>) -> Result<Tail, Error> {
+    fn tail(
+        &self,
+        log: &mut File,
+        head: Option<&(u64, String)>,
+        cut_torn: bool,
+    ) -> Result<Tail, Error> {
         let len = log
             .metadata()
             .map_err(|e| Error::io("inspecting", &self.log, e))?
             .len();
+        if head.is_none() && len > 0 {
+            return Err(unanchored());
+        }
         let (last, torn_from) = last_line(log, len, &self.log)?;
         let tail = match &last {
             None => Tail {
@@ -206,13 +353,13 @@ impl AuditLog {
                 return Err(Error::AuditBroken {
                     line: head_seq.min(&tail.seq) + 1,
                     problem: format!(
-                        "the log ends at line {} but its anchor records line {head_seq}; run `approval-gate audit verify`",
+                        "the log ends at line {} but its anchor records line {head_seq}; run `approval-gate audit verify` (and `approval-gate audit reanchor` only if you accept the log as it is)",
                         tail.seq
                     ),
                 });
             }
         }
-        if let Some(offset) = torn_from {
+        if let Some(offset) = torn_from.filter(|_| cut_torn) {
             log.set_len(offset)
                 .and_then(|()| log.sync_data())
                 .map_err(|e| Error::io("cutting a torn line from", &self.log, e))?;
@@ -230,43 +377,7 @@ impl AuditLog {
         let head = read_head(&guard, &self.head)?;
         let bytes = fs::read_bounded(&self.log, u64::MAX / 2)?.unwrap_or_default();
         drop(guard);
-        let (records, summary) = parse_chain(&bytes)?;
-        drop(records);
-        if let Some((head_seq, head_hash)) = head {
-            if head_seq > summary.lines {
-                return Err(Error::AuditBroken {
-                    line: summary.lines + 1,
-                    problem: format!(
-                        "missing: the log ends at line {} but its anchor records line {head_seq} (truncated)",
-                        summary.lines
-                    ),
-                });
-            }
-            if head_seq + 1 < summary.lines {
-                return Err(Error::AuditBroken {
-                    line: head_seq + 2,
-                    problem: format!(
-                        "unanchored: the anchor records line {head_seq} but the log has {} lines",
-                        summary.lines
-                    ),
-                });
-            }
-            if head_seq > 0 {
-                let anchored = line_hash_at(&bytes, head_seq);
-                if anchored.as_deref() != Some(head_hash.as_str()) {
-                    return Err(Error::AuditBroken {
-                        line: head_seq,
-                        problem: "altered: the line does not match the hash in its anchor".into(),
-                    });
-                }
-            }
-        } else if summary.lines > 0 {
-            return Err(Error::AuditBroken {
-                line: 1,
-                problem: "unanchored: audit.head is missing or empty".into(),
-            });
-        }
-        Ok(summary)
+        check_anchor(head.as_ref(), &bytes)
     }
 
     /// Reads and parses every line, checking the chain.
@@ -274,6 +385,52 @@ impl AuditLog {
         let bytes = fs::read_bounded(&self.log, u64::MAX / 2)?.unwrap_or_default();
         parse_chain(&bytes).map(|(records, _)| records)
     }
+}
+
+fn unanchored() -> Error {
+    Error::AuditBroken {
+        line: 1,
+        problem: "unanchored: audit.head is missing or empty, so a truncation of the log could not be seen; if you trust the log as it is, run `approval-gate audit reanchor`".into(),
+    }
+}
+
+/// Checks the whole log and that its anchor agrees with its end.
+fn check_anchor(head: Option<&(u64, String)>, bytes: &[u8]) -> Result<AuditSummary, Error> {
+    let (records, summary) = parse_chain(bytes)?;
+    drop(records);
+    if let Some((head_seq, head_hash)) = head {
+        let (head_seq, head_hash) = (*head_seq, head_hash.as_str());
+        if head_seq > summary.lines {
+            return Err(Error::AuditBroken {
+                line: summary.lines + 1,
+                problem: format!(
+                    "missing: the log ends at line {} but its anchor records line {head_seq} (truncated)",
+                    summary.lines
+                ),
+            });
+        }
+        if head_seq + 1 < summary.lines {
+            return Err(Error::AuditBroken {
+                line: head_seq + 2,
+                problem: format!(
+                    "unanchored: the anchor records line {head_seq} but the log has {} lines",
+                    summary.lines
+                ),
+            });
+        }
+        if head_seq > 0 {
+            let anchored = line_hash_at(bytes, head_seq);
+            if anchored.as_deref() != Some(head_hash) {
+                return Err(Error::AuditBroken {
+                    line: head_seq,
+                    problem: "altered: the line does not match the hash in its anchor".into(),
+                });
+            }
+        }
+    } else if summary.lines > 0 {
+        return Err(unanchored());
+    }
+    Ok(summary)
 }
 
 /// Parses the whole log, checking each line's hash, sequence number and link.
@@ -585,6 +742,141 @@ mod tests {
             "{result:?}"
         );
         assert_eq!(lines(&audit).len(), 2, "nothing appended to a broken log");
+    }
+
+    fn append_one(audit: &AuditLog) -> Result<u64, Error> {
+        let id = RequestId::parse("0123456789ab").unwrap();
+        audit.append(
+            Timestamp::from_unix_millis(9),
+            AuditEvent::Approved,
+            id,
+            &Map::new(),
+        )
+    }
+
+    #[test]
+    fn a_deleted_anchor_and_a_truncated_tail_are_refused_and_reported() {
+        let (_tmp, audit) = log_with(3);
+        let mut all = lines(&audit);
+        all.pop();
+        rewrite(&audit, &all);
+        std::fs::remove_file(&audit.head).unwrap();
+        let result = append_one(&audit);
+        assert!(
+            matches!(result, Err(Error::AuditBroken { .. })),
+            "{result:?}"
+        );
+        assert_eq!(
+            lines(&audit).len(),
+            2,
+            "nothing appended to an unanchored log"
+        );
+        assert_eq!(broken_line(&audit), 1);
+        // Still refused on the next try, and still reported: nothing re-anchors by itself.
+        assert!(append_one(&audit).is_err());
+        assert_eq!(broken_line(&audit), 1);
+    }
+
+    #[test]
+    fn a_deleted_anchor_alone_is_refused_and_reported() {
+        let (_tmp, audit) = log_with(3);
+        std::fs::remove_file(&audit.head).unwrap();
+        assert!(matches!(append_one(&audit), Err(Error::AuditBroken { .. })));
+        assert_eq!(lines(&audit).len(), 3);
+        assert_eq!(broken_line(&audit), 1);
+        // An emptied anchor is the same as a deleted one.
+        std::fs::write(&audit.head, b"").unwrap();
+        assert!(matches!(append_one(&audit), Err(Error::AuditBroken { .. })));
+        assert_eq!(lines(&audit).len(), 3);
+    }
+
+    #[test]
+    fn a_brand_new_log_needs_no_anchor() {
+        let (_tmp, audit) = log_with(0);
+        assert_eq!(audit.verify().unwrap().lines, 0);
+        assert_eq!(append_one(&audit).unwrap(), 1);
+        assert_eq!(audit.verify().unwrap().lines, 1);
+    }
+
+    #[test]
+    fn reanchoring_records_what_was_found_and_appends_work_again() {
+        let (_tmp, audit) = log_with(3);
+        let mut all = lines(&audit);
+        all.pop();
+        rewrite(&audit, &all);
+        std::fs::remove_file(&audit.head).unwrap();
+        let found_hash = check_line_hash(&all[1]).unwrap().1;
+
+        let done = audit
+            .reanchor(Timestamp::from_unix_millis(50), "alice")
+            .unwrap();
+        assert_eq!(done.found_lines, 2);
+        assert_eq!(done.found_last_hash, found_hash);
+        assert_eq!(done.previous_anchor, None);
+        assert_eq!(done.seq, 3);
+        assert!(done.problem.contains("unanchored"), "{}", done.problem);
+        assert_eq!(audit.verify().unwrap().lines, 3);
+
+        let records = audit.records().unwrap();
+        let line = &records[2];
+        assert_eq!(line.event, AuditEvent::Reanchored);
+        assert_eq!(line.id, RequestId::STORE);
+        assert_eq!(line.details["by"], "alice");
+        assert_eq!(line.details["foundLines"], 2);
+        assert_eq!(line.details["foundLastHash"], found_hash.as_str());
+        assert_eq!(line.details["previousAnchor"], Value::Null);
+
+        assert_eq!(append_one(&audit).unwrap(), 4);
+        assert_eq!(audit.verify().unwrap().lines, 4);
+    }
+
+    #[test]
+    fn reanchoring_accepts_a_truncation_the_anchor_saw_and_cuts_a_torn_line() {
+        let (_tmp, audit) = log_with(4);
+        let mut all = lines(&audit);
+        all.truncate(2);
+        rewrite(&audit, &all);
+        let mut text = std::fs::read(&audit.log).unwrap();
+        text.extend_from_slice(b"{\"seq\":3,");
+        std::fs::write(&audit.log, &text).unwrap();
+        assert!(append_one(&audit).is_err());
+
+        let done = audit
+            .reanchor(Timestamp::from_unix_millis(50), "bob")
+            .unwrap();
+        assert_eq!(done.previous_anchor, Some(4));
+        assert_eq!(done.found_lines, 2);
+        assert_eq!(done.torn_bytes_cut, 9);
+        let records = audit.records().unwrap();
+        assert_eq!(records.len(), 3);
+        assert_eq!(records[2].details["previousAnchor"], 4);
+        assert_eq!(records[2].details["tornBytesCut"], 9);
+        assert_eq!(audit.verify().unwrap().lines, 3);
+    }
+
+    #[test]
+    fn reanchoring_refuses_a_sound_log_and_an_edited_one() {
+        let (_tmp, audit) = log_with(3);
+        let before = std::fs::read(&audit.log).unwrap();
+        assert!(matches!(
+            audit.reanchor(Timestamp::from_unix_millis(50), "alice"),
+            Err(Error::InvalidInput { .. })
+        ));
+        let mut all = lines(&audit);
+        all[1] = all[1].replacen("\"n\":", "\"m\":", 1);
+        rewrite(&audit, &all);
+        std::fs::remove_file(&audit.head).unwrap();
+        let edited = std::fs::read(&audit.log).unwrap();
+        assert_ne!(before, edited);
+        assert!(matches!(
+            audit.reanchor(Timestamp::from_unix_millis(50), "alice"),
+            Err(Error::AuditBroken { line: 2, .. })
+        ));
+        assert_eq!(
+            std::fs::read(&audit.log).unwrap(),
+            edited,
+            "nothing written"
+        );
     }
 
     #[test]

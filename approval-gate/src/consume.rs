@@ -38,7 +38,11 @@ impl Gate {
     /// One variant per refusal: [`Error::NotApproved`], [`Error::Denied`], [`Error::Expired`],
     /// [`Error::Revoked`], [`Error::AlreadyConsumed`], [`Error::ApprovalExpired`],
     /// [`Error::ActionMismatch`], [`Error::OperationMismatch`], [`Error::PayloadMismatch`],
-    /// [`Error::PayloadType`], [`Error::ExpiredDuringConsume`]; and any I/O error.
+    /// [`Error::PayloadType`], [`Error::ExpiredDuringConsume`]; [`Error::AuditBroken`] if the
+    /// audit log refuses appends (nothing is spent); [`Error::DurabilityUnknown`] or
+    /// [`Error::NotRecorded`] if the claim was made but could not be made durable or
+    /// recorded (the approval is spent, nothing is authorized); and any I/O error before
+    /// the claim (nothing is spent).
     pub fn consume<T>(&self, id: RequestId, binding: &Binding) -> Result<Grant<T>, Error>
     where
         T: DeserializeOwned + Serialize,
@@ -65,30 +69,27 @@ impl Gate {
             }
         };
 
+        // The claim is a "yes": it is not made unless its `consumed` line can follow.
+        self.check_audit_appendable()?;
         failpoint!("consume::before_claim");
         let claim = json!({ "consumedAt": now, "pid": std::process::id() }).to_string();
-        if !fs::create_exclusive(&self.layout().claim(id), claim.as_bytes())? {
-            let _ = self.audit(
-                AuditEvent::ConsumeReplayed,
-                id,
-                json!({ "reason": "already_consumed" }),
-            );
-            return Err(Error::AlreadyConsumed(id));
+        match fs::create_exclusive(&self.layout().claim(id), claim.as_bytes()) {
+            Ok(true) => {}
+            Ok(false) => {
+                let _ = self.audit(
+                    AuditEvent::ConsumeReplayed,
+                    id,
+                    json!({ "reason": "already_consumed" }),
+                );
+                return Err(Error::AlreadyConsumed(id));
+            }
+            // The claim exists but may not survive a crash: spent, and authorizing nothing
+            // (acting needs a durable claim). Recovery writes its line if the claim survives.
+            Err(failed) => return Err(failed.on(id, "consume")),
         }
         // From here on the approval is spent, whatever happens next.
-        failpoint!("consume::after_claim");
-        self.audit(
-            AuditEvent::Consumed,
-            id,
-            json!({
-                "operation": request.operation(),
-                "payloadDigest": request.payload_digest(),
-            }),
-        )?;
-        failpoint!("consume::after_consumed_line");
-        // Only a hint for recovery: a lost marker makes recovery look the line up again.
-        let _ = fs::touch(&self.layout().claim_logged(id));
-        failpoint!("consume::before_expiry_recheck");
+        self.record_consumed(&request)
+            .map_err(|error| error.after_effect(id, "consume"))?;
         let after = self.now();
         if request.is_past_expiry(after) {
             let refusal = Error::ExpiredDuringConsume {
@@ -110,6 +111,23 @@ impl Gate {
             payload,
             Arc::clone(self.clock()),
         ))
+    }
+
+    fn record_consumed(&self, request: &Request) -> Result<(), Error> {
+        failpoint!("consume::after_claim");
+        self.audit(
+            AuditEvent::Consumed,
+            request.id(),
+            json!({
+                "operation": request.operation(),
+                "payloadDigest": request.payload_digest(),
+            }),
+        )?;
+        failpoint!("consume::after_consumed_line");
+        // Only a hint for recovery: a lost marker makes recovery look the line up again.
+        let _ = fs::touch(&self.layout().claim_logged(request.id()));
+        failpoint!("consume::before_expiry_recheck");
+        Ok(())
     }
 
     fn check_consumable<T>(

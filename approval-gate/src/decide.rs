@@ -114,14 +114,26 @@ impl Gate {
             // A "yes" is recorded before it takes effect...
             self.audit(event, id, record)?;
             failpoint!("decide::between_record_and_effect");
-            self.save(&request)?;
+            self.save(&request, operation)?;
         } else {
-            // ...a "no" takes effect before it is recorded.
-            self.save(&request)?;
-            failpoint!("decide::between_record_and_effect");
-            self.audit(event, id, record)?;
+            // ...a "no" takes effect before it is recorded, and stands if it cannot be.
+            let saved = self.save(&request, operation).and_then(|()| {
+                Self::between_effect_and_record().map_err(|e| e.after_effect(id, operation))
+            });
+            self.record_after(saved, id, operation, event, record)?;
         }
-        fs::remove_if_exists(&self.layout().marker(id))?;
-        self.report(request, now)
+        // From here the decision has taken effect: nothing below may report a failure. A
+        // marker left behind is removed by the next scan of the pending index, and the
+        // report needs no further read (a decided request was not claimed: we hold its lock).
+        let _ = fs::remove_if_exists(&self.layout().marker(id));
+        let effective = request.effective(claimed, now);
+        Ok(StatusReport::new(request, effective))
+    }
+
+    // Fails only at its failpoint, which exists only with the `failpoints` feature.
+    #[cfg_attr(not(feature = "failpoints"), allow(clippy::unnecessary_wraps))]
+    fn between_effect_and_record() -> Result<(), Error> {
+        failpoint!("decide::between_record_and_effect");
+        Ok(())
     }
 }

@@ -185,6 +185,40 @@ pub enum Error {
         problem: String,
     },
 
+    /// The operation took effect on disk, but the directory fsync that makes it survive a
+    /// crash failed: after a power loss it may be as if it never happened. It is not a
+    /// refusal: check where the request stands (`approval-gate show ID`) before acting
+    /// again. A consume reported this way is spent and authorizes nothing.
+    #[error(
+        "{operation} of request {id} took effect ({}), but its durability is unknown: {source}; check the request with `approval-gate show {id}`",
+        consequence(operation)
+    )]
+    DurabilityUnknown {
+        /// The request.
+        id: RequestId,
+        /// What was done: `request`, `approve`, `deny`, `revoke`, `expire`, `consume`,
+        /// `execute` or `archive`.
+        operation: &'static str,
+        /// The failure after the change was in place.
+        source: Box<Error>,
+    },
+
+    /// The operation took effect, but what follows it (its audit line, or for `execute` the
+    /// start of the execution) failed. A "no" (deny, revoke, expire) stands even when it
+    /// cannot be recorded; a consume reported this way is spent and authorizes nothing.
+    #[error(
+        "{operation} of request {id} took effect ({}), but recording it failed: {source}; run `approval-gate audit verify`",
+        consequence(operation)
+    )]
+    NotRecorded {
+        /// The request.
+        id: RequestId,
+        /// What was done, as for [`Error::DurabilityUnknown`].
+        operation: &'static str,
+        /// What failed.
+        source: Box<Error>,
+    },
+
     /// The store has no directory to use.
     #[error("no state directory: set APPROVAL_GATE_DIR or HOME")]
     NoStateDir,
@@ -206,6 +240,22 @@ pub enum Error {
     },
 }
 
+/// What an operation that took effect means for the reader.
+fn consequence(operation: &str) -> &'static str {
+    match operation {
+        "request" => "the request is filed",
+        "approve" => "the request is approved",
+        "deny" => "the request is denied",
+        "revoke" => "the approval is revoked",
+        "expire" => "the request is expired",
+        "consume" | "execute" => {
+            "the approval is spent; nothing is authorized and nothing ran: do not act on it"
+        }
+        "archive" => "the request is archived",
+        _ => "it changed the store",
+    }
+}
+
 impl Error {
     /// Builds an [`Error::Io`].
     pub(crate) fn io(op: &'static str, path: impl Into<PathBuf>, source: io::Error) -> Self {
@@ -213,6 +263,32 @@ impl Error {
             op,
             path: path.into(),
             source,
+        }
+    }
+
+    /// Whether the operation that failed nevertheless took effect:
+    /// [`Error::DurabilityUnknown`], [`Error::NotRecorded`] and
+    /// [`Error::ExpiredDuringConsume`] (the approval is spent). Every other error means
+    /// nothing changed.
+    #[must_use]
+    pub fn took_effect(&self) -> bool {
+        matches!(
+            self,
+            Self::DurabilityUnknown { .. }
+                | Self::NotRecorded { .. }
+                | Self::ExpiredDuringConsume { .. }
+        )
+    }
+
+    /// Wraps `self`, a failure after `operation` took effect on `id`.
+    pub(crate) fn after_effect(self, id: RequestId, operation: &'static str) -> Self {
+        if self.took_effect() {
+            return self;
+        }
+        Self::NotRecorded {
+            id,
+            operation,
+            source: Box::new(self),
         }
     }
 
@@ -243,6 +319,8 @@ impl Error {
             Self::UnsafeState { .. } => "unsafe_state",
             Self::Corrupt { .. } => "corrupt",
             Self::AuditBroken { .. } => "audit_broken",
+            Self::DurabilityUnknown { .. } => "durability_unknown",
+            Self::NotRecorded { .. } => "not_recorded",
             Self::NoStateDir => "no_state_dir",
             Self::Random(_) => "random",
             Self::Io { .. } => "io",

@@ -14,7 +14,7 @@ use crate::fs;
 use crate::grant::{Execution, Grant};
 use crate::id::RequestId;
 use crate::request::Binding;
-use crate::store::{Gate, Locked, lock_exclusive};
+use crate::store::{Gate, Locked, lock_file};
 
 impl Gate {
     /// Runs `f` exactly once for an approved request, and only then.
@@ -106,9 +106,14 @@ impl Gate {
         T: DeserializeOwned + Serialize,
     {
         let grant = self.consume::<T>(id, binding)?;
-        failpoint!("execute::before_started");
-        let record = self.start_execution(&grant)?;
-        failpoint!("execute::after_started");
+        // The approval is spent from here: a failure to start says so.
+        let record = self
+            .start_execution(&grant)
+            .map_err(|error| error.after_effect(id, "execute"))?;
+        if let Err(error) = after_started() {
+            record.finish("not_run", Some(error.to_string()));
+            return Err(error.after_effect(id, "execute"));
+        }
         if let Err(expired) = grant.assert_active() {
             record.finish("not_run", Some(expired.to_string()));
             return Err(expired);
@@ -116,6 +121,16 @@ impl Gate {
         Ok((grant, record))
     }
 }
+
+// Fails only at its failpoint, which exists only with the `failpoints` feature.
+#[cfg_attr(not(feature = "failpoints"), allow(clippy::unnecessary_wraps))]
+fn after_started() -> Result<(), Error> {
+    failpoint!("execute::after_started");
+    Ok(())
+}
+
+/// How often to retry locking an execution marker that recovery removed meanwhile.
+const MARKER_ATTEMPTS: usize = 8;
 
 fn finish<R, E: Display>(record: ExecutionRecord, result: &Result<R, E>) {
     match result {
@@ -128,8 +143,8 @@ impl Gate {
     /// Writes `execution_started` (fsynced) for a fresh grant; the returned guard writes
     /// `execution_finished`, or an "unknown" outcome if dropped unfinished.
     pub(crate) fn start_execution<T>(&self, grant: &Grant<T>) -> Result<ExecutionRecord, Error> {
-        // Held for the whole execution, so recovery can tell a live executor from a dead one.
-        let marker = lock_exclusive(&self.layout().execution_marker(grant.id()))?;
+        failpoint!("execute::before_started");
+        let marker = self.lock_execution_marker(grant.id())?;
         self.audit(
             AuditEvent::ExecutionStarted,
             grant.id(),
@@ -145,6 +160,38 @@ impl Gate {
             open: true,
             marker: Some(marker),
         })
+    }
+}
+
+impl Gate {
+    /// Creates and locks `claims/<id>.exec`, held for the whole execution so that recovery
+    /// can tell a live executor from a dead one.
+    ///
+    /// Recovery removes a marker it can lock. Between our open and our lock, another
+    /// process's recovery may lock and unlink the file we opened; we would then hold a lock
+    /// on a file no longer at the path, and a crash would leave no marker for the next
+    /// recovery. So after locking, check that the path still names the locked file, and
+    /// start again if not.
+    fn lock_execution_marker(&self, id: RequestId) -> Result<Locked, Error> {
+        let path = self.layout().execution_marker(id);
+        for _ in 0..MARKER_ATTEMPTS {
+            let file = fs::open_lock(&path)?;
+            failpoint!("execute::before_marker_lock");
+            let held = file
+                .metadata()
+                .map_err(|e| Error::io("inspecting", &path, e))?;
+            let locked = lock_file(file, &path)?;
+            if fs::still_at(&held, &path)? {
+                return Ok(locked);
+            }
+        }
+        Err(Error::io(
+            "locking",
+            &path,
+            std::io::Error::other(format!(
+                "the execution marker was removed {MARKER_ATTEMPTS} times while being locked; nothing ran"
+            )),
+        ))
     }
 }
 

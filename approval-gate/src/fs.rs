@@ -3,7 +3,9 @@
 //!
 //! Every path the store touches goes through this module, so the rules live in one place:
 //! - opens use `O_NOFOLLOW`, and what was opened is checked with `fstat` (regular file, owned by
-//!   the effective user, not writable by group or others);
+//!   the effective user, no permission bits for group or others: writable is refused as
+//!   unsafe, readable is refused because the docs promise `0600`/`0700` and the store never
+//!   changes modes behind its owner's back);
 //! - files are created `0600` and directories `0700` whatever the umask;
 //! - a replacement is written to a temporary file in the same directory, fsynced, renamed over
 //!   the target, and the directory is fsynced;
@@ -19,6 +21,7 @@ use rustix::fs::OFlags;
 
 use crate::error::Error;
 use crate::faults::failpoint;
+use crate::id::RequestId;
 
 const FILE_MODE: u32 = 0o600;
 const DIR_MODE: u32 = 0o700;
@@ -68,16 +71,64 @@ fn check_metadata(path: &Path, meta: &fs::Metadata, want_dir: bool) -> Result<()
             ),
         ));
     }
-    if meta.mode() & 0o022 != 0 {
+    let mode = meta.mode() & 0o7777;
+    if mode & 0o022 != 0 {
+        return Err(unsafe_state(
+            path,
+            format!("it is writable by group or others (mode {mode:o}); run chmod go-w on it"),
+        ));
+    }
+    if mode & 0o077 != 0 {
+        let (want, kind) = if want_dir {
+            ("700", "directories")
+        } else {
+            ("600", "files")
+        };
         return Err(unsafe_state(
             path,
             format!(
-                "it is writable by group or others (mode {:o}); run chmod go-w on it",
-                meta.mode() & 0o7777
+                "it is accessible to group or others (mode {mode:o}); the store keeps its {kind} {want}: run chmod {want} on it"
             ),
         ));
     }
     Ok(())
+}
+
+/// A durable write that failed, telling whether its change is nevertheless in place.
+#[derive(Debug)]
+pub(crate) enum Failed {
+    /// Nothing changed at the target path.
+    Before(Error),
+    /// The change is in place, but making it durable (the fsync of its directory, or of an
+    /// exclusively created file) failed: a crash may still undo it.
+    After(Error),
+}
+
+impl Failed {
+    /// The error to report for `operation` on request `id`.
+    pub(crate) fn on(self, id: RequestId, operation: &'static str) -> Error {
+        match self {
+            Self::Before(error) => error,
+            Self::After(error) => Error::DurabilityUnknown {
+                id,
+                operation,
+                source: Box::new(error),
+            },
+        }
+    }
+
+    /// The underlying error, for writes whose leftovers are harmless either way.
+    pub(crate) fn into_inner(self) -> Error {
+        match self {
+            Self::Before(error) | Self::After(error) => error,
+        }
+    }
+}
+
+impl From<Error> for Failed {
+    fn from(error: Error) -> Self {
+        Self::Before(error)
+    }
 }
 
 /// Makes sure `path` is a safe state directory, creating it `0700` if it does not exist.
@@ -195,27 +246,32 @@ fn create_new(path: &Path) -> Result<File, io::Error> {
 ///
 /// Returns `false` (and writes nothing) if anything already exists at `path`, including a
 /// dangling symlink: `O_EXCL` never follows one.
-pub(crate) fn create_exclusive(path: &Path, bytes: &[u8]) -> Result<bool, Error> {
+/// A failure once the name exists is [`Failed::After`]: the claim is made, durable or not.
+pub(crate) fn create_exclusive(path: &Path, bytes: &[u8]) -> Result<bool, Failed> {
     failpoint!("fs::op");
     let mut file = match create_new(path) {
         Ok(file) => file,
         Err(e) if e.kind() == io::ErrorKind::AlreadyExists => return Ok(false),
-        Err(e) => return Err(map_open_error("creating", path, e)),
+        Err(e) => return Err(map_open_error("creating", path, e).into()),
     };
     // Once the name exists the claim is made; the content is only informative. Sync both so
     // that the claim survives a crash before anything that depends on it happens.
+    sync_claim(&mut file, path, bytes).map_err(Failed::After)?;
+    Ok(true)
+}
+
+fn sync_claim(file: &mut File, path: &Path, bytes: &[u8]) -> Result<(), Error> {
     failpoint!("fs::create_exclusive::before_sync");
     let written = file.write_all(bytes).and_then(|()| file.sync_all());
     failpoint!("fs::create_exclusive::before_dir_sync");
     let synced = sync_parent(path);
     written.map_err(|e| Error::io("writing", path, e))?;
-    synced?;
-    Ok(true)
+    synced
 }
 
 /// Replaces `path` with `bytes` atomically and durably: temp file, fsync, rename, fsync of the
-/// directory.
-pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), Error> {
+/// directory. A failure after the rename is [`Failed::After`]: the new content is in place.
+pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), Failed> {
     failpoint!("fs::op");
     let dir = parent(path)?;
     let name = path
@@ -237,6 +293,10 @@ pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), Error> {
         let _ = fs::remove_file(&tmp);
     }
     result?;
+    sync_renamed(dir).map_err(Failed::After)
+}
+
+fn sync_renamed(dir: &Path) -> Result<(), Error> {
     failpoint!("fs::write_atomic::before_dir_sync");
     sync_dir(dir)
 }
@@ -275,6 +335,17 @@ fn open_rw(path: &Path, append: bool) -> Result<File, Error> {
     Ok(file)
 }
 
+/// Whether `path` still names the file `held` describes (same device and inode), without
+/// following a link: a file opened by name may have been unlinked, or replaced, since.
+pub(crate) fn still_at(held: &fs::Metadata, path: &Path) -> Result<bool, Error> {
+    failpoint!("fs::op");
+    match fs::symlink_metadata(path) {
+        Ok(now) => Ok(now.dev() == held.dev() && now.ino() == held.ino()),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(false),
+        Err(e) => Err(Error::io("inspecting", path, e)),
+    }
+}
+
 /// Removes a file if it exists (no error if it is already gone).
 pub(crate) fn remove_if_exists(path: &Path) -> Result<(), Error> {
     failpoint!("fs::op");
@@ -285,12 +356,14 @@ pub(crate) fn remove_if_exists(path: &Path) -> Result<(), Error> {
     }
 }
 
-/// Renames `from` to `to` and fsyncs both directories.
-pub(crate) fn rename_durable(from: &Path, to: &Path) -> Result<(), Error> {
+/// Renames `from` to `to` and fsyncs both directories. A failure after the rename is
+/// [`Failed::After`].
+pub(crate) fn rename_durable(from: &Path, to: &Path) -> Result<(), Failed> {
     failpoint!("fs::op");
     fs::rename(from, to).map_err(|e| Error::io("moving", from, e))?;
-    sync_parent(to)?;
-    sync_parent(from)
+    sync_parent(to)
+        .and_then(|()| sync_parent(from))
+        .map_err(Failed::After)
 }
 
 fn parent(path: &Path) -> Result<&Path, Error> {
@@ -406,6 +479,66 @@ mod tests {
         ));
         fs::set_permissions(&dir, fs::Permissions::from_mode(0o777)).unwrap();
         assert!(matches!(ensure_dir(&dir), Err(Error::UnsafeState { .. })));
+    }
+
+    #[test]
+    fn readable_by_group_or_others_is_refused_with_the_mode_to_set() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("state");
+        ensure_dir(&dir).unwrap();
+        let file = dir.join("f");
+        write_atomic(&file, b"x").unwrap();
+        fs::set_permissions(&file, fs::Permissions::from_mode(0o644)).unwrap();
+        match open_existing(&file) {
+            Err(Error::UnsafeState { problem, .. }) => {
+                assert!(
+                    problem.contains("mode 644") && problem.contains("chmod 600"),
+                    "{problem}"
+                );
+            }
+            other => panic!("a 0644 file was accepted: {other:?}"),
+        }
+        assert!(matches!(open_lock(&file), Err(Error::UnsafeState { .. })));
+        fs::set_permissions(&file, fs::Permissions::from_mode(0o640)).unwrap();
+        assert!(matches!(
+            open_existing(&file),
+            Err(Error::UnsafeState { .. })
+        ));
+        // Not changed behind the owner's back.
+        assert_eq!(fs::metadata(&file).unwrap().mode() & 0o777, 0o640);
+        fs::set_permissions(&file, fs::Permissions::from_mode(0o400)).unwrap();
+        assert!(
+            open_existing(&file).unwrap().is_some(),
+            "fewer bits are fine"
+        );
+
+        fs::set_permissions(&dir, fs::Permissions::from_mode(0o755)).unwrap();
+        match ensure_dir(&dir) {
+            Err(Error::UnsafeState { problem, .. }) => {
+                assert!(
+                    problem.contains("mode 755") && problem.contains("chmod 700"),
+                    "{problem}"
+                );
+            }
+            other => panic!("a 0755 directory was accepted: {other:?}"),
+        }
+        assert_eq!(fs::metadata(&dir).unwrap().mode() & 0o777, 0o755);
+        fs::set_permissions(&dir, fs::Permissions::from_mode(0o700)).unwrap();
+    }
+
+    #[test]
+    fn a_failed_directory_sync_after_the_rename_is_told_apart() {
+        let id = RequestId::parse("0123456789ab").unwrap();
+        let error = Failed::After(Error::io("syncing directory", "d", io::Error::other("x")));
+        assert!(matches!(
+            error.on(id, "deny"),
+            Error::DurabilityUnknown {
+                operation: "deny",
+                ..
+            }
+        ));
+        let error = Failed::Before(Error::io("renaming", "d", io::Error::other("x")));
+        assert!(matches!(error.on(id, "deny"), Error::Io { .. }));
     }
 
     #[test]

@@ -28,6 +28,11 @@ pub(crate) const ID_LEN: usize = 12;
 pub struct RequestId([u8; ID_LEN]);
 
 impl RequestId {
+    /// `000000000000`: stands for the store as a whole in audit lines that concern no single
+    /// request ([`AuditEvent::Reanchored`](crate::AuditEvent::Reanchored)). Never given to a
+    /// request.
+    pub const STORE: Self = Self(*b"000000000000");
+
     /// Parses an id, accepting only 12 lowercase hex characters.
     ///
     /// # Errors
@@ -47,6 +52,15 @@ impl RequestId {
 
     /// A fresh id from the operating system's CSPRNG.
     pub(crate) fn random() -> Result<Self, Error> {
+        loop {
+            let id = Self::draw()?;
+            if id != Self::STORE {
+                return Ok(id);
+            }
+        }
+    }
+
+    fn draw() -> Result<Self, Error> {
         let mut raw = [0u8; ID_LEN / 2];
         getrandom::fill(&mut raw).map_err(|e| Error::Random(e.to_string()))?;
         let mut id = [0u8; ID_LEN];

@@ -69,7 +69,7 @@ pub use approval::__private;
 pub use approval::Approval;
 #[cfg(feature = "macros")]
 pub use approval_gate_macros::requires_approval;
-pub use audit::{AuditEvent, AuditRecord, AuditSummary};
+pub use audit::{AuditEvent, AuditRecord, AuditSummary, Reanchored};
 pub use error::Error;
 pub use grant::{Execution, Grant};
 pub use id::RequestId;

@@ -23,7 +23,9 @@ impl Gate {
     ///
     /// # Errors
     ///
-    /// Any I/O error; requests archived before it stay archived.
+    /// [`Error::AuditBroken`] before anything moves if the audit log refuses appends; any I/O
+    /// error, or [`Error::DurabilityUnknown`] / [`Error::NotRecorded`] for a request that was
+    /// moved but not made durable or recorded; requests archived before it stay archived.
     pub fn archive(&self, older_than_days: u32, dry_run: bool) -> Result<Vec<RequestId>, Error> {
         let now = self.now();
         let day = Duration::from_secs(24 * 3600);
@@ -32,6 +34,10 @@ impl Gate {
         let expired_cutoff = now.saturating_sub(min_age);
         let due =
             |r: &Request| r.created_at() <= created_cutoff && r.expires_at() <= expired_cutoff;
+        if !dry_run {
+            // Nothing moves that the audit log cannot record.
+            self.check_audit_appendable()?;
+        }
         let mut archived = Vec::new();
         for request in self.scan_all(now, !dry_run)? {
             if !due(&request) {
@@ -58,20 +64,31 @@ impl Gate {
             let layout = self.layout();
             // The request moves first: a claim left behind still spends nothing, while a
             // request left behind without its claim could look unconsumed.
-            fs::rename_durable(&layout.request(id), &layout.archived(id))?;
-            if claimed {
-                fs::rename_durable(&layout.claim(id), &layout.archived_claim(id))?;
-                fs::remove_if_exists(&layout.claim_logged(id))?;
-            }
-            fs::remove_if_exists(&layout.marker(id))?;
-            self.audit(
-                AuditEvent::Archived,
-                id,
-                json!({ "status": status, "createdAt": request.created_at() }),
-            )?;
-            fs::remove_if_exists(&layout.lock(id))?;
+            fs::rename_durable(&layout.request(id), &layout.archived(id))
+                .map_err(|failed| failed.on(id, "archive"))?;
+            // The request is archived from here: a failure says so.
+            let fields = json!({ "status": status, "createdAt": request.created_at() });
+            self.finish_archiving(id, claimed, fields)
+                .map_err(|error| error.after_effect(id, "archive"))?;
             archived.push(id);
         }
         Ok(archived)
+    }
+
+    fn finish_archiving(
+        &self,
+        id: RequestId,
+        claimed: bool,
+        fields: serde_json::Value,
+    ) -> Result<(), Error> {
+        let layout = self.layout();
+        if claimed {
+            fs::rename_durable(&layout.claim(id), &layout.archived_claim(id))
+                .map_err(|failed| failed.on(id, "archive"))?;
+            fs::remove_if_exists(&layout.claim_logged(id))?;
+        }
+        fs::remove_if_exists(&layout.marker(id))?;
+        self.audit(AuditEvent::Archived, id, fields)?;
+        fs::remove_if_exists(&layout.lock(id))
     }
 }

@@ -20,11 +20,11 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value, json};
 
-use crate::audit::{AuditEvent, AuditLog, AuditRecord, AuditSummary};
+use crate::audit::{AuditEvent, AuditLog, AuditRecord, AuditSummary, Reanchored};
 use crate::error::Error;
 use crate::fs;
 use crate::id::RequestId;
-use crate::request::{NewRequest, Request, Status, StatusReport};
+use crate::request::{Decision, NewRequest, Request, Status, StatusReport};
 use crate::time::{Clock, SystemClock, Timestamp};
 
 /// Largest request file we will read; anything larger was not written by us.
@@ -242,7 +242,11 @@ pub(crate) fn try_lock_existing(path: &Path) -> Result<Option<Locked>, Error> {
 }
 
 pub(crate) fn lock_exclusive(path: &Path) -> Result<Locked, Error> {
-    let file = fs::open_lock(path)?;
+    lock_file(fs::open_lock(path)?, path)
+}
+
+/// Waits for an exclusive lock on an already opened file.
+pub(crate) fn lock_file(file: std::fs::File, path: &Path) -> Result<Locked, Error> {
     let mut lock = Box::new(fd_lock::RwLock::new(file));
     // fd-lock hands out a guard borrowing the lock; flock(2) itself is held by the open file
     // description until it is closed, so keep the file and forget the guard.
@@ -361,12 +365,44 @@ impl Gate {
         fs::exists(&self.layout().claim(id))
     }
 
-    pub(crate) fn save(&self, request: &Request) -> Result<(), Error> {
+    /// Writes a request durably; a failure once the new record is in place is
+    /// [`Error::DurabilityUnknown`] for `operation`.
+    pub(crate) fn save(&self, request: &Request, operation: &'static str) -> Result<(), Error> {
         let bytes = serde_json::to_vec(request).map_err(|e| Error::Corrupt {
             path: self.layout().request(request.id()),
             problem: format!("cannot encode: {e}"),
         })?;
         fs::write_atomic(&self.layout().request(request.id()), &bytes)
+            .map_err(|failed| failed.on(request.id(), operation))
+    }
+
+    /// Records `operation` after it took effect (a "no", or the filing of a request). It is
+    /// recorded even when its durability is unknown, and a failure to record it is reported
+    /// as "took effect, not recorded", never as "nothing happened".
+    pub(crate) fn record_after(
+        &self,
+        saved: Result<(), Error>,
+        id: RequestId,
+        operation: &'static str,
+        event: AuditEvent,
+        fields: Value,
+    ) -> Result<(), Error> {
+        if let Err(error) = &saved
+            && !error.took_effect()
+        {
+            return saved;
+        }
+        let recorded = self
+            .audit(event, id, fields)
+            .map(drop)
+            .map_err(|error| error.after_effect(id, operation));
+        saved.and(recorded)
+    }
+
+    /// Fails if the audit log would refuse an append (broken, or unanchored): checked before
+    /// a "yes" takes effect, so that none ever happens without its line.
+    pub(crate) fn check_audit_appendable(&self) -> Result<(), Error> {
+        self.inner.audit.check_appendable()
     }
 
     /// Records the expiry of a pending request that is past it. Call with the request locked.
@@ -378,13 +414,16 @@ impl Gate {
         if request.status() == Status::Pending && request.is_past_expiry(now) {
             request.decide(Status::Expired, now, None);
             // A "no" takes effect first and is recorded after.
-            self.save(&request)?;
-            self.audit(
-                AuditEvent::Expired,
+            let saved = self.save(&request, "expire");
+            self.record_after(
+                saved,
                 request.id(),
+                "expire",
+                AuditEvent::Expired,
                 json!({ "expiresAt": request.expires_at() }),
             )?;
-            fs::remove_if_exists(&self.layout().marker(request.id()))?;
+            // A marker left behind is removed by the next scan of the pending index.
+            let _ = fs::remove_if_exists(&self.layout().marker(request.id()));
         }
         Ok(request)
     }
@@ -420,6 +459,8 @@ impl Gate {
     pub fn request_approval(&self, new: NewRequest) -> Result<Submitted, Error> {
         new.validate()?;
         let _creation = lock_exclusive(&self.layout().root.join("gate.lock"))?;
+        // Nothing is filed that the audit log cannot record.
+        self.check_audit_appendable()?;
         let now = self.now();
         let pending = self.scan_pending(now, true)?;
         if let Some(existing) = pending.iter().find(|r| r.same_ask(&new)) {
@@ -448,11 +489,14 @@ impl Gate {
         // The marker goes first: a crash leaves at worst a marker without a request, which
         // the next creation cleans up, never a pending request missing from the index.
         fs::open_lock(&self.layout().lock(id))?;
-        fs::create_exclusive(&self.layout().marker(id), b"")?;
-        self.save(&request)?;
-        self.audit(
-            AuditEvent::Requested,
+        // A marker without its request is harmless, durable or not.
+        fs::create_exclusive(&self.layout().marker(id), b"").map_err(fs::Failed::into_inner)?;
+        let saved = self.save(&request, "request");
+        self.record_after(
+            saved,
             id,
+            "request",
+            AuditEvent::Requested,
             json!({
                 "action": request.action(),
                 "reason": request.reason(),
@@ -541,6 +585,23 @@ impl Gate {
     /// [`Error::AuditBroken`] with the first bad line.
     pub fn verify_audit(&self) -> Result<AuditSummary, Error> {
         self.inner.audit.verify()
+    }
+
+    /// Accepts the audit log as it is now, after its anchor went missing or stopped agreeing
+    /// with it: only a human who has looked should call this (`approval-gate audit
+    /// reanchor`). Cuts a torn last line, appends a `reanchored` line recording `by`, the
+    /// problem found, the lines and last hash found and the old anchor, and anchors the log
+    /// there. Until then every append is refused, so nothing is added to a log whose tail may
+    /// have been cut.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidInput`] if the log and its anchor agree (nothing to do) or `by` is not
+    /// an acceptable name; [`Error::AuditBroken`] if the lines themselves do not chain
+    /// (re-anchoring cannot repair an edited log); I/O errors.
+    pub fn reanchor_audit(&self, by: &str) -> Result<Reanchored, Error> {
+        Decision::by(by).validate()?;
+        self.inner.audit.reanchor(self.now(), by)
     }
 
     /// Every audit record, oldest first (the chain is checked while reading).

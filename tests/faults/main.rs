@@ -3,5 +3,6 @@
 //! run the store is reopened (which runs recovery) and the invariants are checked.
 
 mod crash;
+mod exec_marker;
 mod invariants;
 mod nth_op;

@@ -1,6 +1,9 @@
 //! An I/O error injected at the N-th filesystem operation, for every N, of
-//! `execute_approved` and of each decision. The store must stay valid, and the closure must
-//! not run unless its claim and `execution_started` were durable.
+//! `execute_approved`, of each decision and of filing a request. The store must stay valid,
+//! the closure must not run unless its claim and `execution_started` were durable, and every
+//! reported outcome must match the state on disk: success and "took effect" errors
+//! ([`Error::took_effect`]: durability unknown, not recorded) mean the state changed, any
+//! other error means it did not.
 
 use std::cell::Cell;
 
@@ -34,9 +37,32 @@ fn with_fault_at<R>(n: usize, f: impl FnOnce() -> R) -> R {
     result
 }
 
+/// Whether a reported outcome says the operation changed the store.
+fn reported_change<T>(result: &Result<T, Error>) -> bool {
+    result.as_ref().map_or_else(Error::took_effect, |_| true)
+}
+
+/// The kinds of "took effect" error a sweep has seen, so it can show it covered them.
+#[derive(Default)]
+struct Seen {
+    durability_unknown: bool,
+    not_recorded: bool,
+}
+
+impl Seen {
+    fn note<T>(&mut self, result: &Result<T, Error>) {
+        match result {
+            Err(Error::DurabilityUnknown { .. }) => self.durability_unknown = true,
+            Err(Error::NotRecorded { .. }) => self.not_recorded = true,
+            _ => {}
+        }
+    }
+}
+
 #[test]
 fn a_fault_at_any_operation_of_execute_approved_leaves_a_valid_store_and_runs_at_most_once() {
     let _scenario = FailScenario::setup();
+    let mut kinds = Seen::default();
     let mut n = 0;
     loop {
         let (_tmp, gate, dir) = store();
@@ -55,6 +81,13 @@ fn a_fault_at_any_operation_of_execute_approved_leaves_a_valid_store_and_runs_at
             })
         });
         let seen = invariants::check(&dir, id, ran.get());
+        assert_eq!(
+            seen.claim,
+            reported_change(&result),
+            "n={n}: reported {result:?}, but the approval spent on disk is {}",
+            seen.claim
+        );
+        kinds.note(&result);
         let ran_under_fault = ran.get();
         // A retry never runs a spent approval, and runs an unspent one.
         let retry = gate.execute_approved(id, &binding, |_: Execution<()>| {
@@ -79,12 +112,17 @@ fn a_fault_at_any_operation_of_execute_approved_leaves_a_valid_store_and_runs_at
         n += 1;
     }
     assert!(n > 10, "the fault sweep covered only {n} operations");
+    assert!(
+        kinds.durability_unknown && kinds.not_recorded,
+        "the sweep never reported a consume that took effect"
+    );
 }
 
 #[test]
 fn a_fault_at_any_operation_of_a_decision_leaves_one_clear_outcome() {
     let _scenario = FailScenario::setup();
     for decision in ["approve", "deny", "revoke"] {
+        let mut kinds = Seen::default();
         let mut n = 0;
         loop {
             let (_tmp, gate, dir) = store();
@@ -131,12 +169,18 @@ fn a_fault_at_any_operation_of_a_decision_leaves_one_clear_outcome() {
                     "n={n}"
                 ),
             }
+            let changed = match decision {
+                "approve" => status == Status::Approved,
+                "deny" => status == Status::Denied,
+                _ => status == Status::Revoked,
+            };
+            assert_eq!(
+                changed,
+                reported_change(&result),
+                "n={n}: {decision} reported {result:?} but the store says {status:?}"
+            );
+            kinds.note(&result);
             if result.is_ok() {
-                assert_ne!(
-                    status,
-                    Status::Pending,
-                    "n={n}: reported success but nothing changed"
-                );
                 break;
             }
             invariants::check(&dir, id, 0);
@@ -163,5 +207,47 @@ fn a_fault_at_any_operation_of_a_decision_leaves_one_clear_outcome() {
             n += 1;
         }
         assert!(n > 3, "{decision}: the sweep covered only {n} operations");
+        assert!(
+            kinds.durability_unknown,
+            "{decision}: the sweep never reported a durability unknown"
+        );
+        // A yes is recorded before it takes effect; only a no can be left unrecorded.
+        assert_eq!(kinds.not_recorded, decision != "approve", "{decision}");
     }
+}
+
+#[test]
+fn a_fault_at_any_operation_of_filing_a_request_is_reported_as_what_happened() {
+    let _scenario = FailScenario::setup();
+    let mut kinds = Seen::default();
+    let mut n = 0;
+    loop {
+        let (_tmp, gate, dir) = store();
+        let result = with_fault_at(n, || gate.request_approval(NewRequest::new("a", "r")));
+        let filed = std::fs::read_dir(dir.join("requests")).unwrap().count();
+        assert!(filed <= 1, "n={n}");
+        assert_eq!(
+            filed == 1,
+            reported_change(&result),
+            "n={n}: reported {result:?} but {filed} request(s) on disk"
+        );
+        kinds.note(&result);
+        let reopened = Gate::builder()
+            .dir(&dir)
+            .clock(ManualClock::new(T0))
+            .open()
+            .unwrap();
+        reopened.verify_audit().unwrap();
+        if let Ok(submitted) = &result {
+            let id = submitted.request.id();
+            assert_eq!(
+                reopened.status(id).unwrap().effective_status(),
+                EffectiveStatus::Pending
+            );
+            break;
+        }
+        n += 1;
+    }
+    assert!(n > 3, "the sweep covered only {n} operations");
+    assert!(kinds.durability_unknown && kinds.not_recorded);
 }

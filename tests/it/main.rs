@@ -13,3 +13,4 @@ mod smtp_example;
 #[path = "../../examples/support/smtp_sink.rs"]
 mod smtp_sink;
 mod smtp_tls;
+mod unanchored;

@@ -13,6 +13,8 @@ Exit codes:
   0  done
   1  refused: not found, wrong state, expired, confirmation mismatch, not a terminal
   2  usage or I/O error (including a broken audit log or an unsafe state directory)
+  3  took effect, but its durability is unknown (a directory fsync failed) or it could not be
+     recorded in the audit log: check with `show ID` and `audit verify`
 
 Every string an agent supplied (action, reason, requester, payload, decision reason) is shown
 with control, bidi, zero-width and other invisible characters, and letters that imitate
@@ -188,6 +190,25 @@ pub(crate) enum AuditCommand {
     Verify {
         /// Print {"ok": true, "lines": N, "lastHash": ...} or {"ok": false, "line": N,
         /// "problem": ...}.
+        #[arg(long)]
+        json: bool,
+    },
+
+    /// Accept the audit log as it is after its anchor (audit.head) went missing or stopped
+    /// agreeing with it; records who did it and what was found.
+    #[command(after_help = "\
+Without its anchor a truncated log cannot be told from a whole one, so every write that
+needs an audit line is refused until a human re-anchors. Look first: `audit verify` says
+what is wrong, and a backup or another copy of audit.jsonl may show whether lines are
+missing. Re-anchoring cuts a torn last line, appends a `reanchored` line naming you (the OS
+user), the problem, the lines and last hash found and the old anchor, and anchors the log
+there. Without --yes it only reports and exits 1. A log whose lines do not chain (an edited
+line) cannot be re-anchored: move it aside and keep it.")]
+    Reanchor {
+        /// Accept the log as it is now and re-anchor it.
+        #[arg(long)]
+        yes: bool,
+        /// Print what was found and done as JSON.
         #[arg(long)]
         json: bool,
     },

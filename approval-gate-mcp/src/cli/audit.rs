@@ -1,11 +1,13 @@
-//! `audit verify`: check the hash chain of the audit log.
+//! `audit verify`: check the hash chain of the audit log; `audit reanchor`: accept it as it
+//! is after its anchor was lost.
 
-use approval_gate::Gate;
+use approval_gate::{Gate, os_user};
 use serde_json::json;
 
-use super::Exit;
 use super::output;
 use super::render;
+use super::{Exit, Refusal};
+use crate::display::escape;
 
 pub(crate) fn verify(gate: &Gate, json: bool) -> anyhow::Result<Exit> {
     match gate.verify_audit() {
@@ -36,4 +38,38 @@ pub(crate) fn verify(gate: &Gate, json: bool) -> anyhow::Result<Exit> {
             Err(error.into())
         }
     }
+}
+
+pub(crate) fn reanchor(gate: &Gate, yes: bool, json: bool) -> anyhow::Result<Exit> {
+    if !yes {
+        let found = match gate.verify_audit() {
+            Ok(summary) => format!(
+                "the audit log verifies ({} lines): nothing to re-anchor",
+                summary.lines
+            ),
+            Err(error) => format!(
+                "{error}. Re-anchoring accepts the log as it is now as the whole history; look at it first, then run `approval-gate audit reanchor --yes`"
+            ),
+        };
+        return Err(Refusal(format!("not re-anchored: {found}")).into());
+    }
+    let done = gate.reanchor_audit(&os_user())?;
+    let text = if json {
+        render::json(&done)?
+    } else {
+        let previous = done
+            .previous_anchor
+            .map_or_else(|| "none".to_owned(), |seq| format!("line {seq}"));
+        format!(
+            "audit log re-anchored by {}: found {} lines (last hash {}), old anchor {previous}, {} torn bytes cut; recorded as line {}\nproblem was: {}\n",
+            escape(&os_user()),
+            done.found_lines,
+            done.found_last_hash,
+            done.torn_bytes_cut,
+            done.seq,
+            escape(&done.problem),
+        )
+    };
+    output::stdout(&text)?;
+    Ok(Exit::Done)
 }

@@ -8,6 +8,7 @@
 //! | 0 | done |
 //! | 1 | refused: not found, wrong state, expired, confirmation mismatch, not a terminal |
 //! | 2 | usage or I/O error, including an unsafe state directory, a corrupt state file or a broken audit log |
+//! | 3 | took effect, but not completely: the change is in place but its durability is unknown (a directory fsync failed) or its audit line could not be written; check with `show ID` and `audit verify` |
 //!
 //! Errors are one line on stderr, with agent-supplied text escaped. Any error on the
 //! approve path means nothing was approved.
@@ -43,16 +44,19 @@ pub enum Exit {
     Refused,
     /// 2: usage error, or an I/O, state or audit-log problem.
     Failed,
+    /// 3: the change took effect, but its durability is unknown or it was not recorded.
+    TookEffect,
 }
 
 impl Exit {
-    /// The process exit code: 0, 1 or 2.
+    /// The process exit code: 0, 1, 2 or 3.
     #[must_use]
     pub fn code(self) -> u8 {
         match self {
             Self::Done => 0,
             Self::Refused => 1,
             Self::Failed => 2,
+            Self::TookEffect => 3,
         }
     }
 }
@@ -111,6 +115,9 @@ fn dispatch(cli: Cli) -> anyhow::Result<Exit> {
             dry_run,
         } => archive::archive(&open(dir)?, older_than_days, dry_run),
         Command::Audit(AuditCommand::Verify { json }) => audit::verify(&open(dir)?, json),
+        Command::Audit(AuditCommand::Reanchor { yes, json }) => {
+            audit::reanchor(&open(dir)?, yes, json)
+        }
         Command::Watch(args) => watch::watch(&open(dir)?, &args),
     }
 }
@@ -130,10 +137,11 @@ fn report(error: &anyhow::Error) -> Exit {
         return Exit::Done;
     }
     let exit = classify(error);
-    let kind = if exit == Exit::Refused {
-        "refused"
-    } else {
-        "error"
+    let kind = match exit {
+        Exit::Refused => "refused",
+        // Not a failure to act on: the change happened; the reader must know that.
+        Exit::TookEffect => "took effect, but",
+        Exit::Done | Exit::Failed => "error",
     };
     output::stderr_line(&format!(
         "approval-gate: {kind}: {}",
@@ -184,6 +192,7 @@ fn gate_exit(error: &approval_gate::Error) -> Exit {
         | E::Changed(_)
         | E::QueueFull { .. }
         | E::CreationLimit { .. } => Exit::Refused,
+        E::DurabilityUnknown { .. } | E::NotRecorded { .. } => Exit::TookEffect,
         // Malformed input is a usage error; damaged or unsafe state is an error to look
         // into, never a mere "no"; and a variant added later is an error until mapped.
         E::InvalidId { .. }
@@ -230,6 +239,22 @@ mod tests {
         ];
         for error in failed {
             assert_eq!(classify(&error.into()), Exit::Failed);
+        }
+        let took_effect = [
+            approval_gate::Error::DurabilityUnknown {
+                id,
+                operation: "deny",
+                source: Box::new(approval_gate::Error::NoStateDir),
+            },
+            approval_gate::Error::NotRecorded {
+                id,
+                operation: "revoke",
+                source: Box::new(approval_gate::Error::NoStateDir),
+            },
+        ];
+        for error in took_effect {
+            assert_eq!(classify(&error.into()), Exit::TookEffect);
+            assert_eq!(Exit::TookEffect.code(), 3);
         }
         let wrapped = anyhow::Error::new(Refusal("no terminal".into())).context("approving");
         assert_eq!(classify(&wrapped), Exit::Refused);

@@ -300,7 +300,12 @@ impl Refusal {
 fn where_it_stands(error: &Error) -> (Option<RequestId>, Option<EffectiveStatus>) {
     use EffectiveStatus as S;
     match error {
-        Error::NotFound(id) | Error::Archived(id) => (Some(*id), None),
+        // Where a change took effect but was not made durable or recorded, the agent has to
+        // ask again: the status is not known from the error.
+        Error::NotFound(id)
+        | Error::Archived(id)
+        | Error::DurabilityUnknown { id, .. }
+        | Error::NotRecorded { id, .. } => (Some(*id), None),
         Error::NotApproved(id) => (Some(*id), Some(S::Pending)),
         Error::Denied(id) => (Some(*id), Some(S::Denied)),
         Error::Expired(id) => (Some(*id), Some(S::Expired)),
@@ -334,6 +339,9 @@ fn advice(error: &Error) -> &'static str {
             "not usable: do not proceed; file a new request if the action is still needed"
         }
         "revoked" => "a human withdrew the approval: do not proceed",
+        "durability_unknown" | "not_recorded" => {
+            "it took effect, but the store needs a human's attention; call check_approval, treat nothing as approved and do not proceed"
+        }
         "already_consumed" | "expired_during_consume" => {
             "the approval is spent: do not act on it again"
         }

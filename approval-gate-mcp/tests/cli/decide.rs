@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use approval_gate::{AuditEvent, Binding, Decision, EffectiveStatus, Error, NewRequest, os_user};
 
-use crate::support::{Store, assert_exit, assert_success, stdout};
+use crate::support::{Store, assert_exit, assert_success, stderr, stdout};
 
 fn last_event(store: &Store) -> AuditEvent {
     store.gate().audit_records().unwrap().last().unwrap().event
@@ -241,4 +241,110 @@ fn an_unsafe_store_is_an_error_not_a_refusal() {
             "approval-gate: error: refusing unsafe state path",
         );
     }
+}
+
+#[test]
+fn a_deleted_anchor_is_reported_and_refused_until_a_human_reanchors() {
+    let store = Store::new();
+    let first = store.ask("first");
+    let second = store.ask("second");
+    store
+        .gate()
+        .deny(first.id(), &Decision::by("alice"))
+        .unwrap();
+    // Cut the last line and delete the anchor that would have shown the cut.
+    let log = store.path.join("audit.jsonl");
+    let text = std::fs::read_to_string(&log).unwrap();
+    let kept: Vec<&str> = text.lines().take(2).collect();
+    std::fs::write(&log, format!("{}\n", kept.join("\n"))).unwrap();
+    std::fs::remove_file(store.path.join("audit.head")).unwrap();
+
+    assert_exit(
+        &store.run(&["audit", "verify"]),
+        2,
+        "audit log broken at line 1: unanchored",
+    );
+    // A "no" still takes effect, and says it could not be recorded.
+    let denied = store.run(&["deny", second.id().as_str()]);
+    assert_exit(
+        &denied,
+        3,
+        "approval-gate: took effect, but: deny of request",
+    );
+    assert!(
+        stderr(&denied).contains("the request is denied"),
+        "{}",
+        stderr(&denied)
+    );
+    assert_eq!(
+        store.gate().status(second.id()).unwrap().effective_status(),
+        EffectiveStatus::Denied
+    );
+    assert_eq!(std::fs::read_to_string(&log).unwrap().lines().count(), 2);
+    // A "yes" (filing, approving, consuming) is refused with nothing written.
+    let before = store.snapshot();
+    let filed = store.gate().request_approval(NewRequest::new("third", "r"));
+    assert!(matches!(filed, Err(Error::AuditBroken { .. })), "{filed:?}");
+    // Without --yes, re-anchoring only says what it would accept.
+    let asked = store.run(&["audit", "reanchor"]);
+    assert_exit(
+        &asked,
+        1,
+        "refused: not re-anchored: audit log broken at line 1",
+    );
+    assert!(stderr(&asked).contains("--yes"), "{}", stderr(&asked));
+    assert_eq!(
+        Store::changed(&before, &store.snapshot()),
+        Vec::<String>::new()
+    );
+    assert_exit(&store.run(&["audit", "verify"]), 2, "unanchored");
+
+    let done = store.run(&["audit", "reanchor", "--yes"]);
+    assert_success(&done);
+    assert!(
+        stdout(&done).starts_with(&format!(
+            "audit log re-anchored by {}: found 2 lines",
+            os_user()
+        )),
+        "{}",
+        stdout(&done)
+    );
+    let verified = store.run(&["audit", "verify"]);
+    assert_success(&verified);
+    assert!(stdout(&verified).starts_with("audit log ok: 3 lines"));
+    let records = store.gate().audit_records().unwrap();
+    let line = records.last().unwrap();
+    assert_eq!(line.event, AuditEvent::Reanchored);
+    assert_eq!(line.details["by"], os_user().as_str());
+    assert_eq!(line.details["foundLines"], 2);
+    // Writes work again, and the chain goes on from the re-anchored end.
+    let third = store.ask("third");
+    assert_success(&store.run(&["deny", third.id().as_str()]));
+    assert_success(&store.run(&["audit", "verify"]));
+    assert_eq!(last_event(&store), AuditEvent::Denied);
+    // A sound log has nothing to re-anchor.
+    assert_exit(
+        &store.run(&["audit", "reanchor", "--yes"]),
+        2,
+        "nothing to re-anchor",
+    );
+}
+
+#[test]
+fn a_store_readable_by_others_is_refused_with_the_chmod_to_run() {
+    let store = Store::new();
+    let id = store.ask("anything").id();
+    std::fs::set_permissions(&store.path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let listed = store.run(&["list"]);
+    assert_exit(&listed, 2, "mode 755");
+    assert!(stderr(&listed).contains("chmod 700"), "{}", stderr(&listed));
+    std::fs::set_permissions(&store.path, std::fs::Permissions::from_mode(0o700)).unwrap();
+    let request = store.path.join("requests").join(format!("{id}.json"));
+    std::fs::set_permissions(&request, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let shown = store.run(&["show", id.as_str()]);
+    assert_exit(&shown, 2, "mode 644");
+    assert!(stderr(&shown).contains("chmod 600"), "{}", stderr(&shown));
+    // Refused, not silently changed.
+    let mode = std::fs::metadata(&request).unwrap().permissions().mode();
+    assert_eq!(mode & 0o777, 0o644);
 }
