@@ -1,4 +1,4 @@
-//! Canonical payloads in a build where serde_json's `arbitrary_precision` and `preserve_order`
+//! Canonical payloads in a build where `serde_json`'s `arbitrary_precision` and `preserve_order`
 //! are switched on, as any crate in a user's dependency tree may do (cargo unifies features).
 //!
 //! The payload corpus must give exactly the bytes and digests it gives in the normal build,
