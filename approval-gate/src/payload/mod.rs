@@ -5,6 +5,11 @@
 //! (duplicate keys, integers beyond 2^53, floats that would print like integers, NUL
 //! characters, excessive size or nesting) is refused rather than normalized away, so the
 //! approved text is always exactly what runs.
+//!
+//! The bytes do not depend on `serde_json`'s `arbitrary_precision` or `preserve_order`, which any
+//! crate in a user's build can switch on: keys are sorted here, and numbers are read from the
+//! text whichever way `serde_json` hands them over (tests-features/serde-json-features checks the
+//! shared corpus, `corpus.txt`, in such a build).
 
 use std::fmt;
 use std::str::FromStr;
@@ -465,8 +470,8 @@ fn check_number(
         }
         return Ok(());
     }
-    // Without `arbitrary_precision` every other number has an f64 view; NaN keeps an
-    // impossible case a refusal.
+    // Every other number has an f64 view, except, under serde_json's `arbitrary_precision`, one
+    // whose digits overflow or do not parse: NaN makes that a refusal.
     let float = number.as_f64().unwrap_or(f64::NAN);
     if !float.is_finite() {
         return Err(PayloadError::NumberOutOfRange {

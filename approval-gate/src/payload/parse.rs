@@ -7,11 +7,13 @@ use super::*;
 /// keys, the integer/float distinction, and correctly rounded floats.
 ///
 /// `serde_json` does the tokenizing, string unescaping and syntax errors; a seeded visitor adds
-/// the rules; and because serde's visitor API hides how a number was written, each number is
-/// re-read from the text by [`NumberTokens`].
+/// the rules; and because serde's visitor API hides how a value was written (and `serde_json`'s
+/// `arbitrary_precision` feature even changes which visitor method a number arrives through),
+/// every value is matched with its first token in the text by [`Starts`], which is also where
+/// each number is read from.
 pub(super) fn parse(text: &str) -> Result<Value, PayloadError> {
     let mut state = ParseState {
-        numbers: NumberTokens { text, pos: 0 },
+        starts: Starts { text, pos: 0 },
         path: Vec::new(),
         refusal: None,
     };
@@ -31,7 +33,7 @@ pub(super) fn parse(text: &str) -> Result<Value, PayloadError> {
 }
 
 struct ParseState<'t> {
-    numbers: NumberTokens<'t>,
+    starts: Starts<'t>,
     path: Vec<String>,
     /// The structured refusal behind the last visitor error; `serde_json` can only carry a
     /// message through.
@@ -45,13 +47,25 @@ impl ParseState<'_> {
         error
     }
 
+    /// Steps to the first token of the next value or key, which must be the one `expected`.
+    fn expect(&mut self, expected: Start<'_>) -> Result<(), PayloadError> {
+        if self.starts.next() == Some(expected) {
+            Ok(())
+        } else {
+            Err(out_of_step())
+        }
+    }
+
     /// Reads the next number token from the text and converts it under the number rules.
     fn number(&mut self) -> Result<Value, PayloadError> {
-        let Some(token) = self.numbers.next() else {
-            return Err(PayloadError::Syntax(
-                "number token out of step with the parser".to_owned(),
-            ));
-        };
+        match self.starts.next() {
+            Some(Start::Number(token)) => self.number_from(token),
+            _ => Err(out_of_step()),
+        }
+    }
+
+    /// Converts a number token under the number rules.
+    fn number_from(&self, token: &str) -> Result<Value, PayloadError> {
         let path = || pointer(&self.path);
         let number = if token.contains(['.', 'e', 'E']) {
             // Rust's float parsing is correctly rounded, unlike serde_json's default; it only
@@ -73,6 +87,14 @@ impl ParseState<'_> {
         check_number(&number, &token, &self.path)?;
         Ok(Value::Number(number))
     }
+}
+
+/// The parser and [`Starts`] disagree about the text: a bug, never the input's fault, and
+/// refused like any other doubt.
+fn out_of_step() -> PayloadError {
+    PayloadError::Syntax(
+        "internal error: the value scanner is out of step with the json parser; please report this payload to the approval-gate maintainers".to_owned(),
+    )
 }
 
 /// Converts an integer token, or `None` if it is beyond `i64` (and so out of range anyway).
@@ -130,10 +152,16 @@ impl<'de> Visitor<'de> for Node<'_, '_> {
     }
 
     fn visit_unit<E: de::Error>(self) -> Result<Value, E> {
+        self.state
+            .expect(Start::Literal)
+            .map_err(|r| self.state.refuse(r))?;
         Ok(Value::Null)
     }
 
     fn visit_bool<E: de::Error>(self, value: bool) -> Result<Value, E> {
+        self.state
+            .expect(Start::Literal)
+            .map_err(|r| self.state.refuse(r))?;
         Ok(Value::Bool(value))
     }
 
@@ -152,11 +180,17 @@ impl<'de> Visitor<'de> for Node<'_, '_> {
     }
 
     fn visit_str<E: de::Error>(self, value: &str) -> Result<Value, E> {
+        self.state
+            .expect(Start::String)
+            .map_err(|r| self.state.refuse(r))?;
         check_nul(value, || pointer(&self.state.path)).map_err(|r| self.state.refuse(r))?;
         Ok(Value::String(value.to_owned()))
     }
 
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
+        self.state
+            .expect(Start::Array)
+            .map_err(|r| self.state.refuse(r))?;
         let depth = enter(self.depth, &self.state.path).map_err(|r| self.state.refuse(r))?;
         let mut items = Vec::new();
         while let Some(item) = seq.next_element_seed(Child {
@@ -169,10 +203,25 @@ impl<'de> Visitor<'de> for Node<'_, '_> {
         Ok(Value::Array(items))
     }
 
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
+    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Value, A::Error> {
+        match self.state.starts.next() {
+            Some(Start::Object) => self.object(map),
+            // With serde_json's `arbitrary_precision`, which any crate in the build can switch
+            // on, floats and integers beyond 64 bits arrive as a one-member map of their digits.
+            Some(Start::Number(token)) => self.spelled_number(map, token),
+            _ => Err(self.state.refuse(out_of_step())),
+        }
+    }
+}
+
+impl<'de> Node<'_, '_> {
+    fn object<A: MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
         let depth = enter(self.depth, &self.state.path).map_err(|r| self.state.refuse(r))?;
         let mut members = Map::new();
         while let Some(key) = map.next_key::<String>()? {
+            self.state
+                .expect(Start::String)
+                .map_err(|r| self.state.refuse(r))?;
             check_member_key(&members, &key, &self.state.path).map_err(|r| self.state.refuse(r))?;
             let value = map.next_value_seed(Child {
                 state: &mut *self.state,
@@ -182,6 +231,26 @@ impl<'de> Visitor<'de> for Node<'_, '_> {
             members.insert(key, value);
         }
         Ok(Value::Object(members))
+    }
+
+    /// A number handed over as `serde_json`'s private one-member map. The text, not the map's
+    /// key, says this is a number, so a real object using that key stays an object. The key's
+    /// name is `serde_json`'s business; its digits (which spell exponents `serde_json`'s own way)
+    /// must still be the token's value, as a check that both read the same number.
+    fn spelled_number<A: MapAccess<'de>>(self, mut map: A, token: &str) -> Result<Value, A::Error> {
+        let digits = match map.next_key::<de::IgnoredAny>()? {
+            Some(_) => Some(map.next_value::<String>()?),
+            None => None,
+        };
+        let value_of = |text: &str| text.parse::<f64>().ok().map(f64::to_bits);
+        let same =
+            digits.is_some_and(|d| value_of(&d).is_some() && value_of(&d) == value_of(token));
+        if !same || map.next_key::<de::IgnoredAny>()?.is_some() {
+            return Err(self.state.refuse(out_of_step()));
+        }
+        self.state
+            .number_from(token)
+            .map_err(|r| self.state.refuse(r))
     }
 }
 
@@ -200,29 +269,66 @@ fn check_member_key(
     Ok(())
 }
 
-/// Yields the number tokens of JSON text in document order, which is the order `serde_json`
-/// visits numbers in. Only ever consulted on a prefix `serde_json` has already accepted, so it
-/// only has to be right for valid JSON: outside strings, `-` and digits start numbers.
-struct NumberTokens<'t> {
+/// The first token of a JSON value or member key, as found in the text.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Start<'t> {
+    /// `null`, `true` or `false`.
+    Literal,
+    /// A string value or a member key.
+    String,
+    /// A number, the whole token as written.
+    Number(&'t str),
+    /// `[`.
+    Array,
+    /// `{`.
+    Object,
+}
+
+/// Yields the first token of every value and member key of JSON text in document order, which
+/// is the order `serde_json` hands them to the visitor in. Each is consulted only once
+/// `serde_json` has read that token, so it only has to be right for valid JSON: outside strings,
+/// whitespace and the separators `,` `:` `]` `}` are all that lies between two of them.
+struct Starts<'t> {
     text: &'t str,
     pos: usize,
 }
 
-impl<'t> Iterator for NumberTokens<'t> {
-    type Item = &'t str;
+impl<'t> Iterator for Starts<'t> {
+    type Item = Start<'t>;
 
-    fn next(&mut self) -> Option<&'t str> {
+    fn next(&mut self) -> Option<Start<'t>> {
         let bytes = self.text.as_bytes();
         while let Some(&byte) = bytes.get(self.pos) {
-            match byte {
-                b'"' => self.pos = string_end(bytes, self.pos + 1),
-                b'-' | b'0'..=b'9' => {
-                    let start = self.pos;
-                    self.pos = number_end(bytes, start);
-                    return self.text.get(start..self.pos);
+            let start = self.pos;
+            let found = match byte {
+                b'"' => {
+                    self.pos = string_end(bytes, start + 1);
+                    Start::String
                 }
-                _ => self.pos += 1,
-            }
+                b'-' | b'0'..=b'9' => {
+                    self.pos = number_end(bytes, start);
+                    Start::Number(self.text.get(start..self.pos)?)
+                }
+                b'[' => {
+                    self.pos += 1;
+                    Start::Array
+                }
+                b'{' => {
+                    self.pos += 1;
+                    Start::Object
+                }
+                b't' | b'f' | b'n' => {
+                    while bytes.get(self.pos).is_some_and(u8::is_ascii_alphabetic) {
+                        self.pos += 1;
+                    }
+                    Start::Literal
+                }
+                _ => {
+                    self.pos += 1;
+                    continue;
+                }
+            };
+            return Some(found);
         }
         None
     }

@@ -603,8 +603,85 @@ fn debug_and_display_show_canonical_text() {
     assert_eq!(format!("{payload:?}"), r#"CanonicalPayload({"a":2,"b":1})"#);
 }
 
-/// Feature unification could switch these on from any crate in the build; both would change
-/// canonical bytes (and so every digest). Fail loudly if that ever happens.
+/// The corpus that tests-features/serde-json-features checks in a build with `serde_json`'s
+/// `arbitrary_precision` and `preserve_order`: both builds must agree with it exactly.
+const CORPUS: &str = include_str!("corpus.txt");
+
+fn variant(error: &PayloadError) -> String {
+    format!("{error:?}")
+        .chars()
+        .take_while(char::is_ascii_alphanumeric)
+        .collect()
+}
+
+#[test]
+fn shared_corpus_gives_the_recorded_bytes_and_digests() {
+    let mut cases = 0;
+    for line in CORPUS
+        .lines()
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+    {
+        let fields: Vec<&str> = line.split('\t').collect();
+        let (input, expected) = (fields[0], fields[1]);
+        let result = CanonicalPayload::from_json_text(input);
+        if let Some(kind) = expected.strip_prefix("refused") {
+            let error = result.expect_err(input);
+            let kind = kind.trim();
+            assert!(
+                kind.is_empty() || variant(&error) == kind,
+                "{input}: {error:?}"
+            );
+        } else {
+            let payload = result.unwrap_or_else(|e| panic!("{input}: {e}"));
+            assert_eq!(payload.as_str(), expected, "{input}");
+            assert_eq!(payload.digest().to_string(), fields[2], "{input}");
+            let again = CanonicalPayload::from_value(&payload.to_value()).unwrap();
+            assert_eq!(again, payload, "{input}: through a Value");
+            let pretty = CanonicalPayload::from_json_text(&payload.pretty()).unwrap();
+            assert_eq!(pretty, payload, "{input}: through the pretty form");
+            assert_eq!(
+                serde_json::to_string(&payload).unwrap(),
+                expected,
+                "{input}"
+            );
+        }
+        cases += 1;
+    }
+    assert!(cases >= 45, "only {cases} cases: is the corpus truncated?");
+}
+
+/// A member key that `serde_json` uses as a private marker (for `arbitrary_precision` numbers
+/// and raw values) is an ordinary key here, in any build: the text decides what is a number.
+#[test]
+fn serde_json_marker_keys_are_ordinary_keys() {
+    for text in [
+        r#"{"$serde_json::private::Number":"5"}"#,
+        r#"[{"$serde_json::private::Number":"1.5"},1.5]"#,
+        r#"{"$serde_json::private::RawValue":"{}"}"#,
+    ] {
+        let payload = CanonicalPayload::from_json_text(text).unwrap();
+        assert_eq!(payload.as_str(), text);
+        assert!(matches!(
+            payload.to_value(),
+            Value::Object(_) | Value::Array(_)
+        ));
+        // serde_json's own Value does read them as markers; the faithful check must refuse
+        // rather than hand over a different document.
+        match payload.deserialize_faithful::<Value>() {
+            Ok(value) => assert_eq!(value, payload.to_value(), "{text}"),
+            Err(error) => assert!(
+                matches!(
+                    error,
+                    PayloadError::Unfaithful { .. } | PayloadError::Deserialize(_)
+                ),
+                "{text}: {error:?}"
+            ),
+        }
+    }
+}
+
+/// tests-features/serde-json-features checks the corpus with both features on; here both must
+/// be off, or the two builds would be the same build and prove nothing.
 #[test]
 fn serde_json_has_neither_preserve_order_nor_arbitrary_precision() {
     let object: Value = serde_json::from_str(r#"{"b":1,"a":2}"#).unwrap();
