@@ -11,8 +11,10 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 const AFTER_HELP: &str = "\
 Exit codes:
   0  done
-  1  refused: not found, wrong state, expired, confirmation mismatch, not a terminal
-  2  usage or I/O error (including a broken audit log or an unsafe state directory)
+  1  refused: not found, wrong state, expired, confirmation mismatch, not a terminal;
+     for doctor, a problem found
+  2  usage or I/O error (including a broken audit log, an unreadable request record or an
+     unsafe state directory)
 
 Every string an agent supplied (action, reason, requester, payload, decision reason) is shown
 with control, bidi, zero-width and other invisible characters as visible escapes such as
@@ -106,6 +108,20 @@ nothing archived could still be used.")]
     /// Check the audit log.
     #[command(subcommand)]
     Audit(AuditCommand),
+
+    /// Check the store: unreadable request records, the audit log, stray files.
+    #[command(after_help = "\
+doctor changes nothing. It reads every request record of the live store, verifies the audit
+log's hash chain and anchor (as `audit verify`), and lists entries of the store's directories
+that approval-gate does not write. It exits 0 when the store is healthy and 1 when anything
+needs a look. An unreadable record refuses everything about its own id (exit 2 for those
+commands) and nothing else; repair it from a backup or move it out of the store.")]
+    Doctor {
+        /// Print {"ok": bool, "dir": ..., "unreadable": [{"id", "problem", ...}],
+        /// "audit": {"ok": bool, ...}, "stray": [path, ...]}.
+        #[arg(long)]
+        json: bool,
+    },
 
     /// Print new pending requests as they arrive (and those already waiting).
     #[command(after_help = "\

@@ -6,7 +6,7 @@
 //! | code | meaning |
 //! |---|---|
 //! | 0 | done |
-//! | 1 | refused: not found, wrong state, expired, confirmation mismatch, not a terminal |
+//! | 1 | refused: not found, wrong state, expired, confirmation mismatch, not a terminal; for `doctor`, a problem found |
 //! | 2 | usage or I/O error, including an unsafe state directory, a corrupt state file or a broken audit log |
 //!
 //! Errors are one line on stderr, with agent-supplied text escaped. Any error on the
@@ -23,6 +23,7 @@ mod archive;
 mod args;
 mod audit;
 mod decide;
+mod doctor;
 mod list;
 mod output;
 mod render;
@@ -39,7 +40,8 @@ use crate::display::escape;
 pub enum Exit {
     /// 0: the command did what it says.
     Done,
-    /// 1: refused: not found, wrong state, expired, confirmation mismatch, not a terminal.
+    /// 1: refused: not found, wrong state, expired, confirmation mismatch, not a terminal;
+    /// for `doctor`, the store needs a human's attention.
     Refused,
     /// 2: usage error, or an I/O, state or audit-log problem.
     Failed,
@@ -112,6 +114,7 @@ fn dispatch(cli: Cli) -> anyhow::Result<Exit> {
         } => archive::archive(&open(dir)?, older_than_days, dry_run),
         Command::Audit(AuditCommand::Verify { json }) => audit::verify(&open(dir)?, json),
         Command::Watch(args) => watch::watch(&open(dir)?, &args),
+        Command::Doctor { json } => doctor::doctor(&open(dir)?, json),
     }
 }
 
@@ -192,6 +195,7 @@ fn gate_exit(error: &approval_gate::Error) -> Exit {
         | E::PayloadType { .. }
         | E::UnsafeState { .. }
         | E::Corrupt { .. }
+        | E::Unreadable { .. }
         | E::AuditBroken { .. }
         | E::NoStateDir
         | E::Random(_)

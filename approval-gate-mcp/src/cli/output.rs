@@ -64,6 +64,11 @@ impl Style {
         self.paint("1", text)
     }
 
+    /// The marker of a record that cannot be read: bold red, to be noticed.
+    pub(crate) fn unreadable(self, text: &str) -> String {
+        self.paint("1;31", text)
+    }
+
     /// A status word in a colour that matches its meaning.
     pub(crate) fn status(self, status: approval_gate::EffectiveStatus, text: &str) -> String {
         use approval_gate::EffectiveStatus as S;

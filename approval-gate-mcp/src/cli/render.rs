@@ -3,7 +3,7 @@
 
 use std::fmt::Write as _;
 
-use approval_gate::{EffectiveStatus, Request, StatusReport, Timestamp};
+use approval_gate::{EffectiveStatus, Request, StatusReport, Timestamp, UnreadableRecord};
 use serde::Serialize;
 use unicode_width::UnicodeWidthStr;
 
@@ -121,6 +121,22 @@ pub(crate) fn list_line(
         request.id(),
         style.status(status, &format!("{:<8}", short_status(status))),
         " ".repeat(padding),
+    )
+}
+
+/// The list line of a record that cannot be read, in the same columns as [`list_line`]:
+/// its id, `unreadable` across the status and time columns, and what is wrong with it.
+pub(crate) fn unreadable_line(record: &UnreadableRecord, style: Style, width: usize) -> String {
+    let fixed = 12 + 2 + 8 + 2 + 8 + 2 + REQUESTER + 2;
+    let problem = escape_truncated(
+        record.problem(),
+        width.saturating_sub(fixed).max(MIN_ACTION),
+    );
+    format!(
+        "{}  {}  {:<REQUESTER$}  {problem}",
+        record.id(),
+        style.unreadable(&format!("{:<18}", "unreadable")),
+        "-",
     )
 }
 
@@ -243,7 +259,12 @@ mod tests {
             NewRequest::new(action.as_str(), "why").requested_by("agent\u{200b}-with-a-long-name");
         gate.request_approval(ask).unwrap();
         let page = gate.list(ListFilter::Pending, None, 10).unwrap();
-        let line = list_line(&page.items[0], gate.now(), Style::plain(), 80);
+        let line = list_line(
+            page.items[0].report().unwrap(),
+            gate.now(),
+            Style::plain(),
+            80,
+        );
         assert!(line.width() <= 80, "{line}");
         assert!(!line.chars().any(needs_escape), "{line:?}");
         assert!(line.contains("  \\u{1b}[2J\\r"), "{line}");

@@ -235,7 +235,10 @@ fn every_top_level_type_but_null_is_a_payload() {
         CanonicalPayload::from_serialize(&None::<u8>),
         Err(PayloadError::Null)
     );
-    assert_eq!(CanonicalPayload::from_serialize(&()), Err(PayloadError::Null));
+    assert_eq!(
+        CanonicalPayload::from_serialize(&()),
+        Err(PayloadError::Null)
+    );
     assert!(PayloadError::Null.to_string().contains("omit the payload"));
 }
 
