@@ -243,12 +243,13 @@ impl Gate {
             else {
                 continue;
             };
-            let Some(Some(request)) = scan.sort(id, self.load(id))? else {
+            let record = self.layout().request(id);
+            let Some(Some(request)) = scan.sort(id, &record, self.load(id))? else {
                 continue;
             };
             if record_expiry && request.status() == Status::Pending && request.is_past_expiry(now) {
                 let _lock = self.lock(id)?;
-                if let Some((request, _)) = scan.sort(id, self.refresh_locked(id, now))? {
+                if let Some((request, _)) = scan.sort(id, &record, self.refresh_locked(id, now))? {
                     scan.requests.push(request);
                 }
             } else {

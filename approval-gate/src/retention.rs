@@ -61,7 +61,8 @@ impl Gate {
                 continue;
             }
             let _lock = self.lock(id)?;
-            let Some(Some(request)) = late.sort(id, self.load(id))? else {
+            let record = self.layout().request(id);
+            let Some(Some(request)) = late.sort(id, &record, self.load(id))? else {
                 continue;
             };
             let claimed = self.is_claimed(id)?;

@@ -230,11 +230,13 @@ pub(crate) struct Scan {
 }
 
 impl Scan {
-    /// Sets a record of `id` that cannot be read (or is unsafe to read) aside as `None`;
-    /// any other error ends the scan.
+    /// Sets the record of `id` aside as `None` if it cannot be read, or if it is unsafe to
+    /// read (`record` is its path: an unsafe path elsewhere, such as the audit log, is the
+    /// store's problem and ends the scan like any other error).
     pub(crate) fn sort<T>(
         &mut self,
         id: RequestId,
+        record: &Path,
         result: Result<T, Error>,
     ) -> Result<Option<T>, Error> {
         match result {
@@ -243,7 +245,8 @@ impl Scan {
                 self.unreadable.push(UnreadableRecord::new(id, problem));
                 Ok(None)
             }
-            Err(unsafe_state @ Error::UnsafeState { .. }) => {
+            Err(unsafe_state @ Error::UnsafeState { .. }) if matches!(&unsafe_state, Error::UnsafeState { path, .. } if path == record) =>
+            {
                 self.unreadable
                     .push(UnreadableRecord::new(id, unsafe_state.to_string()));
                 Ok(None)
@@ -537,7 +540,8 @@ impl Gate {
             let Ok(id) = RequestId::parse(&name) else {
                 continue;
             };
-            let Some(loaded) = scan.sort(id, self.load(id))? else {
+            let record = self.layout().request(id);
+            let Some(loaded) = scan.sort(id, &record, self.load(id))? else {
                 continue;
             };
             match loaded {
@@ -551,7 +555,7 @@ impl Gate {
                 }
                 Some(request) if request.is_past_expiry(now) => {
                     let _lock = self.lock(id)?;
-                    scan.sort(id, self.refresh_locked(id, now))?;
+                    scan.sort(id, &record, self.refresh_locked(id, now))?;
                 }
                 Some(request) => scan.requests.push(request),
             }

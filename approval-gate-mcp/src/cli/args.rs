@@ -42,7 +42,10 @@ pub(crate) enum Command {
 Pending requests come first in `all`. TIME is the time left for a request that can still be
 approved or used, else its age. STATUS `lapsed` is an approval that expired unused. Actions
 longer than the line are cut with a marker giving the bytes left out, such as
-`… [+1234 bytes]`; `show ID` prints everything, and --json gives exact statuses.")]
+`… [+1234 bytes]`; `show ID` prints everything, and --json gives exact statuses.
+A request whose record cannot be read is listed first as `unreadable`, with what is wrong
+(with \"unreadable\": true in --json): it refuses everything until it is repaired or
+removed, and nothing else is held up; `doctor` reports it too.")]
     List(ListArgs),
 
     /// Show one request in full, with its canonical payload and digest.
