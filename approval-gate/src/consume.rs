@@ -179,7 +179,7 @@ impl Gate {
         let approved = if let Some(payload) = request.payload() {
             payload
         } else {
-            null = CanonicalPayload::from_json_text("null")?;
+            null = CanonicalPayload::no_payload();
             &null
         };
         approved

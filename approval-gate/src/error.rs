@@ -176,6 +176,19 @@ pub enum Error {
         problem: String,
     },
 
+    /// A request's record cannot be read (damaged, truncated, of an unknown format version,
+    /// or failing its own consistency checks). It refuses everything about its own id and
+    /// nothing else: listings show it as unreadable, other requests keep working.
+    #[error(
+        "request {id} is unreadable: {problem}; it refuses everything until a human repairs or removes its record (`approval-gate doctor` lists such records)"
+    )]
+    Unreadable {
+        /// The request.
+        id: RequestId,
+        /// What is wrong with its record.
+        problem: String,
+    },
+
     /// The audit log fails verification.
     #[error("audit log broken at line {line}: {problem}")]
     AuditBroken {
@@ -318,6 +331,7 @@ impl Error {
             Self::WrongState { .. } => "wrong_state",
             Self::UnsafeState { .. } => "unsafe_state",
             Self::Corrupt { .. } => "corrupt",
+            Self::Unreadable { .. } => "unreadable",
             Self::AuditBroken { .. } => "audit_broken",
             Self::DurabilityUnknown { .. } => "durability_unknown",
             Self::NotRecorded { .. } => "not_recorded",

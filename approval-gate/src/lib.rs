@@ -55,6 +55,7 @@ mod execute;
 mod faults;
 mod fs;
 mod grant;
+mod health;
 mod id;
 mod list;
 mod payload;
@@ -72,8 +73,9 @@ pub use approval_gate_macros::requires_approval;
 pub use audit::{AuditEvent, AuditRecord, AuditSummary, Reanchored};
 pub use error::Error;
 pub use grant::{Execution, Grant};
+pub use health::HealthReport;
 pub use id::RequestId;
-pub use list::{ListFilter, MAX_PAGE, Page};
+pub use list::{ListFilter, ListItem, MAX_PAGE, Page, UnreadableRecord};
 pub use payload::{
     CanonicalPayload, MAX_PAYLOAD_BYTES, MAX_PAYLOAD_DEPTH, MAX_SAFE_INTEGER, PayloadDigest,
     PayloadError,
@@ -84,7 +86,7 @@ pub use request::{
     MAX_OPERATION_BYTES, MAX_REASON_BYTES, MAX_TTL, MIN_TTL, NewRequest, Request, Status,
     StatusReport, os_user,
 };
-pub use retention::MIN_ARCHIVE_AGE_DAYS;
+pub use retention::{ArchiveReport, MIN_ARCHIVE_AGE_DAYS};
 pub use store::{Gate, GateBuilder, Limits, Submitted};
 pub use time::{Clock, ManualClock, SystemClock, Timestamp};
 

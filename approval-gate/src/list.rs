@@ -1,12 +1,13 @@
 //! Listing requests: a status filter, a stable order, and pagination.
 
-use serde::Serialize;
+use serde::ser::SerializeStruct;
+use serde::{Serialize, Serializer};
 
 use crate::error::Error;
 use crate::fs;
 use crate::id::RequestId;
 use crate::request::{EffectiveStatus, Request, Status, StatusReport};
-use crate::store::{Gate, MAX_REQUEST_FILE};
+use crate::store::{Gate, MAX_REQUEST_FILE, Scan};
 use crate::time::Timestamp;
 
 /// Largest page [`Gate::list`] returns.
@@ -48,23 +49,119 @@ impl ListFilter {
     }
 }
 
-/// One page of a listing, oldest first (by creation time, then id).
+/// A record of the live store that cannot be read: damaged, truncated, of an unknown format
+/// version, or failing its own consistency checks.
+///
+/// Every operation on its id refuses with [`Error::Unreadable`]; listings show it so that a
+/// human notices, and nothing else is held up by it. In JSON it is
+/// `{"id": ..., "unreadable": true, "problem": ..., "authorizesExecution": false}`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UnreadableRecord {
+    id: RequestId,
+    problem: String,
+}
+
+impl UnreadableRecord {
+    pub(crate) fn new(id: RequestId, problem: String) -> Self {
+        Self { id, problem }
+    }
+
+    /// The id whose record cannot be read.
+    #[must_use]
+    pub fn id(&self) -> RequestId {
+        self.id
+    }
+
+    /// What is wrong with the record, in one line.
+    #[must_use]
+    pub fn problem(&self) -> &str {
+        &self.problem
+    }
+}
+
+impl Serialize for UnreadableRecord {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut out = serializer.serialize_struct("UnreadableRecord", 4)?;
+        out.serialize_field("id", &self.id)?;
+        out.serialize_field("unreadable", &true)?;
+        out.serialize_field("problem", &self.problem)?;
+        out.serialize_field("authorizesExecution", &false)?;
+        out.end()
+    }
+}
+
+/// One entry of a listing: a request and where it stands, or a record that cannot be read.
+///
+/// Serialized as the [`StatusReport`] or the [`UnreadableRecord`] itself; an unreadable entry
+/// is the one with `"unreadable": true`.
+// Nearly every entry is a request: boxing it would cost an allocation per entry to save
+// space in the rare unreadable one.
+#[allow(clippy::large_enum_variant)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(untagged)]
+pub enum ListItem {
+    /// A request that was read.
+    Request(StatusReport),
+    /// A record that could not be read; its id refuses everything.
+    Unreadable(UnreadableRecord),
+}
+
+impl ListItem {
+    /// The request id, readable or not.
+    #[must_use]
+    pub fn id(&self) -> RequestId {
+        match self {
+            Self::Request(report) => report.request().id(),
+            Self::Unreadable(record) => record.id(),
+        }
+    }
+
+    /// The request and where it stands, if its record could be read.
+    #[must_use]
+    pub fn report(&self) -> Option<&StatusReport> {
+        match self {
+            Self::Request(report) => Some(report),
+            Self::Unreadable(_) => None,
+        }
+    }
+
+    /// What is wrong, if the record could not be read.
+    #[must_use]
+    pub fn unreadable(&self) -> Option<&UnreadableRecord> {
+        match self {
+            Self::Request(_) => None,
+            Self::Unreadable(record) => Some(record),
+        }
+    }
+
+    /// Listing order: unreadable records first (they have no readable creation time, and a
+    /// human should see them), then by creation time, then by id.
+    fn key(&self) -> (Option<Timestamp>, RequestId) {
+        (self.report().map(|r| r.request().created_at()), self.id())
+    }
+}
+
+/// One page of a listing: unreadable records first, then requests oldest first (by creation
+/// time, then id).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 #[non_exhaustive]
 pub struct Page {
-    /// The requests on this page.
-    pub items: Vec<StatusReport>,
+    /// The entries on this page.
+    pub items: Vec<ListItem>,
     /// Pass as `after` to get the next page; `None` on the last page.
     pub next_after: Option<RequestId>,
 }
 
 impl Gate {
-    /// Lists requests, oldest first, `limit` at a time (1 to [`MAX_PAGE`]), after the request
-    /// `after` if given.
+    /// Lists requests, unreadable records first, then oldest first, `limit` at a time (1 to
+    /// [`MAX_PAGE`]), after the entry `after` if given.
     ///
     /// Listing [`ListFilter::Pending`] reads only the pending index and the requests it
-    /// names; every other filter reads every request in the live store.
+    /// names; every other filter reads every request in the live store. A record that cannot
+    /// be read is listed as [`ListItem::Unreadable`] under every filter (its status is
+    /// unknown): under [`ListFilter::Pending`] if the pending index names it, under the others
+    /// wherever it is in the live store.
     ///
     /// # Errors
     ///
@@ -83,40 +180,48 @@ impl Gate {
             });
         }
         let now = self.now();
-        let candidates = if filter == ListFilter::Pending {
+        let scan = if filter == ListFilter::Pending {
             self.scan_pending(now, false)?
         } else {
             self.scan_all(now, true)?
         };
-        let mut items = Vec::new();
-        for request in candidates {
+        let mut items: Vec<ListItem> = scan
+            .unreadable
+            .into_iter()
+            .map(ListItem::Unreadable)
+            .collect();
+        for request in scan.requests {
             let report = self.report(request, now)?;
             if filter.admits(report.effective_status()) {
-                items.push(report);
+                items.push(ListItem::Request(report));
             }
         }
-        let key = |r: &StatusReport| (r.request().created_at(), r.request().id());
-        items.sort_by_key(key);
+        items.sort_by_key(ListItem::key);
         if let Some(after) = after {
-            let cursor = match items.iter().find(|r| r.request().id() == after) {
-                Some(report) => key(report),
+            let cursor = match items.iter().find(|item| item.id() == after) {
+                Some(item) => item.key(),
                 None => (self.created_at_anywhere(after)?, after),
             };
-            items.retain(|r| key(r) > cursor);
+            items.retain(|item| item.key() > cursor);
         }
         let more = items.len() > limit;
         items.truncate(limit);
         let next_after = if more {
-            items.last().map(|r| r.request().id())
+            items.last().map(ListItem::id)
         } else {
             None
         };
         Ok(Page { items, next_after })
     }
 
-    fn created_at_anywhere(&self, id: RequestId) -> Result<Timestamp, Error> {
-        if let Some(request) = self.load(id)? {
-            return Ok(request.created_at());
+    /// Where `id` sits in listing order when it is not on the list: its creation time, or
+    /// `None` (the place of unreadable records) if its record cannot be read.
+    fn created_at_anywhere(&self, id: RequestId) -> Result<Option<Timestamp>, Error> {
+        match self.load(id) {
+            Ok(Some(request)) => return Ok(Some(request.created_at())),
+            Ok(None) => {}
+            Err(Error::Unreadable { .. } | Error::UnsafeState { .. }) => return Ok(None),
+            Err(other) => return Err(other),
         }
         let path = self.layout().archived(id);
         let bytes = fs::read_bounded(&path, MAX_REQUEST_FILE)?.ok_or(Error::NotFound(id))?;
@@ -124,17 +229,13 @@ impl Gate {
             path,
             problem: e.to_string(),
         })?;
-        Ok(request.created_at())
+        Ok(Some(request.created_at()))
     }
 
-    /// Every request in the live store. With `record_expiry`, pending requests past their
-    /// expiry are recorded as expired on the way.
-    pub(crate) fn scan_all(
-        &self,
-        now: Timestamp,
-        record_expiry: bool,
-    ) -> Result<Vec<Request>, Error> {
-        let mut all = Vec::new();
+    /// Every request in the live store, and the records that cannot be read. With
+    /// `record_expiry`, pending requests past their expiry are recorded as expired on the way.
+    pub(crate) fn scan_all(&self, now: Timestamp, record_expiry: bool) -> Result<Scan, Error> {
+        let mut scan = Scan::default();
         for name in fs::list_names(&self.layout().requests_dir())? {
             let Some(id) = name
                 .strip_suffix(".json")
@@ -142,16 +243,19 @@ impl Gate {
             else {
                 continue;
             };
-            let Some(request) = self.load(id)? else {
+            let record = self.layout().request(id);
+            let Some(Some(request)) = scan.sort(id, &record, self.load(id))? else {
                 continue;
             };
             if record_expiry && request.status() == Status::Pending && request.is_past_expiry(now) {
                 let _lock = self.lock(id)?;
-                all.push(self.refresh_locked(id, now)?.0);
+                if let Some((request, _)) = scan.sort(id, &record, self.refresh_locked(id, now))? {
+                    scan.requests.push(request);
+                }
             } else {
-                all.push(request);
+                scan.requests.push(request);
             }
         }
-        Ok(all)
+        Ok(scan)
     }
 }

@@ -152,6 +152,10 @@ fn stored_payload<'de, D: Deserializer<'de>>(
 
 pub(crate) const FORMAT_VERSION: u32 = 1;
 
+fn unsupported_version(version: u32) -> String {
+    format!("unsupported format version {version} (this build reads version {FORMAT_VERSION})")
+}
+
 impl Request {
     pub(crate) fn new(id: RequestId, new: NewRequest, now: Timestamp) -> Self {
         let payload_digest = new.payload.as_ref().map(CanonicalPayload::digest);
@@ -173,10 +177,35 @@ impl Request {
         }
     }
 
+    /// Reads a stored record, saying in one line what is wrong with a damaged one.
+    pub(crate) fn decode(expected_id: RequestId, bytes: &[u8]) -> Result<Self, String> {
+        /// Just the version, read leniently, so that a record of another format version is
+        /// named as such rather than as a syntax error.
+        #[derive(Deserialize)]
+        struct Version {
+            version: u32,
+        }
+        let text = std::str::from_utf8(bytes)
+            .map_err(|e| format!("not valid utf-8 (at byte {})", e.valid_up_to()))?;
+        if text.trim().is_empty() {
+            return Err("the record is empty".to_owned());
+        }
+        let request: Self = serde_json::from_str(text).map_err(|e| {
+            match serde_json::from_str::<Version>(text) {
+                Ok(Version { version }) if version != FORMAT_VERSION => {
+                    unsupported_version(version)
+                }
+                _ => format!("not a valid request record: {e}"),
+            }
+        })?;
+        request.check(expected_id)?;
+        Ok(request)
+    }
+
     /// Checks what serde cannot: the record is internally consistent.
     pub(crate) fn check(&self, expected_id: RequestId) -> Result<(), String> {
         if self.version != FORMAT_VERSION {
-            return Err(format!("unsupported format version {}", self.version));
+            return Err(unsupported_version(self.version));
         }
         if self.id != expected_id {
             return Err(format!("holds request {} instead", self.id));

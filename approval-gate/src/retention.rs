@@ -8,25 +8,38 @@ use crate::audit::AuditEvent;
 use crate::error::Error;
 use crate::fs;
 use crate::id::RequestId;
+use crate::list::UnreadableRecord;
 use crate::request::Request;
-use crate::store::Gate;
+use crate::store::{Gate, Scan};
 
 /// Nothing younger than this (in creation and in expiry) is ever archived.
 pub const MIN_ARCHIVE_AGE_DAYS: u32 = 8;
+
+/// What [`Gate::archive`] did (or, in a dry run, would do).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ArchiveReport {
+    /// The requests moved out of the live store (or that would be).
+    pub archived: Vec<RequestId>,
+    /// Records left where they are because they cannot be read: nothing can tell whether
+    /// they are finished, so they stay, refusing everything, until a human looks at them.
+    pub skipped: Vec<UnreadableRecord>,
+}
 
 impl Gate {
     /// Moves finished requests out of the live store: only those created at least
     /// `max(older_than_days, 8)` days ago whose expiry is at least 8 days past, so nothing
     /// archived could still be used. Archived requests can never be consumed or decided.
     ///
-    /// With `dry_run`, returns what would be archived and changes nothing.
+    /// With `dry_run`, returns what would be archived and changes nothing. Records that
+    /// cannot be read are skipped and named in [`ArchiveReport::skipped`].
     ///
     /// # Errors
     ///
     /// [`Error::AuditBroken`] before anything moves if the audit log refuses appends; any I/O
     /// error, or [`Error::DurabilityUnknown`] / [`Error::NotRecorded`] for a request that was
     /// moved but not made durable or recorded; requests archived before it stay archived.
-    pub fn archive(&self, older_than_days: u32, dry_run: bool) -> Result<Vec<RequestId>, Error> {
+    pub fn archive(&self, older_than_days: u32, dry_run: bool) -> Result<ArchiveReport, Error> {
         let now = self.now();
         let day = Duration::from_secs(24 * 3600);
         let min_age = day * MIN_ARCHIVE_AGE_DAYS;
@@ -38,18 +51,24 @@ impl Gate {
             // Nothing moves that the audit log cannot record.
             self.check_audit_appendable()?;
         }
-        let mut archived = Vec::new();
-        for request in self.scan_all(now, !dry_run)? {
+        let scan = self.scan_all(now, !dry_run)?;
+        let mut report = ArchiveReport {
+            archived: Vec::new(),
+            skipped: scan.unreadable,
+        };
+        let mut late = Scan::default();
+        for request in scan.requests {
             if !due(&request) {
                 continue;
             }
             let id = request.id();
             if dry_run {
-                archived.push(id);
+                report.archived.push(id);
                 continue;
             }
             let _lock = self.lock(id)?;
-            let Some(request) = self.load(id)? else {
+            let record = self.layout().request(id);
+            let Some(Some(request)) = late.sort(id, &record, self.load(id))? else {
                 continue;
             };
             let claimed = self.is_claimed(id)?;
@@ -70,9 +89,10 @@ impl Gate {
             let fields = json!({ "status": status, "createdAt": request.created_at() });
             self.finish_archiving(id, claimed, fields)
                 .map_err(|error| error.after_effect(id, "archive"))?;
-            archived.push(id);
+            report.archived.push(id);
         }
-        Ok(archived)
+        report.skipped.append(&mut late.unreadable);
+        Ok(report)
     }
 
     fn finish_archiving(

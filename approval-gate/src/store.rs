@@ -24,6 +24,7 @@ use crate::audit::{AuditEvent, AuditLog, AuditRecord, AuditSummary, Reanchored};
 use crate::error::Error;
 use crate::fs;
 use crate::id::RequestId;
+use crate::list::UnreadableRecord;
 use crate::request::{Decision, NewRequest, Request, Status, StatusReport};
 use crate::time::{Clock, SystemClock, Timestamp};
 
@@ -221,6 +222,40 @@ pub struct Gate {
     inner: Arc<Inner>,
 }
 
+/// What a scan of the store found: the requests it could read, and the records it could not.
+#[derive(Debug, Default)]
+pub(crate) struct Scan {
+    pub(crate) requests: Vec<Request>,
+    pub(crate) unreadable: Vec<UnreadableRecord>,
+}
+
+impl Scan {
+    /// Sets the record of `id` aside as `None` if it cannot be read, or if it is unsafe to
+    /// read (`record` is its path: an unsafe path elsewhere, such as the audit log, is the
+    /// store's problem and ends the scan like any other error).
+    pub(crate) fn sort<T>(
+        &mut self,
+        id: RequestId,
+        record: &Path,
+        result: Result<T, Error>,
+    ) -> Result<Option<T>, Error> {
+        match result {
+            Ok(value) => Ok(Some(value)),
+            Err(Error::Unreadable { problem, .. }) => {
+                self.unreadable.push(UnreadableRecord::new(id, problem));
+                Ok(None)
+            }
+            Err(unsafe_state @ Error::UnsafeState { .. }) if matches!(&unsafe_state, Error::UnsafeState { path, .. } if path == record) =>
+            {
+                self.unreadable
+                    .push(UnreadableRecord::new(id, unsafe_state.to_string()));
+                Ok(None)
+            }
+            Err(other) => Err(other),
+        }
+    }
+}
+
 /// An exclusive lock held for the life of the value.
 pub(crate) struct Locked {
     _lock: Box<fd_lock::RwLock<std::fs::File>>,
@@ -333,19 +368,26 @@ impl Gate {
             .append(self.now(), event, id, &details(fields))
     }
 
+    /// Reads a request of the live store; `None` if it has no record. A record that cannot
+    /// be read is [`Error::Unreadable`] for its id alone. A record that is a symlink or
+    /// writable by others stays [`Error::UnsafeState`] (a sign of tampering, reported as
+    /// such), which scans also set aside as unreadable; trouble beyond the record (the
+    /// directory, the OS) is any other error.
     pub(crate) fn load(&self, id: RequestId) -> Result<Option<Request>, Error> {
         let path = self.layout().request(id);
-        let Some(bytes) = fs::read_bounded(&path, MAX_REQUEST_FILE)? else {
-            return Ok(None);
+        let unreadable = |problem: String| Error::Unreadable { id, problem };
+        let bytes = match fs::read_bounded(&path, MAX_REQUEST_FILE) {
+            Ok(Some(bytes)) => bytes,
+            Ok(None) => return Ok(None),
+            Err(Error::Corrupt { problem, .. }) => return Err(unreadable(problem)),
+            Err(Error::Io { source, .. })
+                if source.kind() == std::io::ErrorKind::PermissionDenied =>
+            {
+                return Err(unreadable(format!("cannot be read: {source}")));
+            }
+            Err(other) => return Err(other),
         };
-        let corrupt = |problem: String| Error::Corrupt {
-            path: path.clone(),
-            problem,
-        };
-        let request: Request =
-            serde_json::from_slice(&bytes).map_err(|e| corrupt(e.to_string()))?;
-        request.check(id).map_err(corrupt)?;
-        Ok(Some(request))
+        Request::decode(id, &bytes).map(Some).map_err(unreadable)
     }
 
     /// Loads a request of the live store, telling "archived" from "never existed".
@@ -462,15 +504,17 @@ impl Gate {
         // Nothing is filed that the audit log cannot record.
         self.check_audit_appendable()?;
         let now = self.now();
-        let pending = self.scan_pending(now, true)?;
-        if let Some(existing) = pending.iter().find(|r| r.same_ask(&new)) {
+        let scan = self.scan_pending(now, true)?;
+        if let Some(existing) = scan.requests.iter().find(|r| r.same_ask(&new)) {
             return Ok(Submitted {
                 request: existing.clone(),
                 deduplicated: true,
             });
         }
         let limits = self.inner.limits;
-        let pending_now = pending.len();
+        // An unreadable record in the pending index may well be pending: it counts, so a
+        // damaged store never lets more requests in than the cap.
+        let pending_now = scan.requests.len() + scan.unreadable.len();
         if pending_now >= limits.max_pending {
             return Err(Error::QueueFull {
                 pending: pending_now,
@@ -529,18 +573,22 @@ impl Gate {
     /// The pending requests, reading only what the pending index names. Records the expiry
     /// of those past it. Markers of decided requests are removed; markers without a request
     /// are removed only under the creation lock, since one may belong to a creation in
-    /// progress.
+    /// progress. A marker whose record is unreadable stays, and the record is listed as such.
     pub(crate) fn scan_pending(
         &self,
         now: Timestamp,
         creation_locked: bool,
-    ) -> Result<Vec<Request>, Error> {
-        let mut pending = Vec::new();
+    ) -> Result<Scan, Error> {
+        let mut scan = Scan::default();
         for name in fs::list_names(&self.layout().pending_dir())? {
             let Ok(id) = RequestId::parse(&name) else {
                 continue;
             };
-            match self.load(id)? {
+            let record = self.layout().request(id);
+            let Some(loaded) = scan.sort(id, &record, self.load(id))? else {
+                continue;
+            };
+            match loaded {
                 None => {
                     if creation_locked {
                         fs::remove_if_exists(&self.layout().marker(id))?;
@@ -551,19 +599,21 @@ impl Gate {
                 }
                 Some(request) if request.is_past_expiry(now) => {
                     let _lock = self.lock(id)?;
-                    self.refresh_locked(id, now)?;
+                    scan.sort(id, &record, self.refresh_locked(id, now))?;
                 }
-                Some(request) => pending.push(request),
+                Some(request) => scan.requests.push(request),
             }
         }
-        Ok(pending)
+        Ok(scan)
     }
 
     /// Where a request stands. Records the expiry of a pending request past it.
     ///
     /// # Errors
     ///
-    /// [`Error::NotFound`] or [`Error::Archived`] for an id not in the live store.
+    /// [`Error::NotFound`] or [`Error::Archived`] for an id not in the live store;
+    /// [`Error::Unreadable`] if its record cannot be read (every other operation on the id
+    /// refuses the same way).
     pub fn status(&self, id: RequestId) -> Result<StatusReport, Error> {
         let now = self.now();
         let request = self.load_live(id)?;

@@ -174,3 +174,72 @@ fn a_lossy_executor_type_is_refused_before_anything_is_spent() {
         .expect("faithful type");
     assert_eq!(grant.payload().subject, "hi");
 }
+
+#[test]
+fn every_json_type_at_the_top_level_round_trips_and_null_is_refused_at_the_door() {
+    let fx = Fixture::new();
+    for (i, text) in [
+        r#"{"to":"a@example.com","cc":null}"#,
+        r#"[1,"two",null]"#,
+        r#""just a string""#,
+        "42",
+        "-0.25",
+        "true",
+        "false",
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let action = format!("action {i}");
+        let id = fx.approved(&action, Some(OP), Some(text));
+        let approved = CanonicalPayload::from_json_text(text).unwrap();
+        let report = fx.gate.status(id).unwrap();
+        assert_eq!(report.request().payload(), Some(&approved), "{text}");
+        assert_eq!(report.request().payload_digest(), Some(approved.digest()));
+        let grant = fx
+            .gate
+            .consume::<serde_json::Value>(id, &binding(&action, Some(OP), Some(text)))
+            .unwrap_or_else(|e| panic!("{text}: {e}"));
+        assert_eq!(*grant.payload(), approved.to_value(), "{text}");
+    }
+    // Every request above stays readable: the listing would fail or flag any of them.
+    let page = fx
+        .gate
+        .list(approval_gate::ListFilter::All, None, 100)
+        .unwrap();
+    assert_eq!(page.items.len(), 7);
+    assert!(page.items.iter().all(|item| item.report().is_some()));
+
+    // `null` is refused everywhere a payload is made, before any digest or file exists.
+    let before = approval_gate_tests::snapshot(&fx.dir);
+    let refusals = [
+        CanonicalPayload::from_json_text("null").map(drop),
+        CanonicalPayload::from_json_text(" null\n").map(drop),
+        CanonicalPayload::from_value(&serde_json::Value::Null).map(drop),
+        CanonicalPayload::from_serialize(&None::<String>).map(drop),
+    ];
+    for refusal in refusals {
+        assert_eq!(refusal, Err(approval_gate::PayloadError::Null));
+    }
+    let binding_null = approval_gate::Binding::new("x").payload_of(&None::<String>);
+    assert!(matches!(
+        binding_null,
+        Err(Error::InvalidPayload(approval_gate::PayloadError::Null))
+    ));
+    assert!(
+        Error::from(approval_gate::PayloadError::Null)
+            .to_string()
+            .contains("omit the payload instead of sending null")
+    );
+    assert_eq!(
+        approval_gate_tests::changed(&before, &approval_gate_tests::snapshot(&fx.dir)),
+        Vec::<std::path::PathBuf>::new()
+    );
+    // A request without a payload is still consumed with `()` or a JSON `null` value.
+    let id = fx.approved("no payload", None, None);
+    let grant = fx
+        .gate
+        .consume::<serde_json::Value>(id, &binding("no payload", None, None))
+        .unwrap();
+    assert!(grant.payload().is_null());
+}

@@ -2,6 +2,7 @@
 
 mod audit_log;
 mod binding;
+mod damage;
 mod execute;
 mod layout;
 mod lifecycle;

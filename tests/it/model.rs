@@ -304,7 +304,7 @@ impl Harness {
                 expected.push(r.id);
             }
         }
-        let mut archived = self.gate.archive(days, false).unwrap();
+        let mut archived = self.gate.archive(days, false).unwrap().archived;
         archived.sort();
         expected.sort();
         assert_eq!(archived, expected, "step {step}: archive");

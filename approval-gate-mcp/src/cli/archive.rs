@@ -6,6 +6,7 @@ use approval_gate::{Gate, MIN_ARCHIVE_AGE_DAYS};
 
 use super::Exit;
 use super::output;
+use crate::display::escape;
 
 pub(crate) fn archive(gate: &Gate, older_than_days: u32, dry_run: bool) -> anyhow::Result<Exit> {
     if older_than_days < MIN_ARCHIVE_AGE_DAYS {
@@ -14,11 +15,20 @@ pub(crate) fn archive(gate: &Gate, older_than_days: u32, dry_run: bool) -> anyho
              {MIN_ARCHIVE_AGE_DAYS} days ago are archived"
         ));
     }
-    let ids = gate.archive(older_than_days, dry_run)?;
+    let report = gate.archive(older_than_days, dry_run)?;
+    let ids = &report.archived;
     let verb = if dry_run { "would archive" } else { "archived" };
     let mut text = String::new();
-    for id in &ids {
+    for id in ids {
         let _ = writeln!(text, "{verb} {id}");
+    }
+    for record in &report.skipped {
+        let _ = writeln!(
+            text,
+            "skipped {}: unreadable ({}); see `approval-gate doctor`",
+            record.id(),
+            escape(record.problem())
+        );
     }
     let noun = if ids.len() == 1 {
         "request"
@@ -26,6 +36,9 @@ pub(crate) fn archive(gate: &Gate, older_than_days: u32, dry_run: bool) -> anyho
         "requests"
     };
     let _ = write!(text, "{verb} {} {noun}", ids.len());
+    if !report.skipped.is_empty() {
+        let _ = write!(text, ", skipped {} unreadable", report.skipped.len());
+    }
     text.push_str(if dry_run {
         " (dry run: nothing changed)\n"
     } else {

@@ -11,8 +11,10 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 const AFTER_HELP: &str = "\
 Exit codes:
   0  done
-  1  refused: not found, wrong state, expired, confirmation mismatch, not a terminal
-  2  usage or I/O error (including a broken audit log or an unsafe state directory)
+  1  refused: not found, wrong state, expired, confirmation mismatch, not a terminal;
+     for doctor, a problem found
+  2  usage or I/O error (including a broken audit log, an unreadable request record or an
+     unsafe state directory)
   3  took effect, but its durability is unknown (a directory fsync failed) or it could not be
      recorded in the audit log: check with `show ID` and `audit verify`
 
@@ -43,7 +45,10 @@ pub(crate) enum Command {
 Pending requests come first in `all`. TIME is the time left for a request that can still be
 approved or used, else its age. STATUS `lapsed` is an approval that expired unused. Actions
 longer than the line are cut with a marker giving the bytes left out, such as
-`… [+1234 bytes]`; `show ID` prints everything, and --json gives exact statuses.")]
+`… [+1234 bytes]`; `show ID` prints everything, and --json gives exact statuses.
+A request whose record cannot be read is listed first as `unreadable`, with what is wrong
+(with \"unreadable\": true in --json): it refuses everything until it is repaired or
+removed, and nothing else is held up; `doctor` reports it too.")]
     List(ListArgs),
 
     /// Show one request in full, with its canonical payload and digest.
@@ -109,6 +114,20 @@ nothing archived could still be used.")]
     /// Check the audit log.
     #[command(subcommand)]
     Audit(AuditCommand),
+
+    /// Check the store: unreadable request records, the audit log, stray files.
+    #[command(after_help = "\
+doctor changes nothing. It reads every request record of the live store, verifies the audit
+log's hash chain and anchor (as `audit verify`), and lists entries of the store's directories
+that approval-gate does not write. It exits 0 when the store is healthy and 1 when anything
+needs a look. An unreadable record refuses everything about its own id (exit 2 for those
+commands) and nothing else; repair it from a backup or move it out of the store.")]
+    Doctor {
+        /// Print {"ok": bool, "dir": ..., "unreadable": [{"id", "problem", ...}],
+        /// "audit": {"ok": bool, ...}, "stray": [path, ...]}.
+        #[arg(long)]
+        json: bool,
+    },
 
     /// Print new pending requests as they arrive (and those already waiting).
     #[command(after_help = "\

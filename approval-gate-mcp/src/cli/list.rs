@@ -2,7 +2,7 @@
 
 use std::fmt::Write as _;
 
-use approval_gate::{EffectiveStatus, Gate, ListFilter, MAX_PAGE, RequestId, StatusReport};
+use approval_gate::{EffectiveStatus, Gate, ListFilter, ListItem, MAX_PAGE, RequestId};
 use serde::Serialize;
 
 use super::Exit;
@@ -14,7 +14,7 @@ use super::render;
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
 struct PageOut<'a> {
-    items: &'a [StatusReport],
+    items: &'a [ListItem],
     next_after: Option<RequestId>,
 }
 
@@ -40,10 +40,15 @@ pub(crate) fn list(gate: &Gate, args: &ListArgs) -> anyhow::Result<Exit> {
     } else {
         text.push_str(&render::list_header(style));
         text.push('\n');
-        for report in &items {
-            text.push_str(&render::list_line(report, now, style, width));
+        for item in &items {
+            text.push_str(&match item {
+                ListItem::Request(report) => render::list_line(report, now, style, width),
+                ListItem::Unreadable(record) => render::unreadable_line(record, style, width),
+            });
             text.push('\n');
-            if let Some(warning) = render::list_warning(report, style, width) {
+            if let ListItem::Request(report) = item
+                && let Some(warning) = render::list_warning(report, style, width)
+            {
                 text.push_str(&warning);
                 text.push('\n');
             }
@@ -61,7 +66,8 @@ pub(crate) fn list(gate: &Gate, args: &ListArgs) -> anyhow::Result<Exit> {
     Ok(Exit::Done)
 }
 
-/// One page in listing order: oldest first, and for `all`, pending requests first.
+/// One page in listing order: records that cannot be read first, then oldest first, and for
+/// `all`, pending requests before the rest.
 ///
 /// `all` is read whole and ordered here, since the library orders by creation only; the
 /// cursor is a position in that order. (A request decided between two pages moves from the
@@ -71,7 +77,7 @@ fn page(
     status: StatusFilter,
     after: Option<RequestId>,
     limit: usize,
-) -> Result<(Vec<StatusReport>, Option<RequestId>), approval_gate::Error> {
+) -> Result<(Vec<ListItem>, Option<RequestId>), approval_gate::Error> {
     if status != StatusFilter::All {
         let page = gate.list(status.list_filter(), after, limit)?;
         return Ok((page.items, page.next_after));
@@ -87,11 +93,15 @@ fn page(
         }
     }
     // The library's order (creation time, then id) is kept within each part.
-    all.sort_by_key(|r| r.effective_status() != EffectiveStatus::Pending);
+    all.sort_by_key(|item| match item.report() {
+        None => 0,
+        Some(report) if report.effective_status() == EffectiveStatus::Pending => 1,
+        Some(_) => 2,
+    });
     let start = match after {
         Some(after) => {
             all.iter()
-                .position(|r| r.request().id() == after)
+                .position(|item| item.id() == after)
                 .ok_or(approval_gate::Error::NotFound(after))?
                 + 1
         }
@@ -101,7 +111,7 @@ fn page(
     let more = items.len() > limit;
     items.truncate(limit);
     let next_after = if more {
-        items.last().map(|r| r.request().id())
+        items.last().map(ListItem::id)
     } else {
         None
     };

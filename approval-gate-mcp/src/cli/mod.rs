@@ -6,7 +6,7 @@
 //! | code | meaning |
 //! |---|---|
 //! | 0 | done |
-//! | 1 | refused: not found, wrong state, expired, confirmation mismatch, not a terminal |
+//! | 1 | refused: not found, wrong state, expired, confirmation mismatch, not a terminal; for `doctor`, a problem found |
 //! | 2 | usage or I/O error, including an unsafe state directory, a corrupt state file or a broken audit log |
 //! | 3 | took effect, but not completely: the change is in place but its durability is unknown (a directory fsync failed) or its audit line could not be written; check with `show ID` and `audit verify` |
 //!
@@ -24,6 +24,7 @@ mod archive;
 mod args;
 mod audit;
 mod decide;
+mod doctor;
 mod list;
 mod output;
 mod render;
@@ -40,7 +41,8 @@ use crate::display::escape;
 pub enum Exit {
     /// 0: the command did what it says.
     Done,
-    /// 1: refused: not found, wrong state, expired, confirmation mismatch, not a terminal.
+    /// 1: refused: not found, wrong state, expired, confirmation mismatch, not a terminal;
+    /// for `doctor`, the store needs a human's attention.
     Refused,
     /// 2: usage error, or an I/O, state or audit-log problem.
     Failed,
@@ -119,6 +121,7 @@ fn dispatch(cli: Cli) -> anyhow::Result<Exit> {
             audit::reanchor(&open(dir)?, yes, json)
         }
         Command::Watch(args) => watch::watch(&open(dir)?, &args),
+        Command::Doctor { json } => doctor::doctor(&open(dir)?, json),
     }
 }
 
@@ -201,6 +204,7 @@ fn gate_exit(error: &approval_gate::Error) -> Exit {
         | E::PayloadType { .. }
         | E::UnsafeState { .. }
         | E::Corrupt { .. }
+        | E::Unreadable { .. }
         | E::AuditBroken { .. }
         | E::NoStateDir
         | E::Random(_)

@@ -3,7 +3,7 @@
 
 use std::fmt::Write as _;
 
-use approval_gate::{EffectiveStatus, Request, StatusReport, Timestamp};
+use approval_gate::{EffectiveStatus, Request, StatusReport, Timestamp, UnreadableRecord};
 use serde::Serialize;
 use unicode_width::UnicodeWidthStr;
 
@@ -194,6 +194,22 @@ pub(crate) fn lookalike_warnings(request: &Request) -> Vec<LookalikeWarning> {
     warnings
 }
 
+/// The list line of a record that cannot be read, in the same columns as [`list_line`]:
+/// its id, `unreadable` across the status and time columns, and what is wrong with it.
+pub(crate) fn unreadable_line(record: &UnreadableRecord, style: Style, width: usize) -> String {
+    let fixed = 12 + 2 + 8 + 2 + 8 + 2 + REQUESTER + 2;
+    let problem = escape_truncated(
+        record.problem(),
+        width.saturating_sub(fixed).max(MIN_ACTION),
+    );
+    format!(
+        "{}  {}  {:<REQUESTER$}  {problem}",
+        record.id(),
+        style.warning(&format!("{:<18}", "unreadable")),
+        "-",
+    )
+}
+
 /// A requester cut to the list column (never inside an escape), with `…` when cut.
 fn short_name(name: &str) -> String {
     let shown = escape(name);
@@ -324,7 +340,12 @@ mod tests {
             NewRequest::new(action.as_str(), "why").requested_by("agent\u{200b}-with-a-long-name");
         gate.request_approval(ask).unwrap();
         let page = gate.list(ListFilter::Pending, None, 10).unwrap();
-        let line = list_line(&page.items[0], gate.now(), Style::plain(), 80);
+        let line = list_line(
+            page.items[0].report().unwrap(),
+            gate.now(),
+            Style::plain(),
+            80,
+        );
         assert!(line.width() <= 80, "{line}");
         assert!(!line.chars().any(needs_escape), "{line:?}");
         assert!(line.contains("  \\u{1b}[2J\\r"), "{line}");
@@ -352,7 +373,8 @@ mod tests {
         gate.request_approval(NewRequest::new("pay Müller in Москва", "rent"))
             .unwrap();
         let page = gate.list(ListFilter::Pending, None, 10).unwrap();
-        let (spoofed, honest) = (&page.items[0], &page.items[1]);
+        let spoofed = page.items[0].report().unwrap();
+        let honest = page.items[1].report().unwrap();
 
         assert_eq!(list_warning(honest, Style::plain(), 80), None);
         assert!(!details(honest, gate.now(), Style::plain()).contains("warning"));

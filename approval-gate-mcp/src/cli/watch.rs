@@ -14,7 +14,7 @@ use std::sync::mpsc::{self, RecvTimeoutError, Sender};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use approval_gate::{Gate, ListFilter, MAX_PAGE, RequestId, StatusReport};
+use approval_gate::{Gate, ListFilter, ListItem, MAX_PAGE, RequestId};
 use notify::{RecursiveMode, Watcher};
 use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
 use signal_hook::iterator::Signals;
@@ -67,22 +67,28 @@ pub(crate) fn watch(gate: &Gate, args: &WatchArgs) -> anyhow::Result<Exit> {
         };
         let now = gate.now();
         let width = output::width();
-        for report in &pending {
-            let id = report.request().id();
+        for item in &pending {
+            let id = item.id();
             if !seen.insert(id) {
                 continue;
             }
-            let mut line = render::list_line(report, now, style, width);
-            if let Some(warning) = render::list_warning(report, style, width) {
-                line = format!("{line}\n{warning}");
-            }
+            let line = match item {
+                ListItem::Request(report) => {
+                    let line = render::list_line(report, now, style, width);
+                    match render::list_warning(report, style, width) {
+                        Some(warning) => format!("{line}\n{warning}"),
+                        None => line,
+                    }
+                }
+                ListItem::Unreadable(record) => render::unreadable_line(record, style, width),
+            };
             match output::stdout(&format!("{line}\n")) {
                 Ok(()) => {}
                 // Nobody reads any more: a clean stop.
                 Err(e) if e.kind() == io::ErrorKind::BrokenPipe => break 'watch Ok(()),
                 Err(e) => break 'watch Err(e.into()),
             }
-            if let Some(notifier) = &mut notifier {
+            if let (Some(notifier), Some(report)) = (&mut notifier, item.report()) {
                 notifier.notify(id, report.request().action());
             }
             printed += 1;
@@ -91,7 +97,7 @@ pub(crate) fn watch(gate: &Gate, args: &WatchArgs) -> anyhow::Result<Exit> {
             }
         }
         // A request leaves the queue for good, so forgetting it keeps `seen` small.
-        seen.retain(|id| pending.iter().any(|r| r.request().id() == *id));
+        seen.retain(|id| pending.iter().any(|item| item.id() == *id));
         if let Some(notifier) = &mut notifier {
             notifier.reap();
         }
@@ -115,8 +121,8 @@ pub(crate) fn watch(gate: &Gate, args: &WatchArgs) -> anyhow::Result<Exit> {
     result.map(|()| Exit::Done)
 }
 
-/// Every pending request, oldest first.
-fn pending(gate: &Gate) -> Result<Vec<StatusReport>, approval_gate::Error> {
+/// Every pending request, oldest first, after the unreadable records the pending index names.
+fn pending(gate: &Gate) -> Result<Vec<ListItem>, approval_gate::Error> {
     let mut all = Vec::new();
     let mut after = None;
     loop {

@@ -7,7 +7,7 @@
 
 use std::borrow::Cow;
 
-use approval_gate::{EffectiveStatus, Error, RequestId, StatusReport};
+use approval_gate::{EffectiveStatus, Error, ListItem, RequestId, StatusReport, UnreadableRecord};
 use rmcp::model::CallToolResult;
 use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
 use serde::{Serialize, Serializer};
@@ -187,12 +187,62 @@ pub(crate) struct Requested {
     pub(crate) note: String,
 }
 
+/// A request record that cannot be read: it refuses everything about its own id.
+#[derive(Debug, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct UnreadableView {
+    /// The request id: 12 lowercase hex characters.
+    id: String,
+    /// Always true: this record cannot be read.
+    unreadable: Const<true>,
+    /// What is wrong with the record.
+    problem: String,
+    /// Always false.
+    authorizes_execution: NotAuthorized,
+    /// What this means for the agent.
+    note: String,
+}
+
+impl UnreadableView {
+    pub(crate) fn of(record: &UnreadableRecord) -> Self {
+        Self {
+            id: record.id().to_string(),
+            unreadable: Const,
+            problem: record.problem().to_owned(),
+            authorizes_execution: NotAuthorized::default(),
+            note: "this request's record cannot be read, so it refuses everything (check, wait, consume, deny): not approved. A human has to repair or remove it; do not proceed with it, and file a new request if the action is still needed".to_owned(),
+        }
+    }
+}
+
+/// One entry of `list_pending`: a pending request, or a record that cannot be read.
+// Built once per listed entry and serialized at once: boxing would buy nothing.
+#[allow(clippy::large_enum_variant)]
+#[derive(Debug, Serialize, JsonSchema)]
+#[serde(untagged)]
+pub(crate) enum PendingItem {
+    /// A pending request.
+    Request(RequestView),
+    /// A record the pending index names but that cannot be read.
+    Unreadable(UnreadableView),
+}
+
+impl PendingItem {
+    pub(crate) fn of(item: &ListItem) -> Self {
+        match item {
+            ListItem::Request(report) => Self::Request(RequestView::of(report, false)),
+            ListItem::Unreadable(record) => Self::Unreadable(UnreadableView::of(record)),
+        }
+    }
+}
+
 /// One page of pending requests.
 #[derive(Debug, Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub(crate) struct PendingPage {
-    /// Pending requests, oldest first.
-    pub(crate) items: Vec<RequestView>,
+    /// Records that cannot be read (with `unreadable: true`), then pending requests, oldest
+    /// first.
+    pub(crate) items: Vec<PendingItem>,
     /// Pass as `after` to get the next page; null on the last page.
     pub(crate) next_after: Option<String>,
     /// Always false.
@@ -304,6 +354,7 @@ fn where_it_stands(error: &Error) -> (Option<RequestId>, Option<EffectiveStatus>
         // ask again: the status is not known from the error.
         Error::NotFound(id)
         | Error::Archived(id)
+        | Error::Unreadable { id, .. }
         | Error::DurabilityUnknown { id, .. }
         | Error::NotRecorded { id, .. } => (Some(*id), None),
         Error::NotApproved(id) => (Some(*id), Some(S::Pending)),

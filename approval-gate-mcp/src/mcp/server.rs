@@ -19,7 +19,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::agent_gate::{AgentGate, Failure};
 use super::answer::{
-    Const, Consumed, NotAuthorized, Outcome, PendingPage, Refusal, RequestView, Requested,
+    Const, Consumed, NotAuthorized, Outcome, PendingItem, PendingPage, Refusal, Requested,
     StatusAnswer, note,
 };
 use super::inbound::RawPayload;
@@ -209,11 +209,7 @@ impl Server {
         let after = args.after.as_deref().map(RequestId::parse).transpose()?;
         let page = self.gate().list_pending(after, limit).await?;
         Ok(PendingPage {
-            items: page
-                .items
-                .iter()
-                .map(|r| RequestView::of(r, false))
-                .collect(),
+            items: page.items.iter().map(PendingItem::of).collect(),
             next_after: page.next_after.map(|id| id.to_string()),
             authorizes_execution: NotAuthorized::default(),
         })
@@ -288,7 +284,8 @@ fn parse<T: DeserializeOwned>(arguments: Value) -> Result<T, Refusal> {
     serde_json::from_value(arguments).map_err(Refusal::arguments)
 }
 
-/// The payload in canonical form; `None` when absent or null.
+/// The payload in canonical form; `None` when absent. A `null` payload is refused by the
+/// library, as everywhere.
 ///
 /// The raw text, when the transport supplied it, is what the agent sent: the library's strict
 /// parser refuses its duplicate keys, which the decoded `Value` has already collapsed.

@@ -64,9 +64,16 @@ pub(crate) struct RequestApprovalArgs {
     pub(crate) operation: Option<String>,
     /// The exact data the action will use (any JSON value, at most 64 KiB, nesting at most
     /// 32 deep, integers within ±(2^53-1), no duplicate keys, no NUL characters). The human
-    /// sees it, and consuming requires the same value. null means no payload.
-    #[serde(default)]
+    /// sees it, and consuming requires the same value. Omit it for no payload; null is
+    /// refused (null inside an object or array is fine).
+    #[serde(default, deserialize_with = "present")]
     pub(crate) payload: Option<Value>,
+}
+
+/// A `payload` argument that is there, `null` included: `null` must reach the library, which
+/// refuses it, rather than pass for an omitted payload. (Absent is `None` by `default`.)
+fn present<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<Option<Value>, D::Error> {
+    Value::deserialize(deserializer).map(Some)
 }
 
 /// Arguments of `check_approval`.
@@ -119,8 +126,9 @@ pub(crate) struct ConsumeApprovalArgs {
     #[serde(default)]
     #[schemars(length(max = MAX_OPERATION_BYTES))]
     pub(crate) operation: Option<String>,
-    /// The payload, the same JSON value as in the request; omit (or null) if it had none.
-    #[serde(default)]
+    /// The payload, the same JSON value as in the request; omit it if it had none (null is
+    /// refused).
+    #[serde(default, deserialize_with = "present")]
     pub(crate) payload: Option<Value>,
 }
 
@@ -257,7 +265,9 @@ pub(crate) fn catalogue() -> Vec<Tool> {
             "List pending approvals",
             "List requests waiting for a human decision, oldest first, one page at a time \
              (limit 1 to 100, default 20). Pass the answer's nextAfter as `after` to get the \
-             next page; nextAfter is null on the last page.",
+             next page; nextAfter is null on the last page. A request whose record cannot be \
+             read is listed first with unreadable: true and its id: it refuses everything \
+             until a human repairs it, so do not proceed with it.",
             &looks,
         ),
         tool::<ConsumeApprovalArgs, Consumed>(

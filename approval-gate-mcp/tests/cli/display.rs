@@ -37,8 +37,8 @@ fn show_escapes_every_field() {
         .list(approval_gate::ListFilter::All, None, 100)
         .unwrap();
     assert_eq!(page.items.len(), HOSTILE.len());
-    for report in &page.items {
-        let request = report.request();
+    for item in &page.items {
+        let request = item.report().expect("readable").request();
         let output = store.run(&["show", request.id().as_str()]);
         assert_success(&output);
         assert_clean("show", &output.stdout);
@@ -92,7 +92,6 @@ fn every_json_output_is_escaped_too() {
         .list(approval_gate::ListFilter::All, None, 1)
         .unwrap()
         .items[0]
-        .request()
         .id();
     for args in [
         vec!["list", "all", "--json"],

@@ -1,6 +1,7 @@
 //! End-to-end tests of the `approval-gate` binary: one test binary, one module per concern.
 
 mod approve;
+mod damage;
 mod decide;
 mod display;
 mod json;

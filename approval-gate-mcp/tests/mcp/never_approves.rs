@@ -120,7 +120,7 @@ fn assert_nothing_was_approved(session: &Session) {
     assert!(
         all.items
             .iter()
-            .all(|r| r.request().status() != Status::Approved)
+            .all(|item| item.report().unwrap().request().status() != Status::Approved)
     );
     assert!(
         gate.list(ListFilter::Approved, None, MAX_PAGE)

@@ -151,7 +151,15 @@ async fn an_approval_is_consumed_once_for_exactly_what_was_approved() {
     consume(&session, id, Some("smtp.send"), other)
         .await
         .refused("payload_mismatch");
+    // `null` is not "no payload": it is refused before anything is compared.
     consume(&session, id, Some("smtp.send"), Value::Null)
+        .await
+        .refused("invalid_payload");
+    session
+        .call(
+            "consume_approval",
+            json!({ "id": id.to_string(), "action": ACTION, "operation": "smtp.send" }),
+        )
         .await
         .refused("payload_mismatch");
 

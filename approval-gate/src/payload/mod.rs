@@ -10,6 +10,12 @@
 //! crate in a user's build can switch on: keys are sorted here, and numbers are read from the
 //! text whichever way `serde_json` hands them over (tests-features/serde-json-features checks the
 //! shared corpus, `corpus.txt`, in such a build).
+//!
+//! A payload is never JSON `null` at the top level. "No payload" is already a state of its
+//! own (a request without one, bound without one), and a stored `"payload":null` cannot be
+//! told from it; so `null` is refused at the door, before any digest exists, with a message
+//! that says to omit the payload instead. `null` inside an object or array is an ordinary
+//! value.
 
 use std::fmt;
 use std::str::FromStr;
@@ -153,6 +159,12 @@ pub enum PayloadError {
     #[error("value cannot be serialized as json: {0}")]
     Serialize(String),
 
+    /// The payload is JSON `null` at the top level, which would read back as "no payload".
+    #[error(
+        "payload is null at the top level; omit the payload instead of sending null (null is fine inside an object or array)"
+    )]
+    Null,
+
     /// Text that should be a payload digest is not 64 lowercase hex characters.
     #[error(
         "invalid payload digest: expected exactly 64 lowercase hex characters (the blake3 hash of the canonical bytes)"
@@ -190,10 +202,19 @@ impl CanonicalPayload {
     /// # Errors
     ///
     /// Any broken rule, as the matching [`PayloadError`] variant: size, syntax, depth,
-    /// duplicate keys, NUL characters, unsafe integers, ambiguous or out-of-range floats.
+    /// duplicate keys, NUL characters, unsafe integers, ambiguous or out-of-range floats,
+    /// and [`PayloadError::Null`] for `null` at the top level.
     pub fn from_json_text(text: &str) -> Result<Self, PayloadError> {
         check_size(text.len())?;
         Self::from_value(&parse(text)?)
+    }
+
+    /// The canonical form of `null`, which no public constructor makes: the image of "no
+    /// payload" that an executor's type is checked against.
+    pub(crate) fn no_payload() -> Self {
+        Self {
+            text: "null".to_owned(),
+        }
     }
 
     /// Canonicalizes a [`serde_json::Value`], applying the same rules as
@@ -204,6 +225,14 @@ impl CanonicalPayload {
     ///
     /// As [`from_json_text`](Self::from_json_text); size applies to the canonical bytes.
     pub fn from_value(value: &Value) -> Result<Self, PayloadError> {
+        if value.is_null() {
+            return Err(PayloadError::Null);
+        }
+        Self::render(value)
+    }
+
+    /// Canonicalizes any value, top-level `null` included.
+    fn render(value: &Value) -> Result<Self, PayloadError> {
         let text = Writer::render(value, false)?;
         check_size(text.len())?;
         Ok(Self { text })
@@ -217,11 +246,22 @@ impl CanonicalPayload {
     /// # Errors
     ///
     /// [`PayloadError::Serialize`] if serialization fails, otherwise as
-    /// [`from_json_text`](Self::from_json_text).
+    /// [`from_json_text`](Self::from_json_text): a value that serializes to `null` (`None`,
+    /// `()`) is [`PayloadError::Null`].
     pub fn from_serialize<T: Serialize + ?Sized>(value: &T) -> Result<Self, PayloadError> {
         let text =
             serde_json::to_string(value).map_err(|e| PayloadError::Serialize(e.to_string()))?;
         Self::from_json_text(&text)
+    }
+
+    /// As [`from_serialize`](Self::from_serialize), but `null` is allowed: the echo of an
+    /// executor's value, compared with [`no_payload`](Self::no_payload) for a request without
+    /// one.
+    fn echo<T: Serialize + ?Sized>(value: &T) -> Result<Self, PayloadError> {
+        let text =
+            serde_json::to_string(value).map_err(|e| PayloadError::Serialize(e.to_string()))?;
+        check_size(text.len())?;
+        Self::render(&parse(&text)?)
     }
 
     /// The canonical JSON text.
@@ -280,7 +320,7 @@ impl CanonicalPayload {
     /// [`PayloadError::Unfaithful`] if `T` does not carry it exactly.
     pub fn deserialize_faithful<T: DeserializeOwned + Serialize>(&self) -> Result<T, PayloadError> {
         let typed: T = self.deserialize()?;
-        match Self::from_serialize(&typed) {
+        match Self::echo(&typed) {
             Ok(echo) if echo == *self => Ok(typed),
             _ => Err(PayloadError::Unfaithful {
                 path: self.difference_from(&typed),

@@ -18,7 +18,6 @@ const ACCEPTED: &[&str] = &[
     r#""\u0001\u001f\u007f\u2028\b\f\n\r\t\"\\/""#,
     r#"{"e\u0301": "NFD", "\u00e9": "NFC"}"#,
     "[[], {}, [[]], \"\"]",
-    "null",
     "0.1",
 ];
 
@@ -207,6 +206,52 @@ fn strings_escape_as_json_stringify() {
         "\"\\u0001\\u001f\u{7f}\u{2028}\\b\\f\\n\\r\\t\\\"\\\\/\""
     );
     assert_eq!(canonical(r#""\u00e9\ud83d\ude00""#), "\"\u{e9}\u{1f600}\"");
+}
+
+#[test]
+fn every_top_level_type_but_null_is_a_payload() {
+    for (text, canonical_text) in [
+        (r#"{ "b": 1, "a": [null] }"#, r#"{"a":[null],"b":1}"#),
+        ("[ 1, null ]", "[1,null]"),
+        (r#""text""#, r#""text""#),
+        ("12", "12"),
+        ("-0.5", "-0.5"),
+        ("true", "true"),
+        ("false", "false"),
+    ] {
+        let payload = CanonicalPayload::from_json_text(text).unwrap();
+        assert_eq!(payload.as_str(), canonical_text);
+        let again = CanonicalPayload::from_value(&payload.to_value()).unwrap();
+        assert_eq!(again, payload, "{text}");
+    }
+    for text in ["null", " null ", "\tnull\n"] {
+        assert_eq!(refusal(text), PayloadError::Null, "{text:?}");
+    }
+    assert_eq!(
+        CanonicalPayload::from_value(&Value::Null),
+        Err(PayloadError::Null)
+    );
+    assert_eq!(
+        CanonicalPayload::from_serialize(&None::<u8>),
+        Err(PayloadError::Null)
+    );
+    assert_eq!(
+        CanonicalPayload::from_serialize(&()),
+        Err(PayloadError::Null)
+    );
+    assert!(PayloadError::Null.to_string().contains("omit the payload"));
+}
+
+#[test]
+fn the_image_of_no_payload_is_faithful_to_unit_and_null() {
+    let none = CanonicalPayload::no_payload();
+    none.deserialize_faithful::<()>().unwrap();
+    assert_eq!(none.deserialize_faithful::<Value>().unwrap(), Value::Null);
+    assert!(none.deserialize_faithful::<Option<u8>>().unwrap().is_none());
+    assert!(matches!(
+        none.deserialize_faithful::<Vec<u8>>(),
+        Err(PayloadError::Deserialize(_))
+    ));
 }
 
 #[test]
