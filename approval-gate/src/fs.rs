@@ -9,16 +9,28 @@
 //!   the target, and the directory is fsynced;
 //! - an exclusive create (`O_CREAT | O_EXCL`) is fsynced together with its directory before
 //!   it counts.
+//!
+//! Each change is also noted for the power-loss tests (`fs_trace`, feature `fs-trace`), so
+//! nothing else in the crate may write to the disk except through here.
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Read, Write};
-use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
+use std::os::unix::fs::{DirBuilderExt, FileExt, MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::Path;
 
 use rustix::fs::OFlags;
 
 use crate::error::Error;
 use crate::faults::failpoint;
+
+/// Notes a change for the power-loss tests once it has succeeded; nothing without the
+/// `fs-trace` feature.
+macro_rules! trace {
+    ($variant:ident { $($field:tt)* }) => {
+        #[cfg(feature = "fs-trace")]
+        crate::fs_trace::note(|| crate::fs_trace::FsOp::$variant { $($field)* });
+    };
+}
 
 const FILE_MODE: u32 = 0o600;
 const DIR_MODE: u32 = 0o700;
@@ -87,7 +99,11 @@ pub(crate) fn ensure_dir(path: &Path) -> Result<(), Error> {
         Ok(meta) => check_metadata(path, &meta, true),
         Err(e) if e.kind() == io::ErrorKind::NotFound => {
             match fs::DirBuilder::new().mode(DIR_MODE).create(path) {
-                Ok(()) => {}
+                Ok(()) => {
+                    trace!(Mkdir {
+                        path: path.to_path_buf()
+                    });
+                }
                 // Another process created it first; check what it made.
                 Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
                 Err(e) => return Err(Error::io("creating directory", path, e)),
@@ -187,6 +203,9 @@ fn create_new(path: &Path) -> Result<File, io::Error> {
         .mode(FILE_MODE)
         .custom_flags(nofollow())
         .open(path)?;
+    trace!(Create {
+        path: path.to_path_buf()
+    });
     file.set_permissions(fs::Permissions::from_mode(FILE_MODE))?;
     Ok(file)
 }
@@ -205,10 +224,10 @@ pub(crate) fn create_exclusive(path: &Path, bytes: &[u8]) -> Result<bool, Error>
     // Once the name exists the claim is made; the content is only informative. Sync both so
     // that the claim survives a crash before anything that depends on it happens.
     failpoint!("fs::create_exclusive::before_sync");
-    let written = file.write_all(bytes).and_then(|()| file.sync_all());
+    let written = write_all(&mut file, path, bytes).and_then(|()| sync_file(&file, path));
     failpoint!("fs::create_exclusive::before_dir_sync");
     let synced = sync_parent(path);
-    written.map_err(|e| Error::io("writing", path, e))?;
+    written?;
     synced?;
     Ok(true)
 }
@@ -224,36 +243,42 @@ pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), Error> {
     let mut suffix = [0u8; 8];
     getrandom::fill(&mut suffix).map_err(|e| Error::Random(e.to_string()))?;
     let tmp = dir.join(format!(".{name}.tmp-{:016x}", u64::from_le_bytes(suffix)));
-    let result = (|| {
+    let result = (|| -> Result<(), Error> {
         let mut file = create_new(&tmp).map_err(|e| map_open_error("creating", &tmp, e))?;
-        file.write_all(bytes)
-            .and_then(|()| file.sync_all())
-            .map_err(|e| Error::io("writing", &tmp, e))?;
+        write_all(&mut file, &tmp, bytes)?;
+        sync_file(&file, &tmp)?;
         failpoint!("fs::write_atomic::before_rename");
         // rename(2) replaces a symlink at `path` itself rather than writing through it.
-        fs::rename(&tmp, path).map_err(|e| Error::io("renaming into place", path, e))
+        fs::rename(&tmp, path).map_err(|e| Error::io("renaming into place", path, e))?;
+        trace!(Rename {
+            from: tmp.clone(),
+            to: path.to_path_buf()
+        });
+        Ok(())
     })();
-    if result.is_err() {
-        let _ = fs::remove_file(&tmp);
+    if result.is_err() && fs::remove_file(&tmp).is_ok() {
+        trace!(Unlink { path: tmp.clone() });
     }
     result?;
     failpoint!("fs::write_atomic::before_dir_sync");
     sync_dir(dir)
 }
 
-/// Opens (creating if needed) a lock file. Lock files are never renamed over or replaced, so
+/// Opens (creating if needed, with a durable name) a lock file. Lock files are never renamed over or replaced, so
 /// every process that locks one locks the same inode.
 pub(crate) fn open_lock(path: &Path) -> Result<File, Error> {
     open_rw(path, false)
 }
 
-/// Opens (creating if needed) a file for appending.
+/// Opens (creating if needed, with a durable name) a file for appending.
 pub(crate) fn open_append(path: &Path) -> Result<File, Error> {
     open_rw(path, true)
 }
 
 fn open_rw(path: &Path, append: bool) -> Result<File, Error> {
     failpoint!("fs::op");
+    // Racing creators both sync the directory, which is harmless.
+    let existed = fs::symlink_metadata(path).is_ok();
     let mut options = OpenOptions::new();
     options
         .read(true)
@@ -272,6 +297,14 @@ fn open_rw(path: &Path, append: bool) -> Result<File, Error> {
         .metadata()
         .map_err(|e| Error::io("inspecting", path, e))?;
     check_metadata(path, &meta, false)?;
+    if !existed {
+        trace!(Create {
+            path: path.to_path_buf()
+        });
+        // The audit log, its anchor and an execution marker must not lose their name to a
+        // power loss once something durable depends on them.
+        sync_parent(path)?;
+    }
     Ok(file)
 }
 
@@ -279,7 +312,12 @@ fn open_rw(path: &Path, append: bool) -> Result<File, Error> {
 pub(crate) fn remove_if_exists(path: &Path) -> Result<(), Error> {
     failpoint!("fs::op");
     match fs::remove_file(path) {
-        Ok(()) => Ok(()),
+        Ok(()) => {
+            trace!(Unlink {
+                path: path.to_path_buf()
+            });
+            Ok(())
+        }
         Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
         Err(e) => Err(Error::io("removing", path, e)),
     }
@@ -289,6 +327,10 @@ pub(crate) fn remove_if_exists(path: &Path) -> Result<(), Error> {
 pub(crate) fn rename_durable(from: &Path, to: &Path) -> Result<(), Error> {
     failpoint!("fs::op");
     fs::rename(from, to).map_err(|e| Error::io("moving", from, e))?;
+    trace!(Rename {
+        from: from.to_path_buf(),
+        to: to.to_path_buf()
+    });
     sync_parent(to)?;
     sync_parent(from)
 }
@@ -312,7 +354,74 @@ pub(crate) fn sync_dir(dir: &Path) -> Result<(), Error> {
         .map_err(|e| map_open_error("opening directory", dir, e))?;
     handle
         .sync_all()
-        .map_err(|e| Error::io("syncing directory", dir, e))
+        .map_err(|e| Error::io("syncing directory", dir, e))?;
+    trace!(FsyncDir {
+        path: dir.to_path_buf()
+    });
+    Ok(())
+}
+
+/// Creates the directories above the store (the store's own are made by [`ensure_dir`]).
+pub(crate) fn create_dir_all(path: &Path) -> Result<(), Error> {
+    failpoint!("fs::op");
+    fs::create_dir_all(path).map_err(|e| Error::io("creating directory", path, e))?;
+    trace!(Mkdir {
+        path: path.to_path_buf()
+    });
+    Ok(())
+}
+
+/// Appends `bytes` to a file opened with [`open_append`] (or just created).
+pub(crate) fn write_all(file: &mut File, path: &Path, bytes: &[u8]) -> Result<(), Error> {
+    file.write_all(bytes)
+        .map_err(|e| Error::io("writing", path, e))?;
+    trace!(Append {
+        path: path.to_path_buf(),
+        bytes: bytes.to_vec()
+    });
+    Ok(())
+}
+
+/// Writes `bytes` at `offset` in one `pwrite`.
+pub(crate) fn write_at(file: &File, path: &Path, bytes: &[u8], offset: u64) -> Result<(), Error> {
+    file.write_all_at(bytes, offset)
+        .map_err(|e| Error::io("writing", path, e))?;
+    trace!(WriteAt {
+        path: path.to_path_buf(),
+        offset,
+        bytes: bytes.to_vec()
+    });
+    Ok(())
+}
+
+/// Cuts a file to `len` bytes.
+pub(crate) fn truncate(file: &File, path: &Path, len: u64) -> Result<(), Error> {
+    file.set_len(len)
+        .map_err(|e| Error::io("truncating", path, e))?;
+    trace!(Truncate {
+        path: path.to_path_buf(),
+        len
+    });
+    Ok(())
+}
+
+/// Makes a file durable, data and metadata.
+pub(crate) fn sync_file(file: &File, path: &Path) -> Result<(), Error> {
+    file.sync_all().map_err(|e| Error::io("syncing", path, e))?;
+    trace!(Fsync {
+        path: path.to_path_buf()
+    });
+    Ok(())
+}
+
+/// Makes a file's data durable, and the size needed to read it back: enough for an append.
+pub(crate) fn sync_data(file: &File, path: &Path) -> Result<(), Error> {
+    file.sync_data()
+        .map_err(|e| Error::io("syncing", path, e))?;
+    trace!(Fsync {
+        path: path.to_path_buf()
+    });
+    Ok(())
 }
 
 /// The names in a state directory, skipping temporary files.
