@@ -5,3 +5,4 @@
 mod crash;
 mod invariants;
 mod nth_op;
+mod windows;
