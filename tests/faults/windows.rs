@@ -163,3 +163,33 @@ fn a_claim_that_appears_before_the_exclusive_create_is_a_replay() {
         "{mine:?}"
     );
 }
+
+#[test]
+fn a_replacement_that_fails_before_its_rename_leaves_no_temporary_file() {
+    let _scenario = FailScenario::setup();
+    let tmp = tempfile::tempdir().unwrap();
+    let gate = Gate::builder()
+        .dir(tmp.path().join("gate"))
+        .clock(ManualClock::new(T0))
+        .open()
+        .unwrap();
+    let id = gate
+        .request_approval(NewRequest::new("pay 1 EUR", "rent"))
+        .unwrap()
+        .request
+        .id();
+    fail::cfg("fs::write_atomic::before_rename", "return").unwrap();
+    let result = gate.deny(id, &Decision::by("alice"));
+    fail::remove("fs::write_atomic::before_rename");
+    assert!(matches!(result, Err(Error::Io { .. })), "{result:?}");
+    let requests = tmp.path().join("gate").join("requests");
+    let left: Vec<_> = std::fs::read_dir(&requests)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(
+        left,
+        [format!("{id}.json")],
+        "only the request itself remains"
+    );
+}
