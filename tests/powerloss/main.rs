@@ -71,12 +71,15 @@ fn has(gate: &Gate, id: RequestId, event: AuditEvent) -> bool {
         .any(|r| r.id == id && r.event == event)
 }
 
+/// An operation under test: the store, the request it acts on, where the side effect ran.
+type Run = fn(&Gate, Option<RequestId>, &Cell<Option<usize>>) -> Result<RequestId, Error>;
+
 /// One operation under test.
 struct Case {
     /// The store before the operation; returns the request it acts on, if any.
     setup: fn(&Gate) -> Option<RequestId>,
     /// The operation. `effect` is set to the trace position at which the side effect ran.
-    run: fn(&Gate, Option<RequestId>, &Cell<Option<usize>>) -> Result<RequestId, Error>,
+    run: Run,
     /// What must have survived if the operation returned before the power went.
     acknowledged: fn(&Gate, RequestId),
 }
@@ -175,8 +178,8 @@ fn power_loss(name: &str, case: &Case) -> Tally {
                         .or_else(|| panic.downcast_ref::<&str>().map(|s| (*s).to_owned()))
                         .unwrap_or_default();
                     tally.failures.push(format!(
-                        "power loss after #{} (side effect ran: {}):{}\n    {message}",
-                        state.after as isize - 1,
+                        "power loss after {} operations (side effect ran: {}):{}\n    {message}",
+                        state.after,
                         ran == 1,
                         state.lost
                     ));

@@ -1,6 +1,6 @@
 //! The states a power loss can leave on disk, worked out from the trace of one operation.
 //!
-//! The model, after ALICE (OSDI '14) and CrashMonkey (OSDI '18), kept deliberately small:
+//! The model, after ALICE (OSDI '14) and `CrashMonkey` (OSDI '18), kept deliberately small:
 //! - the store's directory before the operation is durable (the harness starts from a
 //!   store whose earlier operations all completed, and treats their files as persisted);
 //! - each file and each directory is an object; a file's data operations (appends, writes,
@@ -323,7 +323,7 @@ impl Trace {
                     let bytes = &mut data[*i];
                     match op {
                         Data::Append(more) if torn => {
-                            bytes.extend_from_slice(&more[..more.len() / 2])
+                            bytes.extend_from_slice(&more[..more.len() / 2]);
                         }
                         Data::Append(more) => bytes.extend_from_slice(more),
                         Data::WriteAt(offset, more) => {
