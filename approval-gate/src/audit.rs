@@ -17,7 +17,7 @@
 //! see `docs/threat-model.md`.
 
 use std::fs::File;
-use std::io::{Read, Seek, SeekFrom, Write};
+use std::io::{Read, Seek, SeekFrom};
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
@@ -232,9 +232,8 @@ impl AuditLog {
         };
         let mut log = fs::open_append(&self.log)?;
         if torn > 0 {
-            log.set_len(complete as u64)
-                .and_then(|()| log.sync_data())
-                .map_err(|e| Error::io("cutting a torn line from", &self.log, e))?;
+            fs::truncate(&log, &self.log, complete as u64)?;
+            fs::sync_data(&log, &self.log)?;
         }
         let mut details = Map::new();
         details.insert("by".into(), Value::from(by));
@@ -303,16 +302,42 @@ impl AuditLog {
         let line = format!("{prefix},\"hash\":\"{hash}\"}}\n");
         failpoint!("fs::op");
         failpoint!("audit::before_write");
-        log.write_all(line.as_bytes())
-            .map_err(|e| Error::io("appending to", &self.log, e))?;
+        fs::write_all(log, &self.log, line.as_bytes())?;
         failpoint!("fs::op");
         failpoint!("audit::before_sync");
-        log.sync_data()
-            .map_err(|e| Error::io("syncing", &self.log, e))?;
+        fs::sync_data(log, &self.log)?;
         failpoint!("fs::op");
         failpoint!("audit::before_head");
         write_head(head, &self.head, seq, hash.as_str())?;
         Ok(seq)
+    }
+
+    /// Cuts a torn last line, the trace of a crash or power loss during an append that never
+    /// returned, when the anchor proves it was never acknowledged; as the next append would.
+    /// Run by recovery, so that `verify` after a power loss sees the log the store stands by.
+    pub(crate) fn repair_torn_tail(&self) -> Result<(), Error> {
+        let Some(log) = fs::open_existing(&self.log)? else {
+            return Ok(());
+        };
+        let len = log_len(&log, &self.log)?;
+        let mut last = [0u8; 1];
+        if len == 0
+            || log
+                .read_at(&mut last, len - 1)
+                .map_err(|e| Error::io("reading", &self.log, e))?
+                == 1
+                && last[0] == b'\n'
+        {
+            return Ok(());
+        }
+        let head_file = fs::open_lock(&self.head)?;
+        let mut lock = fd_lock::RwLock::new(head_file);
+        let guard = lock
+            .write()
+            .map_err(|e| Error::io("locking", &self.head, e))?;
+        let head = read_head(&guard, &self.head)?;
+        let mut log = fs::open_append(&self.log)?;
+        self.tail(&mut log, head.as_ref(), true).map(drop)
     }
 
     /// Finds the last complete line. A torn tail (bytes after the last newline) is the trace
@@ -360,9 +385,8 @@ impl AuditLog {
             }
         }
         if let Some(offset) = torn_from.filter(|_| cut_torn) {
-            log.set_len(offset)
-                .and_then(|()| log.sync_data())
-                .map_err(|e| Error::io("cutting a torn line from", &self.log, e))?;
+            fs::truncate(log, &self.log, offset)?;
+            fs::sync_data(log, &self.log)?;
         }
         Ok(tail)
     }
@@ -570,6 +594,13 @@ fn last_line(
     Ok((Some(line), torn_from))
 }
 
+fn log_len(log: &File, path: &Path) -> Result<u64, Error> {
+    Ok(log
+        .metadata()
+        .map_err(|e| Error::io("inspecting", path, e))?
+        .len())
+}
+
 fn read_head(file: &File, path: &Path) -> Result<Option<(u64, String)>, Error> {
     let mut buf = [0u8; HEAD_LEN];
     let n = file
@@ -598,9 +629,8 @@ fn write_head(file: &File, path: &Path, seq: u64, hash: &str) -> Result<(), Erro
     // Fixed length, one pwrite at offset 0, well inside one sector: never half old, half new.
     let record = format!("{seq:020} {hash}\n");
     debug_assert_eq!(record.len(), HEAD_LEN);
-    file.write_all_at(record.as_bytes(), 0)
-        .and_then(|()| file.sync_data())
-        .map_err(|e| Error::io("writing", path, e))
+    fs::write_at(file, path, record.as_bytes(), 0)?;
+    fs::sync_data(file, path)
 }
 
 #[cfg(test)]

@@ -11,10 +11,13 @@
 //!   the target, and the directory is fsynced;
 //! - an exclusive create (`O_CREAT | O_EXCL`) is fsynced together with its directory before
 //!   it counts.
+//!
+//! Each change is also noted for the power-loss tests (`fs_trace`, feature `fs-trace`), so
+//! nothing else in the crate may write to the disk except through here.
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Read, Write};
-use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
+use std::os::unix::fs::{DirBuilderExt, FileExt, MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::Path;
 
 use rustix::fs::OFlags;
@@ -22,6 +25,15 @@ use rustix::fs::OFlags;
 use crate::error::Error;
 use crate::faults::failpoint;
 use crate::id::RequestId;
+
+/// Notes a change for the power-loss tests once it has succeeded; nothing without the
+/// `fs-trace` feature.
+macro_rules! trace {
+    ($variant:ident { $($field:tt)* }) => {
+        #[cfg(feature = "fs-trace")]
+        crate::fs_trace::note(|| crate::fs_trace::FsOp::$variant { $($field)* });
+    };
+}
 
 const FILE_MODE: u32 = 0o600;
 const DIR_MODE: u32 = 0o700;
@@ -138,7 +150,11 @@ pub(crate) fn ensure_dir(path: &Path) -> Result<(), Error> {
         Ok(meta) => check_metadata(path, &meta, true),
         Err(e) if e.kind() == io::ErrorKind::NotFound => {
             match fs::DirBuilder::new().mode(DIR_MODE).create(path) {
-                Ok(()) => {}
+                Ok(()) => {
+                    trace!(Mkdir {
+                        path: path.to_path_buf()
+                    });
+                }
                 // Another process created it first; check what it made.
                 Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
                 Err(e) => return Err(Error::io("creating directory", path, e)),
@@ -238,6 +254,9 @@ fn create_new(path: &Path) -> Result<File, io::Error> {
         .mode(FILE_MODE)
         .custom_flags(nofollow())
         .open(path)?;
+    trace!(Create {
+        path: path.to_path_buf()
+    });
     file.set_permissions(fs::Permissions::from_mode(FILE_MODE))?;
     Ok(file)
 }
@@ -262,10 +281,10 @@ pub(crate) fn create_exclusive(path: &Path, bytes: &[u8]) -> Result<bool, Failed
 
 fn sync_claim(file: &mut File, path: &Path, bytes: &[u8]) -> Result<(), Error> {
     failpoint!("fs::create_exclusive::before_sync");
-    let written = file.write_all(bytes).and_then(|()| file.sync_all());
+    let written = write_all(file, path, bytes).and_then(|()| sync_file(file, path));
     failpoint!("fs::create_exclusive::before_dir_sync");
     let synced = sync_parent(path);
-    written.map_err(|e| Error::io("writing", path, e))?;
+    written?;
     synced
 }
 
@@ -280,17 +299,21 @@ pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), Failed> {
     let mut suffix = [0u8; 8];
     getrandom::fill(&mut suffix).map_err(|e| Error::Random(e.to_string()))?;
     let tmp = dir.join(format!(".{name}.tmp-{:016x}", u64::from_le_bytes(suffix)));
-    let result = (|| {
+    let result = (|| -> Result<(), Error> {
         let mut file = create_new(&tmp).map_err(|e| map_open_error("creating", &tmp, e))?;
-        file.write_all(bytes)
-            .and_then(|()| file.sync_all())
-            .map_err(|e| Error::io("writing", &tmp, e))?;
+        write_all(&mut file, &tmp, bytes)?;
+        sync_file(&file, &tmp)?;
         failpoint!("fs::write_atomic::before_rename");
         // rename(2) replaces a symlink at `path` itself rather than writing through it.
-        fs::rename(&tmp, path).map_err(|e| Error::io("renaming into place", path, e))
+        fs::rename(&tmp, path).map_err(|e| Error::io("renaming into place", path, e))?;
+        trace!(Rename {
+            from: tmp.clone(),
+            to: path.to_path_buf()
+        });
+        Ok(())
     })();
-    if result.is_err() {
-        let _ = fs::remove_file(&tmp);
+    if result.is_err() && fs::remove_file(&tmp).is_ok() {
+        trace!(Unlink { path: tmp.clone() });
     }
     result?;
     sync_renamed(dir).map_err(Failed::After)
@@ -301,19 +324,21 @@ fn sync_renamed(dir: &Path) -> Result<(), Error> {
     sync_dir(dir)
 }
 
-/// Opens (creating if needed) a lock file. Lock files are never renamed over or replaced, so
+/// Opens (creating if needed, with a durable name) a lock file. Lock files are never renamed over or replaced, so
 /// every process that locks one locks the same inode.
 pub(crate) fn open_lock(path: &Path) -> Result<File, Error> {
     open_rw(path, false)
 }
 
-/// Opens (creating if needed) a file for appending.
+/// Opens (creating if needed, with a durable name) a file for appending.
 pub(crate) fn open_append(path: &Path) -> Result<File, Error> {
     open_rw(path, true)
 }
 
 fn open_rw(path: &Path, append: bool) -> Result<File, Error> {
     failpoint!("fs::op");
+    // Racing creators both sync the directory, which is harmless.
+    let existed = fs::symlink_metadata(path).is_ok();
     let mut options = OpenOptions::new();
     options
         .read(true)
@@ -332,6 +357,14 @@ fn open_rw(path: &Path, append: bool) -> Result<File, Error> {
         .metadata()
         .map_err(|e| Error::io("inspecting", path, e))?;
     check_metadata(path, &meta, false)?;
+    if !existed {
+        trace!(Create {
+            path: path.to_path_buf()
+        });
+        // The audit log, its anchor and an execution marker must not lose their name to a
+        // power loss once something durable depends on them.
+        sync_parent(path)?;
+    }
     Ok(file)
 }
 
@@ -350,7 +383,12 @@ pub(crate) fn still_at(held: &fs::Metadata, path: &Path) -> Result<bool, Error> 
 pub(crate) fn remove_if_exists(path: &Path) -> Result<(), Error> {
     failpoint!("fs::op");
     match fs::remove_file(path) {
-        Ok(()) => Ok(()),
+        Ok(()) => {
+            trace!(Unlink {
+                path: path.to_path_buf()
+            });
+            Ok(())
+        }
         Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
         Err(e) => Err(Error::io("removing", path, e)),
     }
@@ -361,6 +399,10 @@ pub(crate) fn remove_if_exists(path: &Path) -> Result<(), Error> {
 pub(crate) fn rename_durable(from: &Path, to: &Path) -> Result<(), Failed> {
     failpoint!("fs::op");
     fs::rename(from, to).map_err(|e| Error::io("moving", from, e))?;
+    trace!(Rename {
+        from: from.to_path_buf(),
+        to: to.to_path_buf()
+    });
     sync_parent(to)
         .and_then(|()| sync_parent(from))
         .map_err(Failed::After)
@@ -385,7 +427,74 @@ pub(crate) fn sync_dir(dir: &Path) -> Result<(), Error> {
         .map_err(|e| map_open_error("opening directory", dir, e))?;
     handle
         .sync_all()
-        .map_err(|e| Error::io("syncing directory", dir, e))
+        .map_err(|e| Error::io("syncing directory", dir, e))?;
+    trace!(FsyncDir {
+        path: dir.to_path_buf()
+    });
+    Ok(())
+}
+
+/// Creates the directories above the store (the store's own are made by [`ensure_dir`]).
+pub(crate) fn create_dir_all(path: &Path) -> Result<(), Error> {
+    failpoint!("fs::op");
+    fs::create_dir_all(path).map_err(|e| Error::io("creating directory", path, e))?;
+    trace!(Mkdir {
+        path: path.to_path_buf()
+    });
+    Ok(())
+}
+
+/// Appends `bytes` to a file opened with [`open_append`] (or just created).
+pub(crate) fn write_all(file: &mut File, path: &Path, bytes: &[u8]) -> Result<(), Error> {
+    file.write_all(bytes)
+        .map_err(|e| Error::io("writing", path, e))?;
+    trace!(Append {
+        path: path.to_path_buf(),
+        bytes: bytes.to_vec()
+    });
+    Ok(())
+}
+
+/// Writes `bytes` at `offset` in one `pwrite`.
+pub(crate) fn write_at(file: &File, path: &Path, bytes: &[u8], offset: u64) -> Result<(), Error> {
+    file.write_all_at(bytes, offset)
+        .map_err(|e| Error::io("writing", path, e))?;
+    trace!(WriteAt {
+        path: path.to_path_buf(),
+        offset,
+        bytes: bytes.to_vec()
+    });
+    Ok(())
+}
+
+/// Cuts a file to `len` bytes.
+pub(crate) fn truncate(file: &File, path: &Path, len: u64) -> Result<(), Error> {
+    file.set_len(len)
+        .map_err(|e| Error::io("truncating", path, e))?;
+    trace!(Truncate {
+        path: path.to_path_buf(),
+        len
+    });
+    Ok(())
+}
+
+/// Makes a file durable, data and metadata.
+pub(crate) fn sync_file(file: &File, path: &Path) -> Result<(), Error> {
+    file.sync_all().map_err(|e| Error::io("syncing", path, e))?;
+    trace!(Fsync {
+        path: path.to_path_buf()
+    });
+    Ok(())
+}
+
+/// Makes a file's data durable, and the size needed to read it back: enough for an append.
+pub(crate) fn sync_data(file: &File, path: &Path) -> Result<(), Error> {
+    file.sync_data()
+        .map_err(|e| Error::io("syncing", path, e))?;
+    trace!(Fsync {
+        path: path.to_path_buf()
+    });
+    Ok(())
 }
 
 /// The names in a state directory, skipping temporary files.

@@ -54,6 +54,8 @@ mod error;
 mod execute;
 mod faults;
 mod fs;
+#[cfg(feature = "fs-trace")]
+pub mod fs_trace;
 mod grant;
 mod health;
 mod id;

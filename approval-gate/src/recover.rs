@@ -12,6 +12,10 @@
 //! for an unlogged claim, and `execution_finished` with outcome `unknown` for an execution
 //! whose process is gone. It never re-runs anything and never un-spends a claim. It runs on
 //! every open and is idempotent.
+//!
+//! A power loss can also leave a torn last audit line (an append that never returned);
+//! recovery cuts it when the anchor proves it was never acknowledged, as the next append
+//! would, and otherwise leaves the log for `audit verify` to report.
 
 use std::collections::BTreeSet;
 
@@ -60,6 +64,7 @@ impl Gate {
     ///
     /// I/O errors, and [`Error::AuditBroken`] if the log must be repaired by a human first.
     pub fn recover(&self) -> Result<Recovery, Error> {
+        self.repair_audit_tail()?;
         let names = fs::list_names(&self.layout().claims_dir())?;
         let claims = ids_with_suffix(&names, ".used");
         let logged = ids_with_suffix(&names, ".logged");

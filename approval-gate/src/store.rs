@@ -122,8 +122,7 @@ impl GateBuilder {
             && !parent.as_os_str().is_empty()
             && !parent.exists()
         {
-            std::fs::create_dir_all(parent)
-                .map_err(|e| Error::io("creating directory", parent, e))?;
+            fs::create_dir_all(parent)?;
         }
         fs::ensure_dir(&layout.root)?;
         for dir in [
@@ -661,5 +660,9 @@ impl Gate {
     /// [`Error::AuditBroken`] with the first bad line.
     pub fn audit_records(&self) -> Result<Vec<AuditRecord>, Error> {
         self.inner.audit.records()
+    }
+
+    pub(crate) fn repair_audit_tail(&self) -> Result<(), Error> {
+        self.inner.audit.repair_torn_tail()
     }
 }

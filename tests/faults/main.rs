@@ -6,3 +6,4 @@ mod crash;
 mod exec_marker;
 mod invariants;
 mod nth_op;
+mod windows;

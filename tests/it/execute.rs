@@ -253,3 +253,71 @@ fn binding_helper_matches_manual_canonical_text() {
     let grant = fx.gate.consume::<Mail>(id, &manual).unwrap();
     assert_eq!(grant.into_payload(), mail());
 }
+
+/// An executor's error, shown as exactly the given text.
+#[derive(Debug)]
+struct Failure(String);
+
+impl std::fmt::Display for Failure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl From<Error> for Failure {
+    fn from(e: Error) -> Self {
+        Failure(e.to_string())
+    }
+}
+
+/// What `execution_finished` records for an executor failing with `text`.
+fn recorded_error(text: &str) -> String {
+    let fx = Fixture::new();
+    let id = fx.approved("a", None, None);
+    let result = fx
+        .gate
+        .execute_approved(id, &binding("a", None, None), |_: Execution<()>| {
+            Err::<(), _>(Failure(text.to_owned()))
+        });
+    assert_eq!(
+        result.unwrap_err().0,
+        text,
+        "the caller gets the whole error"
+    );
+    let records = fx.gate.audit_records().unwrap();
+    let finished = records
+        .iter()
+        .find(|r| r.id == id && r.event == AuditEvent::ExecutionFinished)
+        .unwrap();
+    assert_eq!(finished.details["outcome"], "error");
+    finished.details["error"].as_str().unwrap().to_owned()
+}
+
+#[test]
+fn error_texts_up_to_1024_bytes_are_recorded_whole_and_longer_ones_cut_with_a_mark() {
+    for len in [0, 1, 1023, 1024] {
+        let text = "e".repeat(len);
+        assert_eq!(recorded_error(&text), text, "{len} bytes are kept whole");
+    }
+    for len in [1025, 1026, 5000] {
+        let text = "e".repeat(len);
+        assert_eq!(
+            recorded_error(&text),
+            format!("{}...", "e".repeat(1024)),
+            "{len} bytes are cut to 1024 and marked"
+        );
+    }
+}
+
+#[test]
+fn a_long_error_text_is_cut_before_a_character_that_straddles_the_limit() {
+    // "é" is two bytes: at 1023..1025 it would be split by a cut at 1024.
+    let text = format!("{}é{}", "e".repeat(1023), "e".repeat(10));
+    assert_eq!(recorded_error(&text), format!("{}...", "e".repeat(1023)));
+    // A three-byte character at 1022..1025 is dropped whole too.
+    let text = format!("{}€{}", "e".repeat(1022), "e".repeat(10));
+    assert_eq!(recorded_error(&text), format!("{}...", "e".repeat(1022)));
+    // One that ends exactly at the limit is kept.
+    let text = format!("{}é{}", "e".repeat(1022), "e".repeat(10));
+    assert_eq!(recorded_error(&text), format!("{}é...", "e".repeat(1022)));
+}

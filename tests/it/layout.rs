@@ -6,7 +6,9 @@ use std::collections::BTreeSet;
 use std::os::unix::fs::{PermissionsExt, symlink};
 use std::time::Duration;
 
-use approval_gate::{Decision, EffectiveStatus, Error, Gate, ListFilter, ListItem, RequestId};
+use approval_gate::{
+    AuditEvent, Decision, EffectiveStatus, Error, Gate, ListFilter, ListItem, RequestId,
+};
 use approval_gate_tests::{Fixture, binding, changed, snapshot};
 
 const DAY: Duration = Duration::from_secs(24 * 3600);
@@ -417,4 +419,46 @@ fn recovery_marks_an_abandoned_execution_unknown_but_leaves_a_live_one_alone() {
     // No start line: nothing ran, so nothing to report, and the marker goes.
     assert!(fx.gate.recover().unwrap().is_empty());
     assert!(!marker.exists());
+}
+
+#[test]
+fn a_claim_that_cannot_be_created_is_an_io_error_not_a_replay() {
+    let fx = Fixture::new();
+    let id = fx.approved("a", None, None);
+    // Without its directory the claim cannot be made, for a reason other than "it exists".
+    std::fs::remove_dir(fx.dir.join("claims")).unwrap();
+    let result = fx.gate.consume::<()>(id, &binding("a", None, None));
+    assert!(matches!(result, Err(Error::Io { .. })), "{result:?}");
+    let replays = fx
+        .gate
+        .audit_records()
+        .unwrap()
+        .into_iter()
+        .filter(|r| r.event == AuditEvent::ConsumeReplayed)
+        .count();
+    assert_eq!(replays, 0, "not recorded as a replay");
+}
+
+#[test]
+fn a_state_directory_swapped_for_a_symlink_after_open_is_refused_when_synced() {
+    let fx = Fixture::new();
+    let id = fx.approved("a", None, None);
+    let claims = fx.dir.join("claims");
+    let elsewhere = fx.tmp.path().join("elsewhere");
+    std::fs::rename(&claims, &elsewhere).unwrap();
+    symlink(&elsewhere, &claims).unwrap();
+    // The claim is only durable once its directory is synced, and that directory is a link.
+    let result = fx.gate.consume::<()>(id, &binding("a", None, None));
+    // O_NOFOLLOW | O_DIRECTORY on a link fails (ENOTDIR); following it would succeed.
+    assert!(
+        matches!(
+            &result,
+            Err(Error::UnsafeState { .. }
+                | Error::Io {
+                    op: "opening directory",
+                    ..
+                })
+        ),
+        "{result:?}"
+    );
 }

@@ -1,5 +1,6 @@
 //! End-to-end tests of the approval-gate library, compiled into one binary.
 
+mod audit_forgery;
 mod audit_log;
 mod binding;
 mod damage;

@@ -1,0 +1,406 @@
+//! Power loss during each operation of the directory store: every state the disk could be
+//! left in, checked after reopening and recovery.
+//!
+//! SIGKILL (the crash matrix in `tests/faults`) leaves the page cache intact, so it cannot
+//! see a missing fsync. Here each operation runs once with `approval_gate::fs_trace`
+//! recording what it does to the disk; `model` works out every state a power loss at any
+//! point could leave (what no completed fsync covered may be lost, in per-file and
+//! per-directory order, the last append possibly torn); each distinct state is written out
+//! as a store, reopened (which runs recovery) and checked:
+//! - the invariants of the crash matrix (`tests/faults/invariants.rs`): at most one run, a
+//!   claim iff `consumed` is logged, every start has an outcome, a start follows an
+//!   approval, terminal states stay terminal, the audit chain verifies, recovery is
+//!   idempotent;
+//! - no approval without its `approved` line;
+//! - no state file survives half-written: requests parse, claims hold their record;
+//! - once the side effect may have run, its claim and `execution_started` survive;
+//! - what an operation reported before the power went survives it;
+//! - a retry never runs a second time.
+//!
+//! Every distinct state is checked: the whole enumeration takes a few seconds.
+
+#[path = "../faults/invariants.rs"]
+mod invariants;
+mod model;
+
+use std::cell::{Cell, RefCell};
+use std::collections::HashSet;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::path::Path;
+
+use approval_gate::fs_trace::{self, FsOp};
+use approval_gate::{
+    AuditEvent, Binding, Decision, EffectiveStatus, Error, Execution, Gate, ListFilter,
+    ManualClock, NewRequest, RequestId, Status, Timestamp,
+};
+
+use model::{Disk, Trace};
+
+const T0: Timestamp = Timestamp::from_unix_millis(1_796_000_000_000);
+const ACTION: &str = "pay 1 EUR";
+
+fn open(dir: &Path) -> Gate {
+    Gate::builder()
+        .dir(dir)
+        .clock(ManualClock::new(T0))
+        .open()
+        .expect("the store reopens after a power loss")
+}
+
+fn binding() -> Binding {
+    Binding::new(ACTION)
+}
+
+fn ask(gate: &Gate) -> RequestId {
+    gate.request_approval(NewRequest::new(ACTION, "rent"))
+        .unwrap()
+        .request
+        .id()
+}
+
+fn approved(gate: &Gate) -> RequestId {
+    let id = ask(gate);
+    gate.approve(id, &Decision::by("alice")).unwrap();
+    id
+}
+
+fn has(gate: &Gate, id: RequestId, event: AuditEvent) -> bool {
+    gate.audit_records()
+        .unwrap()
+        .iter()
+        .any(|r| r.id == id && r.event == event)
+}
+
+/// An operation under test: the store, the request it acts on, where the side effect ran.
+type Run = fn(&Gate, Option<RequestId>, &Cell<Option<usize>>) -> Result<RequestId, Error>;
+
+/// One operation under test.
+struct Case {
+    /// The store before the operation; returns the request it acts on, if any.
+    setup: fn(&Gate) -> Option<RequestId>,
+    /// The operation. `effect` is set to the trace position at which the side effect ran.
+    run: Run,
+    /// What must have survived if the operation returned before the power went.
+    acknowledged: fn(&Gate, RequestId),
+}
+
+fn status(gate: &Gate, id: RequestId) -> Status {
+    gate.status(id).expect("status").request().status()
+}
+
+fn consumed(gate: &Gate, id: RequestId) -> bool {
+    gate.status(id)
+        .is_ok_and(|r| r.effective_status() == EffectiveStatus::Consumed)
+}
+
+/// Counts every state checked and every failure, so a mutant run shows how much it broke.
+#[derive(Default)]
+struct Tally {
+    /// Crash points: after each prefix of the trace.
+    points: usize,
+    /// Distinct (disk, side effect ran or not) states checked.
+    checked: usize,
+    /// Of those, states where something written was lost or torn.
+    lossy: usize,
+    /// Of those, states where the side effect had run.
+    after_effect: usize,
+    failures: Vec<String>,
+}
+
+thread_local! {
+    static QUIET: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Panics inside a state's check are collected, not printed one by one.
+fn install_quiet_hook() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        let default = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            if !QUIET.with(Cell::get) {
+                default(info);
+            }
+        }));
+    });
+}
+
+/// Runs `case` once under the recorder, then checks the states a power loss could leave.
+fn power_loss(name: &str, case: &Case) -> Tally {
+    install_quiet_hook();
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("gate");
+    let gate = open(&dir);
+    let target = (case.setup)(&gate);
+    let before = model::snapshot(&dir);
+    let effect = Cell::new(None);
+    let (result, ops) = fs_trace::record(|| (case.run)(&gate, target, &effect));
+    drop(gate);
+    let id = result
+        .as_ref()
+        .ok()
+        .copied()
+        .or(target)
+        .expect("an id to check");
+    let returned = result.is_ok();
+    assert!(returned, "{name} fails without a power loss: {result:?}");
+    check_trace_is_complete(&ops);
+    let trace = Trace::new(&dir, &before, ops);
+
+    let crashed = tmp.path().join("crashed");
+    let mut tally = Tally::default();
+    let mut seen = HashSet::new();
+    for after in 0..=trace.len() {
+        tally.points += 1;
+        for state in trace.crash_states(after) {
+            // At the point where the side effect ran, it may or may not have happened.
+            let ran_options: &[usize] = match effect.get() {
+                Some(at) if at == after => &[0, 1],
+                Some(at) if at < after => &[1],
+                _ => &[0],
+            };
+            for &ran in ran_options {
+                if !seen.insert((state.disk.clone(), ran)) {
+                    continue;
+                }
+                tally.checked += 1;
+                tally.lossy += usize::from(state.lossy);
+                tally.after_effect += ran;
+                let done = returned && after == trace.len();
+                QUIET.with(|q| q.set(true));
+                let outcome = catch_unwind(AssertUnwindSafe(|| {
+                    check_state(&state.disk, &crashed, id, ran, done.then_some(case));
+                }));
+                QUIET.with(|q| q.set(false));
+                if let Err(panic) = outcome {
+                    let message = panic
+                        .downcast_ref::<String>()
+                        .cloned()
+                        .or_else(|| panic.downcast_ref::<&str>().map(|s| (*s).to_owned()))
+                        .unwrap_or_default();
+                    tally.failures.push(format!(
+                        "power loss after {} operations (side effect ran: {}):{}\n    {message}",
+                        state.after,
+                        ran == 1,
+                        state.lost
+                    ));
+                }
+            }
+        }
+    }
+    eprintln!(
+        "{name}: {} operations, {} crash points, {} distinct crash states checked ({} losing \
+         or tearing a write, {} after the side effect), {} failed",
+        trace.len(),
+        tally.points,
+        tally.checked,
+        tally.lossy,
+        tally.after_effect,
+        tally.failures.len()
+    );
+    assert!(
+        tally.failures.is_empty(),
+        "{name}: {} of {} power-loss states break an invariant; the trace:\n{}first failures:\n{}",
+        tally.failures.len(),
+        tally.checked,
+        model::describe(&trace),
+        tally.failures[..tally.failures.len().min(5)].join("\n")
+    );
+    tally
+}
+
+/// The recorder sees every kind of change the operations make; a trace without fsyncs would
+/// mean the hook in `fs.rs` was bypassed.
+fn check_trace_is_complete(ops: &[FsOp]) {
+    assert!(
+        ops.iter()
+            .any(|op| matches!(op, FsOp::Fsync { .. } | FsOp::FsyncDir { .. })),
+        "no fsync recorded: {ops:?}"
+    );
+}
+
+fn check_state(disk: &Disk, dir: &Path, id: RequestId, ran: usize, done: Option<&Case>) {
+    model::materialize(disk, dir);
+    invariants::check(dir, id, ran);
+    let gate = open(dir);
+    // No state file is left half-written once the store has moved on from writing it: a
+    // claim whose `consumed` line was written by the consume itself (not added by recovery)
+    // holds its record.
+    let logged = gate.audit_records().unwrap().into_iter().any(|r| {
+        r.id == id && r.event == AuditEvent::Consumed && !r.details.contains_key("recovered")
+    });
+    if logged {
+        let path = dir.join("claims").join(format!("{id}.used"));
+        let bytes = std::fs::read(&path).expect("a logged claim exists");
+        let claim: serde_json::Value = serde_json::from_slice(&bytes)
+            .unwrap_or_else(|e| panic!("the claim is not its record: {e}"));
+        assert!(
+            claim.get("consumedAt").is_some(),
+            "claim without consumedAt"
+        );
+    }
+    match gate.status(id) {
+        Ok(report) => {
+            if report.request().status() == Status::Approved {
+                assert!(
+                    has(&gate, id, AuditEvent::Approved),
+                    "approved without its approved line"
+                );
+            }
+        }
+        // The request op may lose the whole request; a request that exists must be readable.
+        Err(Error::NotFound(_)) => {}
+        Err(other) => panic!("status after a power loss: {other}"),
+    }
+    if ran == 1 {
+        assert!(
+            consumed(&gate, id),
+            "the side effect ran but its claim is gone"
+        );
+        assert!(
+            has(&gate, id, AuditEvent::ExecutionStarted),
+            "the side effect ran but execution_started is gone"
+        );
+    }
+    if let Some(case) = done {
+        (case.acknowledged)(&gate, id);
+    }
+    // A retry after the power comes back never runs a second time.
+    let retries = Cell::new(0);
+    let _ = gate.execute_approved(id, &binding(), |_: Execution<()>| {
+        retries.set(retries.get() + 1);
+        Ok::<_, Error>(())
+    });
+    assert!(ran + retries.get() <= 1, "ran twice across a power loss");
+    gate.verify_audit()
+        .expect("the audit chain verifies after the retry");
+}
+
+const REQUEST: Case = Case {
+    setup: |_| None,
+    run: |gate, _, _| Ok(ask(gate)),
+    acknowledged: |gate, id| {
+        assert_eq!(status(gate, id), Status::Pending, "an acknowledged request");
+        assert!(has(gate, id, AuditEvent::Requested));
+        let pending = gate.list(ListFilter::Pending, None, 100).unwrap();
+        assert!(
+            pending
+                .items
+                .iter()
+                .any(|item| item.report().is_some_and(|r| r.request().id() == id)),
+            "an acknowledged request is listed as pending"
+        );
+    },
+};
+
+const APPROVE: Case = Case {
+    setup: |gate| Some(ask(gate)),
+    run: |gate, id, _| {
+        let id = id.unwrap();
+        gate.approve(id, &Decision::by("alice")).map(|_| id)
+    },
+    acknowledged: |gate, id| {
+        assert_eq!(
+            status(gate, id),
+            Status::Approved,
+            "an acknowledged approval"
+        );
+    },
+};
+
+const DENY: Case = Case {
+    setup: |gate| Some(ask(gate)),
+    run: |gate, id, _| {
+        let id = id.unwrap();
+        gate.deny(id, &Decision::by("alice")).map(|_| id)
+    },
+    acknowledged: |gate, id| {
+        assert_eq!(status(gate, id), Status::Denied, "an acknowledged denial");
+        assert!(has(gate, id, AuditEvent::Denied));
+    },
+};
+
+const REVOKE: Case = Case {
+    setup: |gate| Some(approved(gate)),
+    run: |gate, id, _| {
+        let id = id.unwrap();
+        gate.revoke(id, &Decision::by("alice")).map(|_| id)
+    },
+    acknowledged: |gate, id| {
+        assert_eq!(
+            status(gate, id),
+            Status::Revoked,
+            "an acknowledged revocation"
+        );
+        assert!(has(gate, id, AuditEvent::Revoked));
+    },
+};
+
+const CONSUME: Case = Case {
+    setup: |gate| Some(approved(gate)),
+    run: |gate, id, _| {
+        let id = id.unwrap();
+        gate.consume::<()>(id, &binding()).map(|_| id)
+    },
+    acknowledged: |gate, id| {
+        assert!(consumed(gate, id), "an acknowledged consume");
+        assert!(has(gate, id, AuditEvent::Consumed));
+    },
+};
+
+const EXECUTE: Case = Case {
+    setup: |gate| Some(approved(gate)),
+    run: |gate, id, effect| {
+        let id = id.unwrap();
+        gate.execute_approved(id, &binding(), |_: Execution<()>| {
+            effect.set(Some(fs_trace::position()));
+            Ok::<_, Error>(())
+        })
+        .map(|()| id)
+    },
+    acknowledged: |gate, id| {
+        assert!(consumed(gate, id), "an acknowledged execution");
+        let finished = RefCell::new(0);
+        for r in gate.audit_records().unwrap() {
+            if r.id == id && r.event == AuditEvent::ExecutionFinished {
+                assert_eq!(r.details["outcome"], "ok", "the outcome survives");
+                *finished.borrow_mut() += 1;
+            }
+        }
+        assert_eq!(*finished.borrow(), 1);
+    },
+};
+
+#[test]
+fn power_loss_during_request_approval() {
+    let tally = power_loss("request_approval", &REQUEST);
+    assert!(tally.lossy > 0, "the model loses unsynced writes");
+}
+
+#[test]
+fn power_loss_during_approve() {
+    power_loss("approve", &APPROVE);
+}
+
+#[test]
+fn power_loss_during_deny() {
+    power_loss("deny", &DENY);
+}
+
+#[test]
+fn power_loss_during_revoke() {
+    power_loss("revoke", &REVOKE);
+}
+
+#[test]
+fn power_loss_during_consume() {
+    power_loss("consume", &CONSUME);
+}
+
+#[test]
+fn power_loss_during_execute_approved() {
+    let tally = power_loss("execute_approved", &EXECUTE);
+    assert!(
+        tally.after_effect > 0,
+        "states after the side effect were checked"
+    );
+}
