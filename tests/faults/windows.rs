@@ -88,14 +88,20 @@ fn a_consumed_line_that_cannot_be_written_refuses_runs_nothing_and_stays_spent()
     let ran = Cell::new(0);
     let result = execute(&gate, id, &ran);
     fail::remove("audit::before_write");
+    // The claim took effect: the refusal says so, and names the audit failure behind it.
     match &result {
-        Err(Error::Io { source, .. }) => {
+        Err(Error::NotRecorded {
+            id: refused,
+            operation: "consume",
+            source,
+        }) => {
+            assert_eq!(*refused, id);
             assert!(
                 source.to_string().contains("audit::before_write"),
                 "{source}"
             );
         }
-        other => panic!("expected the audit failure, got {other:?}"),
+        other => panic!("expected the consume to be reported not recorded, got {other:?}"),
     }
     assert_eq!(ran.get(), 0, "nothing runs without its consumed line");
     assert!(
