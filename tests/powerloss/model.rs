@@ -47,17 +47,31 @@ pub(crate) fn snapshot(root: &Path) -> Disk {
     out
 }
 
-/// Writes `disk` out as a fresh store directory at `root`.
+/// Writes `disk` out as a fresh store directory at `root`, with the modes the store keeps
+/// (`0700` directories, `0600` files): a power loss does not change modes, and the store
+/// refuses anything open to group or others.
 pub(crate) fn materialize(disk: &Disk, root: &Path) {
+    use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+
     if root.exists() {
         std::fs::remove_dir_all(root).unwrap();
     }
-    std::fs::create_dir_all(root).unwrap();
+    let mut dirs = std::fs::DirBuilder::new();
+    dirs.recursive(true).mode(0o700);
+    dirs.create(root).unwrap();
     for (path, content) in disk {
         let full = root.join(path);
         match content {
-            None => std::fs::create_dir_all(&full).unwrap(),
-            Some(bytes) => std::fs::write(&full, bytes).unwrap(),
+            None => dirs.create(&full).unwrap(),
+            Some(bytes) => {
+                let mut file = std::fs::OpenOptions::new()
+                    .write(true)
+                    .create_new(true)
+                    .mode(0o600)
+                    .open(&full)
+                    .unwrap();
+                std::io::Write::write_all(&mut file, bytes).unwrap();
+            }
         }
     }
 }
