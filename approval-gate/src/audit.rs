@@ -164,7 +164,7 @@ impl AuditLog {
         id: RequestId,
         details: &Map<String, Value>,
     ) -> Result<u64, Error> {
-        let head_file = fs::open_lock(&self.head)?;
+        let head_file = fs::open_lock_durable(&self.head)?;
         let mut lock = fd_lock::RwLock::new(head_file);
         let guard = lock
             .write()
@@ -183,7 +183,7 @@ impl AuditLog {
     /// Fails as [`append`](Self::append) would, without writing anything: for operations
     /// whose effect must not happen unless its audit line can follow.
     pub(crate) fn check_appendable(&self) -> Result<(), Error> {
-        let head_file = fs::open_lock(&self.head)?;
+        let head_file = fs::open_lock_durable(&self.head)?;
         let lock = fd_lock::RwLock::new(head_file);
         let guard = lock
             .read()
@@ -199,7 +199,7 @@ impl AuditLog {
     /// `reanchored` line recording `by` and what was found, and anchors the log there. The
     /// line is written before the anchor, so the anchor never moves without its record.
     pub(crate) fn reanchor(&self, ts: Timestamp, by: &str) -> Result<Reanchored, Error> {
-        let head_file = fs::open_lock(&self.head)?;
+        let head_file = fs::open_lock_durable(&self.head)?;
         let mut lock = fd_lock::RwLock::new(head_file);
         let guard = lock
             .write()
@@ -330,7 +330,7 @@ impl AuditLog {
         {
             return Ok(());
         }
-        let head_file = fs::open_lock(&self.head)?;
+        let head_file = fs::open_lock_durable(&self.head)?;
         let mut lock = fd_lock::RwLock::new(head_file);
         let guard = lock
             .write()
@@ -393,7 +393,7 @@ impl AuditLog {
 
     /// Reads every line, checking the chain; the first problem is reported with its line.
     pub(crate) fn verify(&self) -> Result<AuditSummary, Error> {
-        let head_file = fs::open_lock(&self.head)?;
+        let head_file = fs::open_lock_durable(&self.head)?;
         let lock = fd_lock::RwLock::new(head_file);
         let guard = lock
             .read()

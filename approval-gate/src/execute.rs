@@ -175,7 +175,7 @@ impl Gate {
     fn lock_execution_marker(&self, id: RequestId) -> Result<Locked, Error> {
         let path = self.layout().execution_marker(id);
         for _ in 0..MARKER_ATTEMPTS {
-            let file = fs::open_lock(&path)?;
+            let file = fs::open_lock_durable(&path)?;
             failpoint!("execute::before_marker_lock");
             let held = file
                 .metadata()

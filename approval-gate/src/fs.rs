@@ -324,18 +324,39 @@ fn sync_renamed(dir: &Path) -> Result<(), Error> {
     sync_dir(dir)
 }
 
-/// Opens (creating if needed, with a durable name) a lock file. Lock files are never renamed over or replaced, so
-/// every process that locks one locks the same inode.
+/// Opens (creating if needed) a lock file that holds nothing but the lock. Its name needs no
+/// durability: a lock serialises live processes, none of which survives a power loss, and a
+/// lost name is simply created again. Lock files are never renamed over or replaced, so every
+/// process that locks one locks the same inode.
 pub(crate) fn open_lock(path: &Path) -> Result<File, Error> {
-    open_rw(path, false)
+    open_rw(path, Access::Write, Name::Scratch)
+}
+
+/// Opens (creating if needed, with a durable name) a lock file whose existence matters after
+/// a crash: the audit anchor, an execution marker.
+pub(crate) fn open_lock_durable(path: &Path) -> Result<File, Error> {
+    open_rw(path, Access::Write, Name::Durable)
 }
 
 /// Opens (creating if needed, with a durable name) a file for appending.
 pub(crate) fn open_append(path: &Path) -> Result<File, Error> {
-    open_rw(path, true)
+    open_rw(path, Access::Append, Name::Durable)
 }
 
-fn open_rw(path: &Path, append: bool) -> Result<File, Error> {
+#[derive(Clone, Copy)]
+enum Access {
+    Write,
+    Append,
+}
+
+/// Whether a file created by [`open_rw`] must keep its name across a power loss.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Name {
+    Durable,
+    Scratch,
+}
+
+fn open_rw(path: &Path, access: Access, name: Name) -> Result<File, Error> {
     failpoint!("fs::op");
     // Racing creators both sync the directory, which is harmless.
     let existed = fs::symlink_metadata(path).is_ok();
@@ -345,11 +366,10 @@ fn open_rw(path: &Path, append: bool) -> Result<File, Error> {
         .create(true)
         .mode(FILE_MODE)
         .custom_flags(nofollow());
-    if append {
-        options.append(true);
-    } else {
-        options.write(true);
-    }
+    match access {
+        Access::Append => options.append(true),
+        Access::Write => options.write(true),
+    };
     let file = options
         .open(path)
         .map_err(|e| map_open_error("opening", path, e))?;
@@ -363,7 +383,9 @@ fn open_rw(path: &Path, append: bool) -> Result<File, Error> {
         });
         // The audit log, its anchor and an execution marker must not lose their name to a
         // power loss once something durable depends on them.
-        sync_parent(path)?;
+        if name == Name::Durable {
+            sync_parent(path)?;
+        }
     }
     Ok(file)
 }
