@@ -172,16 +172,23 @@ impl Gate {
     /// on a file no longer at the path, and a crash would leave no marker for the next
     /// recovery. So after locking, check that the path still names the locked file, and
     /// start again if not.
+    ///
+    /// The marker's name is made durable (its directory fsynced) only once it is locked: an
+    /// fsync inside the gap would widen it a thousandfold, and every process opening the store
+    /// meanwhile runs recovery.
     fn lock_execution_marker(&self, id: RequestId) -> Result<Locked, Error> {
         let path = self.layout().execution_marker(id);
         for _ in 0..MARKER_ATTEMPTS {
-            let file = fs::open_lock_durable(&path)?;
+            let file = fs::open_lock(&path)?;
             failpoint!("execute::before_marker_lock");
             let held = file
                 .metadata()
                 .map_err(|e| Error::io("inspecting", &path, e))?;
             let locked = lock_file(file, &path)?;
             if fs::still_at(&held, &path)? {
+                // Durable before `execution_started` is written, so a power loss cannot
+                // leave a started execution without the marker that gets it an outcome.
+                fs::sync_dir(&self.layout().claims_dir())?;
                 return Ok(locked);
             }
         }

@@ -333,7 +333,7 @@ pub(crate) fn open_lock(path: &Path) -> Result<File, Error> {
 }
 
 /// Opens (creating if needed, with a durable name) a lock file whose existence matters after
-/// a crash: the audit anchor, an execution marker.
+/// a crash: the audit anchor. (The execution marker syncs its directory itself, once locked.)
 pub(crate) fn open_lock_durable(path: &Path) -> Result<File, Error> {
     open_rw(path, Access::Write, Name::Durable)
 }
