@@ -664,6 +664,14 @@ mod tests {
             .collect()
     }
 
+    /// Reads the log's lines, lets `change` edit them, writes them back, and returns them.
+    fn edit(audit: &AuditLog, change: impl FnOnce(&mut Vec<String>)) -> Vec<String> {
+        let mut all = lines(audit);
+        change(&mut all);
+        rewrite(audit, &all);
+        all
+    }
+
     fn rewrite(audit: &AuditLog, lines: &[String]) {
         let mut text = lines.join("\n");
         if !lines.is_empty() {
@@ -695,9 +703,9 @@ mod tests {
     fn flipping_any_line_is_found_at_that_line() {
         for target in 0..5 {
             let (_tmp, audit) = log_with(5);
-            let mut all = lines(&audit);
-            all[target] = all[target].replacen("\"n\":", "\"m\":", 1);
-            rewrite(&audit, &all);
+            edit(&audit, |all| {
+                all[target] = all[target].replacen("\"n\":", "\"m\":", 1);
+            });
             assert_eq!(broken_line(&audit), target as u64 + 1, "line {target}");
         }
     }
@@ -706,9 +714,9 @@ mod tests {
     fn deleting_any_line_is_found_at_its_position() {
         for target in 0..5 {
             let (_tmp, audit) = log_with(5);
-            let mut all = lines(&audit);
-            all.remove(target);
-            rewrite(&audit, &all);
+            edit(&audit, |all| {
+                all.remove(target);
+            });
             assert_eq!(broken_line(&audit), target as u64 + 1, "line {target}");
         }
     }
@@ -716,22 +724,22 @@ mod tests {
     #[test]
     fn swapping_and_duplicating_lines_is_found() {
         let (_tmp, audit) = log_with(5);
-        let mut all = lines(&audit);
-        all.swap(1, 2);
-        rewrite(&audit, &all);
+        edit(&audit, |all| {
+            all.swap(1, 2);
+        });
         assert_eq!(broken_line(&audit), 2);
 
         let (_tmp, audit) = log_with(5);
-        let mut all = lines(&audit);
-        all.insert(3, all[2].clone());
-        rewrite(&audit, &all);
+        edit(&audit, |all| {
+            all.insert(3, all[2].clone());
+        });
         assert_eq!(broken_line(&audit), 4);
 
         // Duplicating the last line looks like an append, but the anchor says otherwise.
         let (_tmp, audit) = log_with(5);
-        let mut all = lines(&audit);
-        all.push(all[4].clone());
-        rewrite(&audit, &all);
+        edit(&audit, |all| {
+            all.push(all[4].clone());
+        });
         assert_eq!(broken_line(&audit), 6);
     }
 
@@ -757,9 +765,9 @@ mod tests {
     #[test]
     fn appends_refuse_to_extend_a_truncated_log() {
         let (_tmp, audit) = log_with(3);
-        let mut all = lines(&audit);
-        all.pop();
-        rewrite(&audit, &all);
+        edit(&audit, |all| {
+            all.pop();
+        });
         let id = RequestId::parse("0123456789ab").unwrap();
         let result = audit.append(
             Timestamp::from_unix_millis(9),
@@ -787,9 +795,9 @@ mod tests {
     #[test]
     fn a_deleted_anchor_and_a_truncated_tail_are_refused_and_reported() {
         let (_tmp, audit) = log_with(3);
-        let mut all = lines(&audit);
-        all.pop();
-        rewrite(&audit, &all);
+        edit(&audit, |all| {
+            all.pop();
+        });
         std::fs::remove_file(&audit.head).unwrap();
         let result = append_one(&audit);
         assert!(
@@ -831,9 +839,9 @@ mod tests {
     #[test]
     fn reanchoring_records_what_was_found_and_appends_work_again() {
         let (_tmp, audit) = log_with(3);
-        let mut all = lines(&audit);
-        all.pop();
-        rewrite(&audit, &all);
+        let all = edit(&audit, |all| {
+            all.pop();
+        });
         std::fs::remove_file(&audit.head).unwrap();
         let found_hash = check_line_hash(&all[1]).unwrap().1;
 
@@ -863,9 +871,9 @@ mod tests {
     #[test]
     fn reanchoring_accepts_a_truncation_the_anchor_saw_and_cuts_a_torn_line() {
         let (_tmp, audit) = log_with(4);
-        let mut all = lines(&audit);
-        all.truncate(2);
-        rewrite(&audit, &all);
+        edit(&audit, |all| {
+            all.truncate(2);
+        });
         let mut text = std::fs::read(&audit.log).unwrap();
         text.extend_from_slice(b"{\"seq\":3,");
         std::fs::write(&audit.log, &text).unwrap();
@@ -892,9 +900,9 @@ mod tests {
             audit.reanchor(Timestamp::from_unix_millis(50), "alice"),
             Err(Error::InvalidInput { .. })
         ));
-        let mut all = lines(&audit);
-        all[1] = all[1].replacen("\"n\":", "\"m\":", 1);
-        rewrite(&audit, &all);
+        edit(&audit, |all| {
+            all[1] = all[1].replacen("\"n\":", "\"m\":", 1);
+        });
         std::fs::remove_file(&audit.head).unwrap();
         let edited = std::fs::read(&audit.log).unwrap();
         assert_ne!(before, edited);
