@@ -14,7 +14,7 @@ use syn::{
 use crate::args::Args;
 use crate::item::{Body, GuardedFn};
 
-/// Longest accepted operation name, in bytes: `approval_gate::MAX_OPERATION_BYTES`.
+/// Longest accepted operation name, in bytes: `approval_gate::limits::MAX_OPERATION_BYTES`.
 const MAX_OPERATION_BYTES: usize = 128;
 
 /// A function that follows every rule, with the pieces the expansion needs.

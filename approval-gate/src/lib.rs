@@ -59,6 +59,7 @@ pub mod fs_trace;
 mod grant;
 mod health;
 mod id;
+pub mod limits;
 mod list;
 mod payload;
 mod recover;
@@ -77,19 +78,15 @@ pub use error::Error;
 pub use grant::{Execution, Grant};
 pub use health::HealthReport;
 pub use id::RequestId;
-pub use list::{ListFilter, ListItem, MAX_PAGE, Page, UnreadableRecord};
-pub use payload::{
-    CanonicalPayload, MAX_PAYLOAD_BYTES, MAX_PAYLOAD_DEPTH, MAX_SAFE_INTEGER, PayloadDigest,
-    PayloadError,
-};
+pub use limits::Limits;
+pub use list::{ListFilter, ListItem, Page, UnreadableRecord};
+pub use payload::{CanonicalPayload, PayloadDigest, PayloadError};
 pub use recover::Recovery;
 pub use request::{
-    Binding, DEFAULT_TTL, Decision, EffectiveStatus, MAX_ACTION_BYTES, MAX_NAME_BYTES,
-    MAX_OPERATION_BYTES, MAX_REASON_BYTES, MAX_TTL, MIN_TTL, NewRequest, Request, Status,
-    StatusReport, os_user,
+    Binding, Decision, EffectiveStatus, NewRequest, Request, Status, StatusReport, os_user,
 };
-pub use retention::{ArchiveReport, MIN_ARCHIVE_AGE_DAYS};
-pub use store::{Gate, GateBuilder, Limits, Submitted};
+pub use retention::ArchiveReport;
+pub use store::{Gate, GateBuilder, Submitted};
 pub use time::{Clock, ManualClock, SystemClock, Timestamp};
 
 /// Entry points for the fuzz targets in `fuzz/`. Not a public API.

@@ -6,12 +6,10 @@ use serde::{Serialize, Serializer};
 use crate::error::Error;
 use crate::fs;
 use crate::id::RequestId;
+use crate::limits::MAX_PAGE;
 use crate::request::{EffectiveStatus, Request, Status, StatusReport};
 use crate::store::{Gate, MAX_REQUEST_FILE, Scan};
 use crate::time::Timestamp;
-
-/// Largest page [`Gate::list`] returns.
-pub const MAX_PAGE: usize = 1000;
 
 /// Which requests [`Gate::list`] returns.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

@@ -7,23 +7,11 @@ use serde::{Deserialize, Deserializer, Serialize};
 
 use crate::error::Error;
 use crate::id::RequestId;
+use crate::limits::{
+    MAX_ACTION_BYTES, MAX_NAME_BYTES, MAX_OPERATION_BYTES, MAX_REASON_BYTES, MAX_TTL, MIN_TTL,
+};
 use crate::payload::{CanonicalPayload, PayloadDigest};
 use crate::time::Timestamp;
-
-/// Longest accepted action text, in bytes.
-pub const MAX_ACTION_BYTES: usize = 4096;
-/// Longest accepted reason (for a request or a decision), in bytes.
-pub const MAX_REASON_BYTES: usize = 4096;
-/// Longest accepted requester or decider name, in bytes.
-pub const MAX_NAME_BYTES: usize = 256;
-/// Longest accepted operation name, in bytes.
-pub const MAX_OPERATION_BYTES: usize = 128;
-/// Default time to live of a request.
-pub const DEFAULT_TTL: Duration = Duration::from_secs(3600);
-/// Shortest accepted time to live.
-pub const MIN_TTL: Duration = Duration::from_secs(10);
-/// Longest accepted time to live.
-pub const MAX_TTL: Duration = Duration::from_secs(7 * 24 * 3600);
 
 /// The persisted status of a request.
 ///
@@ -157,7 +145,7 @@ fn unsupported_version(version: u32) -> String {
 }
 
 impl Request {
-    pub(crate) fn new(id: RequestId, new: NewRequest, now: Timestamp) -> Self {
+    pub(crate) fn new(id: RequestId, new: NewRequest, now: Timestamp, ttl: Duration) -> Self {
         let payload_digest = new.payload.as_ref().map(CanonicalPayload::digest);
         Self {
             version: FORMAT_VERSION,
@@ -169,7 +157,7 @@ impl Request {
             payload: new.payload,
             payload_digest,
             created_at: now,
-            expires_at: now.saturating_add(new.ttl),
+            expires_at: now.saturating_add(ttl),
             status: Status::Pending,
             decided_at: None,
             decision_reason: None,
@@ -390,7 +378,7 @@ pub struct NewRequest {
     requested_by: Option<String>,
     operation: Option<String>,
     payload: Option<CanonicalPayload>,
-    ttl: Duration,
+    pub(crate) ttl: Option<Duration>,
 }
 
 impl NewRequest {
@@ -403,7 +391,7 @@ impl NewRequest {
             requested_by: None,
             operation: None,
             payload: None,
-            ttl: DEFAULT_TTL,
+            ttl: None,
         }
     }
 
@@ -428,10 +416,12 @@ impl NewRequest {
         self
     }
 
-    /// How long the request, and an approval of it, stays usable (10 s to 7 days; default 1 h).
+    /// How long the request, and an approval of it, stays usable (10 s to 7 days; default:
+    /// the operator's [`Limits::default_ttl`](crate::limits::Limits::default_ttl), 1 h unless
+    /// set).
     #[must_use]
     pub fn ttl(mut self, ttl: Duration) -> Self {
-        self.ttl = ttl;
+        self.ttl = Some(ttl);
         self
     }
 
@@ -445,19 +435,27 @@ impl NewRequest {
         if let Some(operation) = &self.operation {
             check_operation(operation)?;
         }
-        if self.ttl < MIN_TTL || self.ttl > MAX_TTL {
-            return Err(Error::InvalidInput {
-                field: "ttl",
-                problem: format!(
-                    "{} s is outside {} s to {} s",
-                    self.ttl.as_secs_f64(),
-                    MIN_TTL.as_secs(),
-                    MAX_TTL.as_secs()
-                ),
-            });
+        if let Some(ttl) = self.ttl {
+            check_ttl("ttl", ttl)?;
         }
         Ok(())
     }
+}
+
+/// Refuses a time to live outside [`MIN_TTL`] to [`MAX_TTL`].
+pub(crate) fn check_ttl(field: &'static str, ttl: Duration) -> Result<(), Error> {
+    if ttl < MIN_TTL || ttl > MAX_TTL {
+        return Err(Error::InvalidInput {
+            field,
+            problem: format!(
+                "{} s is outside {} s to {} s",
+                ttl.as_secs_f64(),
+                MIN_TTL.as_secs(),
+                MAX_TTL.as_secs()
+            ),
+        });
+    }
+    Ok(())
 }
 
 /// Who decides, and why: the input to approve, deny and revoke.
@@ -645,7 +643,7 @@ mod tests {
     fn effective_status_combines_claim_and_clock() {
         let id = RequestId::parse("0123456789ab").unwrap();
         let t0 = Timestamp::from_unix_millis(1_000_000);
-        let mut r = Request::new(id, NewRequest::new("a", "b").ttl(MIN_TTL), t0);
+        let mut r = Request::new(id, NewRequest::new("a", "b"), t0, MIN_TTL);
         let before = t0.saturating_add(MIN_TTL);
         let after = before.saturating_add(Duration::from_millis(1));
         assert_eq!(r.effective(false, before), EffectiveStatus::Pending);

@@ -8,12 +8,10 @@ use crate::audit::AuditEvent;
 use crate::error::Error;
 use crate::fs;
 use crate::id::RequestId;
+use crate::limits::MIN_ARCHIVE_AGE_DAYS;
 use crate::list::UnreadableRecord;
 use crate::request::Request;
 use crate::store::{Gate, Scan};
-
-/// Nothing younger than this (in creation and in expiry) is ever archived.
-pub const MIN_ARCHIVE_AGE_DAYS: u32 = 8;
 
 /// What [`Gate::archive`] did (or, in a dry run, would do).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

@@ -24,46 +24,13 @@ use crate::audit::{AuditEvent, AuditLog, AuditRecord, AuditSummary, Reanchored};
 use crate::error::Error;
 use crate::fs;
 use crate::id::RequestId;
+use crate::limits::Limits;
 use crate::list::UnreadableRecord;
-use crate::request::{Decision, NewRequest, Request, Status, StatusReport};
+use crate::request::{Decision, NewRequest, Request, Status, StatusReport, check_ttl};
 use crate::time::{Clock, SystemClock, Timestamp};
 
 /// Largest request file we will read; anything larger was not written by us.
 pub(crate) const MAX_REQUEST_FILE: u64 = 1024 * 1024;
-
-/// Limits that keep an agent from flooding the store. They fail new requests, never a
-/// human's decision.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Limits {
-    max_pending: usize,
-    max_requests: usize,
-}
-
-impl Default for Limits {
-    /// 100 pending requests, 10 000 requests on disk.
-    fn default() -> Self {
-        Self {
-            max_pending: 100,
-            max_requests: 10_000,
-        }
-    }
-}
-
-impl Limits {
-    /// Caps the pending queue (`approval queue full` beyond it).
-    #[must_use]
-    pub fn max_pending(mut self, max: usize) -> Self {
-        self.max_pending = max;
-        self
-    }
-
-    /// Caps the requests kept in the live store (archive finished ones to make room).
-    #[must_use]
-    pub fn max_requests(mut self, max: usize) -> Self {
-        self.max_requests = max;
-        self
-    }
-}
 
 /// The answer to [`Gate::request_approval`].
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -113,6 +80,7 @@ impl GateBuilder {
     /// this user or writable by others; [`Error::NoStateDir`] without a directory to use;
     /// [`Error::Io`] if it cannot be created.
     pub fn open(self) -> Result<Gate, Error> {
+        check_ttl("default_ttl", self.limits.default_ttl)?;
         let root = match self.dir {
             Some(dir) => dir,
             None => Gate::default_dir()?,
@@ -499,6 +467,7 @@ impl Gate {
     /// [`Error::QueueFull`] or [`Error::CreationLimit`] when a limit is reached.
     pub fn request_approval(&self, new: NewRequest) -> Result<Submitted, Error> {
         new.validate()?;
+        let ttl = new.ttl.unwrap_or(self.inner.limits.default_ttl);
         let _creation = lock_exclusive(&self.layout().root.join("gate.lock"))?;
         // Nothing is filed that the audit log cannot record.
         self.check_audit_appendable()?;
@@ -528,7 +497,7 @@ impl Gate {
             });
         }
         let id = self.fresh_id()?;
-        let request = Request::new(id, new, now);
+        let request = Request::new(id, new, now, ttl);
         // The marker goes first: a crash leaves at worst a marker without a request, which
         // the next creation cleans up, never a pending request missing from the index.
         fs::open_lock(&self.layout().lock(id))?;

@@ -8,9 +8,10 @@
 use std::cell::RefCell;
 use std::time::Duration;
 
+use approval_gate::limits::DEFAULT_TTL;
 use approval_gate::{
-    Approval, AuditEvent, CanonicalPayload, DEFAULT_TTL, Decision, Error, Gate, Grant, ManualClock,
-    NewRequest, RequestId, Timestamp, requires_approval,
+    Approval, AuditEvent, CanonicalPayload, Decision, Error, Gate, Grant, ManualClock, NewRequest,
+    RequestId, Timestamp, requires_approval,
 };
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};

@@ -6,8 +6,9 @@
 use std::cell::Cell;
 use std::time::Duration;
 
+use approval_gate::limits::MAX_TTL;
 use approval_gate::{
-    AuditEvent, Binding, Decision, EffectiveStatus, Error, Execution, Gate, MAX_TTL, ManualClock,
+    AuditEvent, Binding, Decision, EffectiveStatus, Error, Execution, Gate, ManualClock,
     NewRequest, RequestId, Timestamp,
 };
 use fail::FailScenario;

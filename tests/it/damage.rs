@@ -6,9 +6,10 @@ use std::os::unix::fs::{PermissionsExt, symlink};
 use std::path::PathBuf;
 use std::time::Duration;
 
+use approval_gate::limits::MAX_PAGE;
 use approval_gate::{
-    Decision, Error, Execution, Gate, Limits, ListFilter, ListItem, MAX_PAGE, NewRequest,
-    RequestId, UnreadableRecord,
+    Decision, Error, Execution, Gate, Limits, ListFilter, ListItem, NewRequest, RequestId,
+    UnreadableRecord,
 };
 use approval_gate_tests::{Fixture, binding, changed, snapshot};
 

@@ -266,7 +266,10 @@ fn bad_input_is_refused_and_nothing_changes_on_disk() {
         "{\"n\":1.0}".to_owned(),
         "\"nul\\u0000\"".to_owned(),
         format!("{}1{}", "[".repeat(40), "]".repeat(40)),
-        format!("\"{}\"", "x".repeat(approval_gate::MAX_PAYLOAD_BYTES + 1)),
+        format!(
+            "\"{}\"",
+            "x".repeat(approval_gate::limits::MAX_PAYLOAD_BYTES + 1)
+        ),
     ];
     for text in &bad_payloads {
         assert!(
@@ -277,7 +280,7 @@ fn bad_input_is_refused_and_nothing_changes_on_disk() {
     let bad_requests = [
         NewRequest::new("", "r"),
         NewRequest::new("a\0b", "r"),
-        NewRequest::new("x".repeat(approval_gate::MAX_ACTION_BYTES + 1), "r"),
+        NewRequest::new("x".repeat(approval_gate::limits::MAX_ACTION_BYTES + 1), "r"),
         NewRequest::new("a", "r").ttl(Duration::from_secs(5)),
         NewRequest::new("a", "r").ttl(Duration::from_secs(8 * 24 * 3600)),
         NewRequest::new("a", "r").operation("smtp send"),
@@ -426,4 +429,49 @@ fn approve_as_shown_approves_only_the_record_the_human_saw() {
         approved.effective_status(),
         EffectiveStatus::ApprovedUnconsumed
     );
+}
+
+#[test]
+fn the_operators_default_ttl_applies_unless_the_request_asks_and_is_checked_at_open() {
+    let tmp = tempfile::tempdir().unwrap();
+    let clock = approval_gate::ManualClock::new(T0);
+    let gate = Gate::builder()
+        .dir(tmp.path().join("g"))
+        .clock(clock.clone())
+        .limits(Limits::default().default_ttl(Duration::from_secs(120)))
+        .open()
+        .unwrap();
+    let unsaid = gate.request_approval(NewRequest::new("a", "r")).unwrap();
+    assert_eq!(
+        unsaid.request.expires_at(),
+        T0.saturating_add(Duration::from_secs(120))
+    );
+    let asked = gate
+        .request_approval(NewRequest::new("b", "r").ttl(Duration::from_secs(30)))
+        .unwrap();
+    assert_eq!(
+        asked.request.expires_at(),
+        T0.saturating_add(Duration::from_secs(30))
+    );
+    // The default without any setting is an hour.
+    assert_eq!(Limits::default().default_ttl, HOUR);
+    for bad in [Duration::from_secs(1), Duration::from_secs(8 * 24 * 3600)] {
+        let refused = Gate::builder()
+            .dir(tmp.path().join("h"))
+            .limits(Limits::default().default_ttl(bad))
+            .open()
+            .unwrap_err();
+        assert!(
+            matches!(
+                refused,
+                Error::InvalidInput {
+                    field: "default_ttl",
+                    ..
+                }
+            ),
+            "{refused:?}"
+        );
+    }
+    // A refused setting creates nothing.
+    assert!(!tmp.path().join("h").exists());
 }

@@ -6,7 +6,7 @@ use proptest::prelude::*;
 use serde_json::{Map, Number, Value};
 
 fn leaf() -> impl Strategy<Value = Value> {
-    let safe = i64::try_from(approval_gate::MAX_SAFE_INTEGER).unwrap();
+    let safe = i64::try_from(approval_gate::limits::MAX_SAFE_INTEGER).unwrap();
     prop_oneof![
         Just(Value::Null),
         any::<bool>().prop_map(Value::Bool),

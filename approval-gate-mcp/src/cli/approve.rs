@@ -8,7 +8,8 @@ use std::fmt::Write as _;
 use std::io::{self, BufRead, IsTerminal, Read};
 use std::path::Path;
 
-use approval_gate::{EffectiveStatus, Error, MAX_REASON_BYTES, Request, RequestId, StatusReport};
+use approval_gate::limits::MAX_REASON_BYTES;
+use approval_gate::{EffectiveStatus, Error, Request, RequestId, StatusReport};
 
 use super::output::{self, Style};
 use super::{Exit, Refusal, decide, render};

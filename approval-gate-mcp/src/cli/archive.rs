@@ -2,7 +2,8 @@
 
 use std::fmt::Write as _;
 
-use approval_gate::{Gate, MIN_ARCHIVE_AGE_DAYS};
+use approval_gate::Gate;
+use approval_gate::limits::MIN_ARCHIVE_AGE_DAYS;
 
 use super::Exit;
 use super::output;

@@ -5,7 +5,8 @@
 
 use std::path::PathBuf;
 
-use approval_gate::{ListFilter, MAX_PAGE, RequestId};
+use approval_gate::limits::MAX_PAGE;
+use approval_gate::{ListFilter, RequestId};
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
 const AFTER_HELP: &str = "\

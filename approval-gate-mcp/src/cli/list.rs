@@ -2,7 +2,8 @@
 
 use std::fmt::Write as _;
 
-use approval_gate::{EffectiveStatus, Gate, ListFilter, ListItem, MAX_PAGE, RequestId};
+use approval_gate::limits::MAX_PAGE;
+use approval_gate::{EffectiveStatus, Gate, ListFilter, ListItem, RequestId};
 use serde::Serialize;
 
 use super::Exit;

@@ -14,7 +14,8 @@ use std::sync::mpsc::{self, RecvTimeoutError, Sender};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use approval_gate::{Gate, ListFilter, ListItem, MAX_PAGE, RequestId};
+use approval_gate::limits::MAX_PAGE;
+use approval_gate::{Gate, ListFilter, ListItem, RequestId};
 use notify::{RecursiveMode, Watcher};
 use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
 use signal_hook::iterator::Signals;

@@ -7,7 +7,7 @@
 
 use std::sync::Arc;
 
-use approval_gate::{
+use approval_gate::limits::{
     MAX_ACTION_BYTES, MAX_NAME_BYTES, MAX_OPERATION_BYTES, MAX_REASON_BYTES, MAX_TTL, MIN_TTL,
 };
 use rmcp::handler::server::tool::schema_for_output;

@@ -1,6 +1,7 @@
 //! No tool, argument or sequence of calls over MCP produces an approved request.
 
-use approval_gate::{AuditEvent, ListFilter, MAX_PAGE, Status};
+use approval_gate::limits::MAX_PAGE;
+use approval_gate::{AuditEvent, ListFilter, Status};
 use serde_json::{Value, json};
 
 use crate::support::Session;

@@ -25,6 +25,8 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::value::RawValue;
 use serde_json::{Map, Number, Value};
 
+use crate::limits::{MAX_PAYLOAD_BYTES, MAX_PAYLOAD_DEPTH, MAX_SAFE_INTEGER};
+
 mod parse;
 #[cfg(test)]
 mod tests;
@@ -34,15 +36,6 @@ use parse::parse;
 use write::Writer;
 #[cfg(test)]
 use write::{format_number, write_string};
-
-/// Largest accepted payload, both as input JSON text and as canonical bytes.
-pub const MAX_PAYLOAD_BYTES: usize = 64 * 1024;
-
-/// Deepest accepted nesting of arrays and objects: a scalar is depth 0, `{}` or `[]` depth 1.
-pub const MAX_PAYLOAD_DEPTH: usize = 32;
-
-/// Largest integer magnitude every JSON reader (including JavaScript's) holds exactly.
-pub const MAX_SAFE_INTEGER: u64 = (1 << 53) - 1;
 
 /// From this magnitude on, ECMAScript prints integral doubles with an exponent, so they
 /// cannot be mistaken for integers.
