@@ -4,9 +4,7 @@
 //! in for the human who would run `approval-gate approve <id>` in their own terminal.
 #![allow(clippy::print_stdout)]
 
-use approval_gate::{
-    Binding, CanonicalPayload, Decision, Error, Execution, Gate, NewRequest, Status,
-};
+use approval_gate::{Binding, CanonicalPayload, Decision, Error, Gate, Grant, NewRequest, Status};
 use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Serialize, Deserialize)]
@@ -48,13 +46,13 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let binding = Binding::new(action)
         .operation("bank.transfer")
         .payload_of(&transfer)?;
-    gate.execute_approved(id, &binding, |run: Execution<Transfer>| {
+    gate.execute_approved(id, &binding, |run: &Grant<Transfer>| {
         run.assert_active()?;
         println!("executing exactly what was approved: {:?}", run.payload());
         Ok::<_, Error>(())
     })?;
 
-    match gate.execute_approved(id, &binding, |_: Execution<Transfer>| Ok::<_, Error>(())) {
+    match gate.execute_approved(id, &binding, |_: &Grant<Transfer>| Ok::<_, Error>(())) {
         Err(Error::AlreadyConsumed(_)) => println!("second attempt refused: already consumed"),
         other => return Err(format!("a replay must be refused, got {other:?}").into()),
     }

@@ -34,7 +34,7 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use approval_gate::{
-    Approval, CanonicalPayload, EffectiveStatus, Gate, NewRequest, RequestId, StatusReport,
+    CanonicalPayload, Claim, EffectiveStatus, Gate, NewRequest, RequestId, StatusReport,
     requires_approval,
 };
 use lettre::message::header::ContentType;
@@ -86,7 +86,7 @@ impl Mailer {
     /// Sends exactly the approved email. `email` is the frozen approved copy; `approval` is
     /// the grant proving this run consumed the approval.
     #[requires_approval(operation = "smtp.send")]
-    fn send(&self, #[payload] email: Email, approval: Approval<'_>) -> Result<String, SendError> {
+    fn send(&self, #[payload] email: Email, approval: Claim<'_>) -> Result<String, SendError> {
         let message = email.to_message()?;
         // Re-check the expiry immediately before the side effect.
         approval.assert_active()?;
@@ -163,7 +163,7 @@ fn run() -> Result<bool, Box<dyn std::error::Error>> {
         println!("--tamper: the executor now tries to send to {}", to_send.to);
     }
     let mailer = Mailer { transport };
-    match mailer.send(to_send, Approval::new(&gate, id, action.as_str())) {
+    match mailer.send(to_send, Claim::new(&gate, id, action.as_str())) {
         Ok(reply) => {
             println!("sent to {} via {destination} ({reply})", email.to);
             Ok(true)

@@ -14,10 +14,10 @@ use crate::item::{Body, GuardedFn};
 use crate::valid::Guarded;
 
 /// The guarded function. For a sync `fn send(&self, #[payload] email: Email, approval:
-/// Approval<'_>) -> Result<Id, SendError>` with `operation = "smtp.send"`:
+/// Claim<'_>) -> Result<Id, SendError>` with `operation = "smtp.send"`:
 ///
 /// ```text
-/// fn send(&self, email: Email, approval: Approval<'_>) -> Result<Id, SendError> {
+/// fn send(&self, email: Email, approval: Claim<'_>) -> Result<Id, SendError> {
 ///     let __approval_gate_approval = approval;
 ///     let __approval_gate_payload = email;
 ///     ::approval_gate::__private::check_payload(&__approval_gate_payload);
@@ -26,9 +26,10 @@ use crate::valid::Guarded;
 ///         &__approval_gate_approval,
 ///         "smtp.send",
 ///         &__approval_gate_payload,
-///         move |__approval_gate_execution| -> Result<Id, SendError> {
-///             let approval: &::approval_gate::__private::Grant<Email> =
-///                 __approval_gate_execution.grant();
+///         move |__approval_gate_execution: &::approval_gate::__private::Grant<Email>|
+///             -> Result<Id, SendError>
+///         {
+///             let approval: &::approval_gate::__private::Grant<Email> = __approval_gate_execution;
 ///             let email: &Email = __approval_gate_execution.payload();
 ///             { /* the original body */ }
 ///         }
@@ -72,14 +73,14 @@ pub(crate) fn guarded(guarded: &Guarded<'_>) -> TokenStream {
     let checks = checks(guarded, &caller_payload);
     let payload_arg = spanned_on(&guarded.payload.ty, &caller_payload);
     let bindings = quote! {
-        let #approval: &#private::Grant<#payload_ty> = #execution.grant();
+        let #approval: &#private::Grant<#payload_ty> = #execution;
         let #payload: &#payload_ty = #execution.payload();
     };
     let (function, closure, await_) = if sig.asyncness.is_some() {
         // An `async` block infers its output from its body alone; the never-taken `return`
         // of the declared type makes `?`, `return` and coercions work as in the original.
         let closure = quote! {
-            move |#execution| async move {
+            async move |#execution: &#private::Grant<#payload_ty>| {
                 if let ::core::option::Option::Some(#declared) =
                     ::core::option::Option::None::<#output>
                 {
@@ -92,7 +93,7 @@ pub(crate) fn guarded(guarded: &Guarded<'_>) -> TokenStream {
         (quote!(execute_async), closure, quote!(.await))
     } else {
         let closure = quote! {
-            move |#execution| -> #output {
+            move |#execution: &#private::Grant<#payload_ty>| -> #output {
                 #bindings
                 #block
             }

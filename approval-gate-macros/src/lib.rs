@@ -29,7 +29,7 @@ use crate::item::GuardedFn;
 /// (`Gate::execute_approved`), on the payload the human approved.
 ///
 /// ```
-/// use approval_gate::{Approval, CanonicalPayload, Decision, Error, Gate, NewRequest};
+/// use approval_gate::{Claim, CanonicalPayload, Decision, Error, Gate, NewRequest};
 /// use approval_gate::requires_approval;
 /// use serde::{Deserialize, Serialize};
 ///
@@ -45,7 +45,7 @@ use crate::item::GuardedFn;
 ///
 /// impl Mailer {
 ///     #[requires_approval(operation = "smtp.send")]
-///     fn send(&mut self, #[payload] email: Email, approval: Approval<'_>) -> Result<usize, Error> {
+///     fn send(&mut self, #[payload] email: Email, approval: Claim<'_>) -> Result<usize, Error> {
 ///         // Here `email: &Email` is the approved payload and `approval: &Grant<Email>` the
 ///         // proof to hand to lower-level code.
 ///         approval.assert_active()?; // right before the side effect
@@ -68,10 +68,10 @@ use crate::item::GuardedFn;
 ///
 /// // The caller hands over the payload it intends to run and the approval it claims.
 /// let mut mailer = Mailer { outbox: Vec::new() };
-/// assert_eq!(mailer.send(email.clone(), Approval::new(&gate, id, action))?, 1);
+/// assert_eq!(mailer.send(email.clone(), Claim::new(&gate, id, action))?, 1);
 ///
 /// // Once only: a replay is refused and the body does not run again.
-/// let replay = mailer.send(email, Approval::new(&gate, id, action));
+/// let replay = mailer.send(email, Claim::new(&gate, id, action));
 /// assert!(matches!(replay, Err(Error::AlreadyConsumed(_))));
 /// assert_eq!(mailer.outbox.len(), 1);
 /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -84,8 +84,8 @@ use crate::item::GuardedFn;
 /// - **one parameter marked `#[payload]`**: the value the approval is bound to, by value, of a
 ///   type that is `Serialize + DeserializeOwned`. The caller passes the payload it intends to
 ///   run; it is compared, as canonical JSON, with the approved one.
-/// - **one parameter of type `Approval<'_>`** (any path whose last segment is `Approval`), by
-///   value: `Approval::new(&gate, id, action)` names the gate, the request and the exact action
+/// - **one parameter of type `Claim<'_>`** (any path whose last segment is `Claim`), by
+///   value: `Claim::new(&gate, id, action)` names the gate, the request and the exact action
 ///   text the human approved.
 /// - **a `Result<_, E>` return type** (any path whose last segment is `Result`, so aliases
 ///   such as `io::Result<T>` or your crate's `Result<T>` work) with
@@ -130,7 +130,7 @@ use crate::item::GuardedFn;
 /// Refused at compile time, with an error on the tokens at fault: a missing, empty, invalid or
 /// repeated `operation`; an unknown argument; `const fn`, `unsafe fn`, `extern` ABIs and
 /// variadics; a declaration without a body; no `#[payload]` parameter, or two, or one that is
-/// `self`, `mut` or a pattern; no `Approval` parameter, or two, or one taken by reference, or
+/// `self`, `mut` or a pattern; no `Claim` parameter, or two, or one taken by reference, or
 /// that is `mut` or a pattern; a return type that is not a `Result`, or whose error type is not
 /// `From<approval_gate::Error> + Display`; a payload type that is not
 /// `Serialize + DeserializeOwned`. On any such error the function is still emitted, with an

@@ -26,7 +26,7 @@ pub(crate) struct Guarded<'a> {
     /// The parameter marked `#[payload]`.
     pub(crate) payload: &'a PatType,
     pub(crate) payload_name: &'a Ident,
-    /// The name of the `Approval` parameter.
+    /// The name of the `Claim` parameter.
     pub(crate) approval_name: &'a Ident,
     /// `T` in `-> T`: a `Result`.
     pub(crate) output: &'a Type,
@@ -214,7 +214,7 @@ fn payload(item: &GuardedFn) -> syn::Result<(&PatType, &Ident)> {
     }
 }
 
-/// Exactly one other parameter has type `Approval<'_>`, by value, under a plain name.
+/// Exactly one other parameter has type `Claim<'_>`, by value, under a plain name.
 fn approval(item: &GuardedFn) -> syn::Result<&Ident> {
     let marked: Vec<usize> = item.payload_marks.iter().map(|mark| mark.index).collect();
     let mut found: Option<&PatType> = None;
@@ -225,18 +225,18 @@ fn approval(item: &GuardedFn) -> syn::Result<&Ident> {
             continue;
         }
         if let Type::Reference(reference) = peel(&typed.ty)
-            && last_segment_is(&reference.elem, "Approval")
+            && is_claim(&reference.elem)
         {
             errors.push(syn::Error::new_spanned(
                 &typed.ty,
-                "take the `Approval` by value, e.g. `approval: Approval<'_>`: the guarded \
+                "take the `Claim` by value, e.g. `approval: Claim<'_>`: the guarded \
                  function uses it up",
             ));
-        } else if last_segment_is(&typed.ty, "Approval") {
+        } else if is_claim(&typed.ty) {
             if found.is_some() {
                 errors.push(syn::Error::new_spanned(
                     &typed.ty,
-                    "only one parameter can be an `Approval`: a guarded function consumes one \
+                    "only one parameter can be a `Claim`: a guarded function consumes one \
                      approval",
                 ));
             } else {
@@ -250,15 +250,15 @@ fn approval(item: &GuardedFn) -> syn::Result<&Ident> {
     let Some(typed) = found else {
         return Err(syn::Error::new(
             item.sig.paren_token.span.join(),
-            "missing `Approval` parameter: add `approval: approval_gate::Approval<'_>`, through \
+            "missing `Claim` parameter: add `approval: approval_gate::Claim<'_>`, through \
              which the caller names the gate, the request and the approved action",
         ));
     };
     plain_name(
         &typed.pat,
-        "the `Approval` parameter must be a plain name such as `approval`: the body sees the \
+        "the `Claim` parameter must be a plain name such as `approval`: the body sees the \
          grant of the consumed approval under that name, as `&Grant<T>`",
-        "the `Approval` parameter cannot be `mut`: the body sees the grant of the consumed \
+        "the `Claim` parameter cannot be `mut`: the body sees the grant of the consumed \
          approval under that name, as `&Grant<T>`",
     )
 }
@@ -314,7 +314,12 @@ fn body(body: &Body) -> syn::Result<(&[Attribute], &Block)> {
     }
 }
 
-/// Whether `ty` is a path such as `Approval<'_>` or `std::result::Result<T, E>` whose last
+/// Whether `ty` names the caller's claim, `Claim<'_>`.
+fn is_claim(ty: &Type) -> bool {
+    last_segment_is(ty, "Claim")
+}
+
+/// Whether `ty` is a path such as `Claim<'_>` or `std::result::Result<T, E>` whose last
 /// segment is `name`. Type aliases are matched by that name only: the compiler checks the rest.
 fn last_segment_is(ty: &Type, name: &str) -> bool {
     match peel(ty) {

@@ -19,7 +19,7 @@ use std::os::unix::fs::{FileExt, PermissionsExt};
 use std::path::Path;
 use std::process::Command;
 
-use approval_gate::{Binding, Decision, Error, Execution, Gate, ListFilter, NewRequest, RequestId};
+use approval_gate::{Binding, Decision, Error, Gate, Grant, ListFilter, NewRequest, RequestId};
 use divan::Bencher;
 use divan::counter::ItemsCount;
 
@@ -102,7 +102,7 @@ fn execute_approved(bencher: Bencher) {
             (id, Binding::new(action))
         })
         .bench_local_values(|(id, binding): (RequestId, Binding)| {
-            gate.execute_approved(id, &binding, |run: Execution<()>| {
+            gate.execute_approved(id, &binding, |run: &Grant<()>| {
                 run.assert_active()?;
                 Ok::<_, Error>(())
             })

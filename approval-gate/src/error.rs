@@ -305,39 +305,268 @@ impl Error {
         }
     }
 
-    /// A short stable code for the kind of error, used in audit lines and by tools.
+    /// The kind of error, as a stable code: what audit lines, the CLI's `--json` and MCP
+    /// answers carry.
     #[must_use]
-    pub fn code(&self) -> &'static str {
+    pub fn code(&self) -> ErrorCode {
         match self {
-            Self::InvalidId { .. } => "invalid_id",
-            Self::InvalidInput { .. } => "invalid_input",
-            Self::InvalidPayload(_) => "invalid_payload",
-            Self::PayloadType { .. } => "payload_type",
-            Self::QueueFull { .. } => "queue_full",
-            Self::CreationLimit { .. } => "creation_limit",
-            Self::NotFound(_) => "not_found",
-            Self::Archived(_) => "archived",
-            Self::NotApproved(_) => "not_approved",
-            Self::Denied(_) => "denied",
-            Self::Expired(_) => "expired",
-            Self::Revoked(_) => "revoked",
-            Self::AlreadyConsumed(_) => "already_consumed",
-            Self::ApprovalExpired { .. } => "approval_expired",
-            Self::ExpiredDuringConsume { .. } => "expired_during_consume",
-            Self::ActionMismatch(_) => "action_mismatch",
-            Self::OperationMismatch { .. } => "operation_mismatch",
-            Self::PayloadMismatch { .. } => "payload_mismatch",
-            Self::Changed(_) => "changed",
-            Self::WrongState { .. } => "wrong_state",
-            Self::UnsafeState { .. } => "unsafe_state",
-            Self::Corrupt { .. } => "corrupt",
-            Self::Unreadable { .. } => "unreadable",
-            Self::AuditBroken { .. } => "audit_broken",
-            Self::DurabilityUnknown { .. } => "durability_unknown",
-            Self::NotRecorded { .. } => "not_recorded",
-            Self::NoStateDir => "no_state_dir",
-            Self::Random(_) => "random",
-            Self::Io { .. } => "io",
+            Self::InvalidId { .. } => ErrorCode::InvalidId,
+            Self::InvalidInput { .. } => ErrorCode::InvalidInput,
+            Self::InvalidPayload(_) => ErrorCode::InvalidPayload,
+            Self::PayloadType { .. } => ErrorCode::PayloadType,
+            Self::QueueFull { .. } => ErrorCode::QueueFull,
+            Self::CreationLimit { .. } => ErrorCode::CreationLimit,
+            Self::NotFound(_) => ErrorCode::NotFound,
+            Self::Archived(_) => ErrorCode::Archived,
+            Self::NotApproved(_) => ErrorCode::NotApproved,
+            Self::Denied(_) => ErrorCode::Denied,
+            Self::Expired(_) => ErrorCode::Expired,
+            Self::Revoked(_) => ErrorCode::Revoked,
+            Self::AlreadyConsumed(_) => ErrorCode::AlreadyConsumed,
+            Self::ApprovalExpired { .. } => ErrorCode::ApprovalExpired,
+            Self::ExpiredDuringConsume { .. } => ErrorCode::ExpiredDuringConsume,
+            Self::ActionMismatch(_) => ErrorCode::ActionMismatch,
+            Self::OperationMismatch { .. } => ErrorCode::OperationMismatch,
+            Self::PayloadMismatch { .. } => ErrorCode::PayloadMismatch,
+            Self::Changed(_) => ErrorCode::Changed,
+            Self::WrongState { .. } => ErrorCode::WrongState,
+            Self::UnsafeState { .. } => ErrorCode::UnsafeState,
+            Self::Corrupt { .. } => ErrorCode::Corrupt,
+            Self::Unreadable { .. } => ErrorCode::Unreadable,
+            Self::AuditBroken { .. } => ErrorCode::AuditBroken,
+            Self::DurabilityUnknown { .. } => ErrorCode::DurabilityUnknown,
+            Self::NotRecorded { .. } => ErrorCode::NotRecorded,
+            Self::NoStateDir => ErrorCode::NoStateDir,
+            Self::Random(_) => ErrorCode::Random,
+            Self::Io { .. } => ErrorCode::Io,
         }
+    }
+
+    /// The request this error is about, if it is about one.
+    #[must_use]
+    pub fn request_id(&self) -> Option<RequestId> {
+        match self {
+            Self::NotFound(id)
+            | Self::Archived(id)
+            | Self::NotApproved(id)
+            | Self::Denied(id)
+            | Self::Expired(id)
+            | Self::Revoked(id)
+            | Self::AlreadyConsumed(id)
+            | Self::ActionMismatch(id)
+            | Self::Changed(id)
+            | Self::PayloadType { id, .. }
+            | Self::ApprovalExpired { id, .. }
+            | Self::ExpiredDuringConsume { id, .. }
+            | Self::OperationMismatch { id, .. }
+            | Self::PayloadMismatch { id, .. }
+            | Self::WrongState { id, .. }
+            | Self::Unreadable { id, .. }
+            | Self::DurabilityUnknown { id, .. }
+            | Self::NotRecorded { id, .. } => Some(*id),
+            _ => None,
+        }
+    }
+
+    /// Where the request stands, as far as this refusal tells (a consume refused for a
+    /// payload mismatch says the approval is still unconsumed, say); `None` when it does not.
+    #[must_use]
+    pub fn status(&self) -> Option<EffectiveStatus> {
+        use EffectiveStatus as S;
+        Some(match self {
+            Self::NotApproved(_) => S::Pending,
+            Self::Denied(_) => S::Denied,
+            Self::Expired(_) => S::Expired,
+            Self::Revoked(_) => S::Revoked,
+            Self::AlreadyConsumed(_) | Self::ExpiredDuringConsume { .. } => S::Consumed,
+            Self::ApprovalExpired { .. } => S::ApprovedExpired,
+            Self::ActionMismatch(_)
+            | Self::OperationMismatch { .. }
+            | Self::PayloadMismatch { .. }
+            | Self::PayloadType { .. } => S::ApprovedUnconsumed,
+            Self::WrongState { status, .. } => *status,
+            _ => return None,
+        })
+    }
+}
+
+/// The kind of an [`Error`], with a stable `snake_case` name (`as_str`, `Display` and serde
+/// all give it): one per error variant, so no front end lists the variants or matches on
+/// strings.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum ErrorCode {
+    /// [`Error::InvalidId`]: an id that is not 12 lowercase letters and digits.
+    InvalidId,
+    /// [`Error::InvalidInput`]: a field of a request or decision is unacceptable.
+    InvalidInput,
+    /// [`Error::InvalidPayload`]: the payload is not acceptable JSON.
+    InvalidPayload,
+    /// [`Error::PayloadType`]: the approved payload does not round-trip through the executor's type.
+    PayloadType,
+    /// [`Error::QueueFull`]: the pending queue is at its cap.
+    QueueFull,
+    /// [`Error::CreationLimit`]: the live store holds as many requests as allowed.
+    CreationLimit,
+    /// [`Error::NotFound`]: no such request.
+    NotFound,
+    /// [`Error::Archived`]: the request was archived.
+    Archived,
+    /// [`Error::NotApproved`]: the request is still pending.
+    NotApproved,
+    /// [`Error::Denied`]: a human denied it.
+    Denied,
+    /// [`Error::Expired`]: it expired while pending.
+    Expired,
+    /// [`Error::Revoked`]: the approval was revoked.
+    Revoked,
+    /// [`Error::AlreadyConsumed`]: the approval was already used.
+    AlreadyConsumed,
+    /// [`Error::ApprovalExpired`]: the approval expired before it was used.
+    ApprovalExpired,
+    /// [`Error::ExpiredDuringConsume`]: the approval expired while being consumed (it is spent).
+    ExpiredDuringConsume,
+    /// [`Error::ActionMismatch`]: the action text differs from the approved one.
+    ActionMismatch,
+    /// [`Error::OperationMismatch`]: the operation differs from the approved one.
+    OperationMismatch,
+    /// [`Error::PayloadMismatch`]: the payload differs from the approved one.
+    PayloadMismatch,
+    /// [`Error::Changed`]: the request changed after it was shown.
+    Changed,
+    /// [`Error::WrongState`]: the request is not in a state that allows this.
+    WrongState,
+    /// [`Error::UnsafeState`]: a state file is unsafe (symlink, foreign owner, open permissions).
+    UnsafeState,
+    /// [`Error::Corrupt`]: a state file is damaged.
+    Corrupt,
+    /// [`Error::Unreadable`]: the request's record cannot be read.
+    Unreadable,
+    /// [`Error::AuditBroken`]: the audit log fails verification or refuses appends.
+    AuditBroken,
+    /// [`Error::DurabilityUnknown`]: it took effect, but may not survive a crash.
+    DurabilityUnknown,
+    /// [`Error::NotRecorded`]: it took effect, but its audit line could not be written.
+    NotRecorded,
+    /// [`Error::NoStateDir`]: no state directory to use.
+    NoStateDir,
+    /// [`Error::Random`]: the OS random source failed.
+    Random,
+    /// [`Error::Io`]: an I/O error.
+    Io,
+}
+
+impl ErrorCode {
+    /// Every code, in declaration order.
+    pub const ALL: &'static [ErrorCode] = &[
+        Self::InvalidId,
+        Self::InvalidInput,
+        Self::InvalidPayload,
+        Self::PayloadType,
+        Self::QueueFull,
+        Self::CreationLimit,
+        Self::NotFound,
+        Self::Archived,
+        Self::NotApproved,
+        Self::Denied,
+        Self::Expired,
+        Self::Revoked,
+        Self::AlreadyConsumed,
+        Self::ApprovalExpired,
+        Self::ExpiredDuringConsume,
+        Self::ActionMismatch,
+        Self::OperationMismatch,
+        Self::PayloadMismatch,
+        Self::Changed,
+        Self::WrongState,
+        Self::UnsafeState,
+        Self::Corrupt,
+        Self::Unreadable,
+        Self::AuditBroken,
+        Self::DurabilityUnknown,
+        Self::NotRecorded,
+        Self::NoStateDir,
+        Self::Random,
+        Self::Io,
+    ];
+
+    /// The stable name, e.g. `already_consumed`.
+    #[must_use]
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::InvalidId => "invalid_id",
+            Self::InvalidInput => "invalid_input",
+            Self::InvalidPayload => "invalid_payload",
+            Self::PayloadType => "payload_type",
+            Self::QueueFull => "queue_full",
+            Self::CreationLimit => "creation_limit",
+            Self::NotFound => "not_found",
+            Self::Archived => "archived",
+            Self::NotApproved => "not_approved",
+            Self::Denied => "denied",
+            Self::Expired => "expired",
+            Self::Revoked => "revoked",
+            Self::AlreadyConsumed => "already_consumed",
+            Self::ApprovalExpired => "approval_expired",
+            Self::ExpiredDuringConsume => "expired_during_consume",
+            Self::ActionMismatch => "action_mismatch",
+            Self::OperationMismatch => "operation_mismatch",
+            Self::PayloadMismatch => "payload_mismatch",
+            Self::Changed => "changed",
+            Self::WrongState => "wrong_state",
+            Self::UnsafeState => "unsafe_state",
+            Self::Corrupt => "corrupt",
+            Self::Unreadable => "unreadable",
+            Self::AuditBroken => "audit_broken",
+            Self::DurabilityUnknown => "durability_unknown",
+            Self::NotRecorded => "not_recorded",
+            Self::NoStateDir => "no_state_dir",
+            Self::Random => "random",
+            Self::Io => "io",
+        }
+    }
+}
+
+impl std::fmt::Display for ErrorCode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_code_has_one_stable_snake_case_name_that_serde_agrees_with() {
+        let mut seen = std::collections::HashSet::new();
+        for code in ErrorCode::ALL {
+            let name = code.as_str();
+            assert!(seen.insert(name), "{name} twice");
+            assert!(
+                name.bytes().all(|b| b.is_ascii_lowercase() || b == b'_'),
+                "{name}"
+            );
+            assert_eq!(code.to_string(), name);
+            let json = serde_json::to_value(code).unwrap();
+            assert_eq!(json, serde_json::Value::from(name));
+            assert_eq!(serde_json::from_value::<ErrorCode>(json).unwrap(), *code);
+        }
+        assert_eq!(seen.len(), 29);
+    }
+
+    #[test]
+    fn a_refusal_names_its_request_and_where_it_stands() {
+        let id: RequestId = "a1b2c3d4e5f6".parse().unwrap();
+        let mismatch = Error::ActionMismatch(id);
+        assert_eq!(mismatch.code(), ErrorCode::ActionMismatch);
+        assert_eq!(mismatch.request_id(), Some(id));
+        assert_eq!(mismatch.status(), Some(EffectiveStatus::ApprovedUnconsumed));
+        let spent = Error::AlreadyConsumed(id);
+        assert_eq!(spent.status(), Some(EffectiveStatus::Consumed));
+        let lost = Error::NotFound(id);
+        assert_eq!((lost.request_id(), lost.status()), (Some(id), None));
+        assert_eq!(Error::NoStateDir.request_id(), None);
     }
 }

@@ -1,7 +1,6 @@
 //! The trusted execution boundary: consume, record the start, re-check, run, record the end.
 
 use std::fmt::Display;
-use std::future::Future;
 
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -11,7 +10,7 @@ use crate::audit::AuditEvent;
 use crate::error::Error;
 use crate::faults::failpoint;
 use crate::fs;
-use crate::grant::{Execution, Grant};
+use crate::grant::Grant;
 use crate::id::RequestId;
 use crate::request::Binding;
 use crate::store::{Gate, Locked, lock_file};
@@ -21,10 +20,11 @@ impl Gate {
     ///
     /// In order: [`consume`](Gate::consume) (binding to the action text, operation and
     /// payload); append `execution_started` and fsync it (if that fails, nothing runs);
-    /// check the expiry again; call `f` with an [`Execution`] holding the frozen approved
-    /// payload as `T` and the grant; append `execution_finished` with the outcome.
+    /// check the expiry again; call `f` with the [`Grant`], holding the frozen approved
+    /// payload as `T`; append `execution_finished` with the outcome. `f` only borrows the
+    /// grant: it cannot outlive the execution.
     ///
-    /// Inside `f`, call [`Execution::assert_active`] immediately before the side effect. A
+    /// Inside `f`, call [`Grant::assert_active`] immediately before the side effect. A
     /// crash between the start and the finish leaves the outcome unknown; nothing is ever
     /// retried. A panic in `f` is recorded as an unknown outcome and then resumes.
     ///
@@ -36,12 +36,25 @@ impl Gate {
     /// # let id = gate.request_approval(NewRequest::new("pay 5 EUR", "rent").operation("pay").payload(payload.clone()))?.request.id();
     /// # gate.approve(id, &Decision::by("alice"))?;
     /// let binding = Binding::new("pay 5 EUR").operation("pay").payload(payload);
-    /// let paid = gate.execute_approved(id, &binding, |run: approval_gate::Execution<serde_json::Value>| {
-    ///     run.assert_active()?;
-    ///     Ok::<_, approval_gate::Error>(run.payload()["amount_cents"].as_u64())
+    /// let paid = gate.execute_approved(id, &binding, |grant: &approval_gate::Grant<serde_json::Value>| {
+    ///     grant.assert_active()?;
+    ///     Ok::<_, approval_gate::Error>(grant.payload()["amount_cents"].as_u64())
     /// })?;
     /// assert_eq!(paid, Some(500));
     /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// The grant stays inside: keeping it past the closure does not compile.
+    ///
+    /// ```compile_fail
+    /// # use approval_gate::{Binding, Error, Gate, Grant, RequestId};
+    /// # fn f(gate: &Gate, id: RequestId) {
+    /// let mut kept: Option<&Grant<()>> = None;
+    /// let _ = gate.execute_approved(id, &Binding::new("a"), |grant: &Grant<()>| {
+    ///     kept = Some(grant); // the grant would outlive its execution
+    ///     Ok::<_, Error>(())
+    /// });
+    /// # }
     /// ```
     ///
     /// # Errors
@@ -58,11 +71,11 @@ impl Gate {
     where
         T: DeserializeOwned + Serialize,
         E: From<Error> + Display,
-        F: FnOnce(Execution<T>) -> Result<R, E>,
+        F: FnOnce(&Grant<T>) -> Result<R, E>,
     {
         let (grant, record) = self.begin::<T>(id, binding)?;
         failpoint!("execute::before_closure");
-        let result = f(Execution::new(grant));
+        let result = f(&grant);
         failpoint!("execute::after_closure");
         finish(record, &result);
         result
@@ -70,14 +83,14 @@ impl Gate {
 
     /// The async form of [`execute_approved`](Gate::execute_approved).
     ///
-    /// The file work (a few fsyncs) runs on the calling task; the future returned by `f` is
-    /// awaited in place. Dropping the returned future after the start was recorded records
+    /// The file work (a few fsyncs) runs on the calling task; `f` is an async closure
+    /// (`async |grant: &Grant<T>| { .. }`) borrowing the grant, awaited in place. Dropping the returned future after the start was recorded records
     /// an unknown outcome.
     ///
     /// # Errors
     ///
     /// As [`execute_approved`](Gate::execute_approved).
-    pub async fn execute_approved_async<T, R, E, F, Fut>(
+    pub async fn execute_approved_async<T, R, E, F>(
         &self,
         id: RequestId,
         binding: &Binding,
@@ -86,12 +99,11 @@ impl Gate {
     where
         T: DeserializeOwned + Serialize,
         E: From<Error> + Display,
-        F: FnOnce(Execution<T>) -> Fut,
-        Fut: Future<Output = Result<R, E>>,
+        F: AsyncFnOnce(&Grant<T>) -> Result<R, E>,
     {
         let (grant, record) = self.begin::<T>(id, binding)?;
         failpoint!("execute::before_closure");
-        let result = f(Execution::new(grant)).await;
+        let result = f(&grant).await;
         failpoint!("execute::after_closure");
         finish(record, &result);
         result

@@ -8,7 +8,7 @@
 //! expired, revoked, timed out, any error: all of them mean **no**.
 //!
 //! ```
-//! use approval_gate::{Binding, Decision, Error, Execution, Gate, NewRequest, CanonicalPayload};
+//! use approval_gate::{Binding, Decision, Error, Gate, Grant, NewRequest, CanonicalPayload};
 //! use serde::{Deserialize, Serialize};
 //!
 //! #[derive(Serialize, Deserialize)]
@@ -30,14 +30,14 @@
 //!
 //! // ...and trusted code acts, exactly once, on exactly what was approved.
 //! let binding = Binding::new(action).operation("smtp.send").payload_of(&email)?;
-//! let sent_to = gate.execute_approved(id, &binding, |run: Execution<Email>| {
-//!     run.assert_active()?; // re-check expiry immediately before the side effect
-//!     Ok::<_, Error>(run.payload().to.clone()) // smtp.send(run.payload()) goes here
+//! let sent_to = gate.execute_approved(id, &binding, |grant: &Grant<Email>| {
+//!     grant.assert_active()?; // re-check expiry immediately before the side effect
+//!     Ok::<_, Error>(grant.payload().to.clone()) // smtp.send(grant.payload()) goes here
 //! })?;
 //! assert_eq!(sent_to, "alice@example.com");
 //!
 //! // A second attempt is a replay, refused and audited.
-//! let again = gate.execute_approved(id, &binding, |_: Execution<Email>| Ok::<_, Error>(()));
+//! let again = gate.execute_approved(id, &binding, |_: &Grant<Email>| Ok::<_, Error>(()));
 //! assert!(matches!(again, Err(Error::AlreadyConsumed(_))));
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
@@ -46,8 +46,8 @@
 //! running as the same OS user: see `docs/threat-model.md`. The states and their transitions
 //! are in `docs/authorization-states.md`.
 
-mod approval;
 mod audit;
+mod claim;
 mod consume;
 mod decide;
 mod error;
@@ -68,14 +68,14 @@ mod retention;
 mod store;
 mod time;
 
-#[doc(hidden)]
-pub use approval::__private;
-pub use approval::Approval;
 #[cfg(feature = "macros")]
 pub use approval_gate_macros::requires_approval;
 pub use audit::{AuditEvent, AuditRecord, AuditSummary, Reanchored};
-pub use error::Error;
-pub use grant::{Execution, Grant};
+#[doc(hidden)]
+pub use claim::__private;
+pub use claim::Claim;
+pub use error::{Error, ErrorCode};
+pub use grant::Grant;
 pub use health::HealthReport;
 pub use id::RequestId;
 pub use limits::Limits;

@@ -24,20 +24,42 @@ pub struct ArchiveReport {
     pub skipped: Vec<UnreadableRecord>,
 }
 
+/// Whether [`Gate::archive_as`] moves anything.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Run {
+    DryRun,
+    Move,
+}
+
 impl Gate {
     /// Moves finished requests out of the live store: only those created at least
     /// `max(older_than_days, 8)` days ago whose expiry is at least 8 days past, so nothing
     /// archived could still be used. Archived requests can never be consumed or decided.
     ///
-    /// With `dry_run`, returns what would be archived and changes nothing. Records that
-    /// cannot be read are skipped and named in [`ArchiveReport::skipped`].
+    /// Records that cannot be read are skipped and named in [`ArchiveReport::skipped`].
+    /// [`plan_archive`](Gate::plan_archive) says what this would do and changes nothing.
     ///
     /// # Errors
     ///
     /// [`Error::AuditBroken`] before anything moves if the audit log refuses appends; any I/O
     /// error, or [`Error::DurabilityUnknown`] / [`Error::NotRecorded`] for a request that was
     /// moved but not made durable or recorded; requests archived before it stay archived.
-    pub fn archive(&self, older_than_days: u32, dry_run: bool) -> Result<ArchiveReport, Error> {
+    pub fn archive(&self, older_than_days: u32) -> Result<ArchiveReport, Error> {
+        self.archive_as(older_than_days, Run::Move)
+    }
+
+    /// What [`archive`](Gate::archive) would move now, changing nothing on disk (not even
+    /// the expiry of pending requests past it, which every other read records).
+    ///
+    /// # Errors
+    ///
+    /// I/O errors reading the store.
+    pub fn plan_archive(&self, older_than_days: u32) -> Result<ArchiveReport, Error> {
+        self.archive_as(older_than_days, Run::DryRun)
+    }
+
+    fn archive_as(&self, older_than_days: u32, run: Run) -> Result<ArchiveReport, Error> {
+        let dry_run = run == Run::DryRun;
         let now = self.now();
         let day = Duration::from_secs(24 * 3600);
         let min_age = day * MIN_ARCHIVE_AGE_DAYS;

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use approval_gate::limits::DEFAULT_TTL;
 use approval_gate::{
-    Approval, AuditEvent, CanonicalPayload, Decision, Error, Gate, Grant, ManualClock, NewRequest,
+    AuditEvent, CanonicalPayload, Claim, Decision, Error, Gate, Grant, ManualClock, NewRequest,
     RequestId, Timestamp, requires_approval,
 };
 use serde::de::DeserializeOwned;
@@ -70,7 +70,7 @@ struct Mailer {
 impl Mailer {
     /// `&self`, sync, with `?` and an early `return` in the body.
     #[requires_approval(operation = "smtp.send")]
-    fn send(&self, #[payload] email: Email, approval: Approval<'_>) -> Result<usize, SendError> {
+    fn send(&self, #[payload] email: Email, approval: Claim<'_>) -> Result<usize, SendError> {
         if email.subject.is_empty() {
             return Err(SendError::Smtp("empty subject".into()));
         }
@@ -84,7 +84,7 @@ impl Mailer {
     fn send_after(
         &self,
         #[payload] _email: Email,
-        approval: Approval<'_>,
+        approval: Claim<'_>,
         before_sending: impl FnOnce(),
     ) -> Result<(), SendError> {
         before_sending();
@@ -96,7 +96,7 @@ impl Mailer {
     async fn send_async(
         &self,
         #[payload] email: Email,
-        approval: Approval<'_>,
+        approval: Claim<'_>,
     ) -> Result<String, SendError> {
         tokio::task::yield_now().await;
         approval.assert_active()?;
@@ -106,7 +106,7 @@ impl Mailer {
 
     /// Same payload type, another operation: an approval for `smtp.send` does not fit.
     #[requires_approval(operation = "smtp.delete")]
-    fn delete(&self, #[payload] email: Email, approval: Approval<'_>) -> Result<(), SendError> {
+    fn delete(&self, #[payload] email: Email, approval: Claim<'_>) -> Result<(), SendError> {
         approval.assert_active()?;
         self.outbox.borrow_mut().retain(|sent| sent != email);
         Ok(())
@@ -121,14 +121,14 @@ struct Batch {
 
 impl Batch {
     #[requires_approval(operation = "smtp.send")]
-    fn push(&mut self, #[payload] email: Email, approval: Approval<'_>) -> Result<(), Error> {
+    fn push(&mut self, #[payload] email: Email, approval: Claim<'_>) -> Result<(), Error> {
         approval.assert_active()?;
         self.sent.push(email.clone());
         Ok(())
     }
 
     #[requires_approval(operation = "smtp.send")]
-    fn finish(self, #[payload] email: Email, approval: Approval<'_>) -> Result<Vec<Email>, Error> {
+    fn finish(self, #[payload] email: Email, approval: Claim<'_>) -> Result<Vec<Email>, Error> {
         approval.assert_active()?;
         let mut sent = self.sent;
         sent.push(email.clone());
@@ -138,11 +138,7 @@ impl Batch {
 
 /// A generic function with a where clause.
 #[requires_approval(operation = "ledger.append")]
-fn append<T>(
-    #[payload] entry: T,
-    approval: Approval<'_>,
-    ledger: &mut Vec<T>,
-) -> Result<usize, Error>
+fn append<T>(#[payload] entry: T, approval: Claim<'_>, ledger: &mut Vec<T>) -> Result<usize, Error>
 where
     T: Serialize + DeserializeOwned + Clone,
 {
@@ -160,7 +156,7 @@ struct Note {
 }
 
 #[requires_approval(operation = "note.echo")]
-fn echo(#[payload] note: Note, approval: Approval<'_>) -> Result<Note, Error> {
+fn echo(#[payload] note: Note, approval: Claim<'_>) -> Result<Note, Error> {
     approval.assert_active()?;
     Ok(note.clone())
 }
@@ -210,8 +206,8 @@ impl Fixture {
         self.approved(ACTION, "smtp.send", &invoice())
     }
 
-    fn approval(&self, id: RequestId) -> Approval<'_> {
-        Approval::new(&self.gate, id, ACTION)
+    fn approval(&self, id: RequestId) -> Claim<'_> {
+        Claim::new(&self.gate, id, ACTION)
     }
 
     fn events(&self, id: RequestId) -> Vec<(AuditEvent, Option<String>)> {
@@ -334,7 +330,7 @@ fn body_never_runs_for_a_different_payload_action_or_operation() {
             "{refusal}"
         );
     }
-    let other_action = Approval::new(&fx.gate, id, "send invoice 1042 to mallory");
+    let other_action = Claim::new(&fx.gate, id, "send invoice 1042 to mallory");
     let refusal = mailer.send(invoice(), other_action).unwrap_err();
     assert!(matches!(refusal.gate(), Error::ActionMismatch(_)));
 
@@ -364,7 +360,7 @@ fn body_sees_the_approved_payload_not_the_callers_value() {
         text: "ship it".into(),
         scratch: "caller-only state".into(),
     };
-    let seen = echo(mine, Approval::new(&fx.gate, id, "echo the note")).unwrap();
+    let seen = echo(mine, Claim::new(&fx.gate, id, "echo the note")).unwrap();
     assert_eq!(seen, approved);
 }
 
@@ -440,7 +436,7 @@ fn generic_function() {
         cents: -90_000,
     };
     let id = fx.approved("append rent to the ledger", "ledger.append", &entry);
-    let approval = || Approval::new(&fx.gate, id, "append rent to the ledger");
+    let approval = || Claim::new(&fx.gate, id, "append rent to the ledger");
 
     let mut ledger = Vec::new();
     let wrong = Entry {
@@ -505,7 +501,7 @@ fn guarded_async_functions_are_send() {
     struct SyncMailer;
     impl SyncMailer {
         #[requires_approval(operation = "smtp.send")]
-        async fn send(&self, #[payload] email: Email, approval: Approval<'_>) -> Result<(), Error> {
+        async fn send(&self, #[payload] email: Email, approval: Claim<'_>) -> Result<(), Error> {
             approval.assert_active()?;
             tokio::task::yield_now().await;
             drop(email.clone());

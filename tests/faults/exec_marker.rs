@@ -7,7 +7,7 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
-use approval_gate::{AuditEvent, Binding, Decision, Error, Execution, Gate, NewRequest};
+use approval_gate::{AuditEvent, Binding, Decision, Error, Gate, Grant, NewRequest};
 use fail::FailScenario;
 
 #[test]
@@ -44,7 +44,7 @@ fn recovery_in_the_gap_before_the_marker_is_locked_cannot_strip_a_live_execution
     })
     .unwrap();
 
-    let result = gate.execute_approved(id, &Binding::new("pay 1 EUR"), |_: Execution<()>| {
+    let result = gate.execute_approved(id, &Binding::new("pay 1 EUR"), |_: &Grant<()>| {
         // A live execution keeps its marker, and recovery now leaves it alone.
         let held = marker.exists();
         let recovered = other.recover().map(|r| r.is_empty());

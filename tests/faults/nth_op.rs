@@ -8,7 +8,7 @@
 use std::cell::Cell;
 
 use approval_gate::{
-    AuditEvent, Decision, EffectiveStatus, Error, Execution, Gate, ManualClock, NewRequest, Status,
+    AuditEvent, Decision, EffectiveStatus, Error, Gate, Grant, ManualClock, NewRequest, Status,
     Timestamp,
 };
 use fail::FailScenario;
@@ -75,7 +75,7 @@ fn a_fault_at_any_operation_of_execute_approved_leaves_a_valid_store_and_runs_at
         let ran = Cell::new(0);
         let binding = approval_gate::Binding::new("a");
         let result = with_fault_at(n, || {
-            gate.execute_approved(id, &binding, |_: Execution<()>| {
+            gate.execute_approved(id, &binding, |_: &Grant<()>| {
                 ran.set(ran.get() + 1);
                 Ok::<_, Error>(())
             })
@@ -90,7 +90,7 @@ fn a_fault_at_any_operation_of_execute_approved_leaves_a_valid_store_and_runs_at
         kinds.note(&result);
         let ran_under_fault = ran.get();
         // A retry never runs a spent approval, and runs an unspent one.
-        let retry = gate.execute_approved(id, &binding, |_: Execution<()>| {
+        let retry = gate.execute_approved(id, &binding, |_: &Grant<()>| {
             ran.set(ran.get() + 1);
             Ok::<_, Error>(())
         });

@@ -8,8 +8,8 @@ use std::time::Duration;
 
 use approval_gate::limits::MAX_TTL;
 use approval_gate::{
-    AuditEvent, Binding, Decision, EffectiveStatus, Error, Execution, Gate, ManualClock,
-    NewRequest, RequestId, Timestamp,
+    AuditEvent, Binding, Decision, EffectiveStatus, Error, Gate, Grant, ManualClock, NewRequest,
+    RequestId, Timestamp,
 };
 use fail::FailScenario;
 
@@ -33,7 +33,7 @@ fn approved_store() -> (tempfile::TempDir, Gate, ManualClock, RequestId) {
 }
 
 fn execute(gate: &Gate, id: RequestId, ran: &Cell<usize>) -> Result<(), Error> {
-    gate.execute_approved(id, &Binding::new("pay 1 EUR"), |_: Execution<()>| {
+    gate.execute_approved(id, &Binding::new("pay 1 EUR"), |_: &Grant<()>| {
         ran.set(ran.get() + 1);
         Ok::<_, Error>(())
     })

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use approval_gate::limits::MAX_PAGE;
 use approval_gate::{
-    Decision, Error, Execution, Gate, Limits, ListFilter, ListItem, NewRequest, RequestId,
+    Decision, Error, Gate, Grant, Limits, ListFilter, ListItem, NewRequest, RequestId,
     UnreadableRecord,
 };
 use approval_gate_tests::{Fixture, binding, changed, snapshot};
@@ -94,7 +94,7 @@ fn assert_refuses_everything(d: &Damaged, problem: &str) {
     let mut ran = false;
     unreadable(
         d.gate()
-            .execute_approved(id, &exact, |_: Execution<serde_json::Value>| {
+            .execute_approved(id, &exact, |_: &Grant<serde_json::Value>| {
                 ran = true;
                 Ok::<_, Error>(())
             }),
@@ -174,9 +174,9 @@ fn assert_others_work(d: &Damaged) {
     d.gate().deny(new.request.id(), &Decision::by("h")).unwrap();
 
     d.fx.advance(9 * DAY);
-    let dry = d.gate().archive(8, true).unwrap();
+    let dry = d.gate().plan_archive(8).unwrap();
     assert_eq!(skipped(&dry.skipped), vec![d.victim]);
-    let report = d.gate().archive(8, false).unwrap();
+    let report = d.gate().archive(8).unwrap();
     let mut archived = report.archived.clone();
     archived.sort();
     let mut expected = vec![d.pending, d.approved, d.denied, new.request.id()];

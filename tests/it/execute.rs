@@ -4,7 +4,7 @@
 use std::cell::Cell;
 use std::time::Duration;
 
-use approval_gate::{AuditEvent, Binding, Error, Execution, Grant};
+use approval_gate::{AuditEvent, Binding, Error, Grant};
 use approval_gate_tests::{Fixture, binding};
 use serde::{Deserialize, Serialize};
 
@@ -52,20 +52,18 @@ fn runs_once_with_the_frozen_payload_and_records_start_and_finish() {
     // The caller's copy changing afterwards does not change what runs.
     mine.to = "mallory@example.com".into();
     fx.gate
-        .execute_approved(id, &binding, |run: Execution<Mail>| {
+        .execute_approved(id, &binding, |run: &Grant<Mail>| {
             run.assert_active()?;
-            send(run.grant(), &mut outbox);
+            send(run, &mut outbox);
             Ok::<_, Error>(())
         })
         .unwrap();
     assert_eq!(outbox, vec![mail()]);
 
-    let again = fx
-        .gate
-        .execute_approved(id, &binding, |run: Execution<Mail>| {
-            send(run.grant(), &mut outbox);
-            Ok::<_, Error>(())
-        });
+    let again = fx.gate.execute_approved(id, &binding, |run: &Grant<Mail>| {
+        send(run, &mut outbox);
+        Ok::<_, Error>(())
+    });
     assert!(matches!(again, Err(Error::AlreadyConsumed(_))));
     assert_eq!(outbox.len(), 1, "ran twice");
 
@@ -118,7 +116,7 @@ fn a_payload_that_differs_in_any_field_never_runs() {
     ] {
         let result = fx
             .gate
-            .execute_approved(id, &mail_binding(&changed), |_: Execution<Mail>| {
+            .execute_approved(id, &mail_binding(&changed), |_: &Grant<Mail>| {
                 ran.set(ran.get() + 1);
                 Ok::<_, Error>(())
             });
@@ -144,7 +142,7 @@ fn an_approval_that_expires_before_the_side_effect_is_caught_by_assert_active() 
     let mut sent = 0;
     let result = fx
         .gate
-        .execute_approved(id, &mail_binding(&mail()), |run: Execution<Mail>| {
+        .execute_approved(id, &mail_binding(&mail()), |run: &Grant<Mail>| {
             // Something slow happens before the side effect.
             clock.advance(Duration::from_secs(2 * 3600));
             run.assert_active()?;
@@ -170,7 +168,7 @@ fn a_panicking_executor_leaves_an_unknown_outcome_and_no_second_chance() {
     let gate = fx.gate.clone();
     let binding = mail_binding(&mail());
     let panicked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        let _ = gate.execute_approved(id, &binding, |_: Execution<Mail>| -> Result<(), Error> {
+        let _ = gate.execute_approved(id, &binding, |_: &Grant<Mail>| -> Result<(), Error> {
             panic!("smtp client crashed");
         });
     }));
@@ -180,7 +178,7 @@ fn a_panicking_executor_leaves_an_unknown_outcome_and_no_second_chance() {
     assert_eq!(last.details["outcome"], "unknown");
     let retry = fx
         .gate
-        .execute_approved(id, &binding, |_: Execution<Mail>| Ok::<_, Error>(()));
+        .execute_approved(id, &binding, |_: &Grant<Mail>| Ok::<_, Error>(()));
     assert!(matches!(retry, Err(Error::AlreadyConsumed(_))));
 }
 
@@ -193,7 +191,7 @@ async fn the_async_form_runs_once_and_records_the_error_outcome() {
         .execute_approved_async(
             id,
             &mail_binding(&mail()),
-            |run: Execution<Mail>| async move {
+            async move |run: &Grant<Mail>| {
                 run.assert_active()?;
                 tokio::task::yield_now().await;
                 Err(Error::InvalidInput {
@@ -215,7 +213,7 @@ async fn the_async_form_runs_once_and_records_the_error_outcome() {
     );
     let again = fx
         .gate
-        .execute_approved_async(id, &mail_binding(&mail()), |_: Execution<Mail>| async {
+        .execute_approved_async(id, &mail_binding(&mail()), async |_: &Grant<Mail>| {
             Ok::<_, Error>(())
         })
         .await;
@@ -229,7 +227,7 @@ async fn dropping_the_async_execution_midway_records_an_unknown_outcome() {
     let binding = mail_binding(&mail());
     let never = fx
         .gate
-        .execute_approved_async(id, &binding, |_: Execution<Mail>| async {
+        .execute_approved_async(id, &binding, async |_: &Grant<Mail>| {
             std::future::pending::<()>().await;
             Ok::<_, Error>(())
         });
@@ -276,7 +274,7 @@ fn recorded_error(text: &str) -> String {
     let id = fx.approved("a", None, None);
     let result = fx
         .gate
-        .execute_approved(id, &binding("a", None, None), |_: Execution<()>| {
+        .execute_approved(id, &binding("a", None, None), |_: &Grant<()>| {
             Err::<(), _>(Failure(text.to_owned()))
         });
     assert_eq!(

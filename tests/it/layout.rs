@@ -265,13 +265,13 @@ fn archive_moves_only_old_finished_requests_and_they_can_never_be_used() {
     fx.advance(7 * DAY);
     let young = fx.ask("young", None, None);
     assert!(
-        fx.gate.archive(0, false).unwrap().archived.is_empty(),
+        fx.gate.archive(0).unwrap().archived.is_empty(),
         "nothing is 8 days old yet"
     );
 
     fx.advance(DAY + Duration::from_secs(3600));
     let untouched = snapshot(&fx.dir);
-    let dry = fx.gate.archive(0, true).unwrap().archived;
+    let dry = fx.gate.plan_archive(0).unwrap().archived;
     assert_eq!(
         changed(&untouched, &snapshot(&fx.dir)),
         Vec::<std::path::PathBuf>::new(),
@@ -287,7 +287,7 @@ fn archive_moves_only_old_finished_requests_and_they_can_never_be_used() {
     fx.gate.list(ListFilter::All, None, 100).unwrap();
     let before = snapshot(&fx.dir);
     assert_eq!(
-        fx.gate.archive(30, false).unwrap().archived,
+        fx.gate.archive(30).unwrap().archived,
         Vec::<RequestId>::new(),
         "none is 30 days old"
     );
@@ -296,7 +296,7 @@ fn archive_moves_only_old_finished_requests_and_they_can_never_be_used() {
         Vec::<std::path::PathBuf>::new()
     );
 
-    let mut archived = fx.gate.archive(8, false).unwrap().archived;
+    let mut archived = fx.gate.archive(8).unwrap().archived;
     archived.sort();
     assert_eq!(archived, expected);
     for id in &expected {
@@ -380,12 +380,12 @@ fn recovery_logs_an_unlogged_claim_once_and_never_unspends_it() {
 
 #[test]
 fn recovery_marks_an_abandoned_execution_unknown_but_leaves_a_live_one_alone() {
-    use approval_gate::{AuditEvent, Execution};
+    use approval_gate::{AuditEvent, Grant};
     let fx = Fixture::new();
     let id = fx.approved("a", None, None);
     let gate = fx.gate.clone();
     // While the closure runs, recovery (as from another process) must not touch it.
-    gate.execute_approved(id, &binding("a", None, None), |_: Execution<()>| {
+    gate.execute_approved(id, &binding("a", None, None), |_: &Grant<()>| {
         let other = Gate::open(&fx.dir).unwrap();
         assert!(
             other.recover().unwrap().is_empty(),

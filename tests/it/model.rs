@@ -5,8 +5,8 @@
 use std::time::Duration;
 
 use approval_gate::{
-    AuditEvent, Binding, Decision, EffectiveStatus, Error, Execution, Gate, ManualClock,
-    NewRequest, RequestId, Timestamp,
+    AuditEvent, Binding, Decision, EffectiveStatus, Error, Gate, Grant, ManualClock, NewRequest,
+    RequestId, Timestamp,
 };
 use proptest::prelude::*;
 
@@ -142,7 +142,7 @@ impl Req {
 fn code<T>(result: &Result<T, Error>) -> Result<(), &'static str> {
     match result {
         Ok(_) => Ok(()),
-        Err(e) => Err(e.code()),
+        Err(e) => Err(e.code().as_str()),
     }
 }
 
@@ -234,7 +234,7 @@ impl Harness {
                 let real = gate.execute_approved(
                     r.id,
                     &Binding::new(ACTIONS[r.action]),
-                    |_: Execution<()>| {
+                    |_: &Grant<()>| {
                         ran += 1;
                         Ok::<_, Error>(())
                     },
@@ -304,7 +304,7 @@ impl Harness {
                 expected.push(r.id);
             }
         }
-        let mut archived = self.gate.archive(days, false).unwrap().archived;
+        let mut archived = self.gate.archive(days).unwrap().archived;
         archived.sort();
         expected.sort();
         assert_eq!(archived, expected, "step {step}: archive");

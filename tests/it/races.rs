@@ -6,7 +6,7 @@ use std::sync::Barrier;
 use std::time::Duration;
 
 use approval_gate::{
-    AuditEvent, Decision, EffectiveStatus, Error, Execution, Gate, NewRequest, RequestId, Status,
+    AuditEvent, Decision, EffectiveStatus, Error, Gate, Grant, NewRequest, RequestId, Status,
 };
 use approval_gate_tests::{Fixture, binding};
 
@@ -150,7 +150,7 @@ fn revoke_versus_execute_never_both() {
             || fx.gate.revoke(id, &Decision::by("alice")),
             || {
                 fx.gate
-                    .execute_approved(id, &b, |_: Execution<()>| Ok::<_, Error>(()))
+                    .execute_approved(id, &b, |_: &Grant<()>| Ok::<_, Error>(()))
             },
         );
         match (&revoked, &executed) {

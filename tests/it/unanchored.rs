@@ -1,7 +1,7 @@
 //! A store whose audit anchor was deleted: every "yes" is refused before it takes effect,
 //! every "no" takes effect and says it was not recorded, until a human re-anchors.
 
-use approval_gate::{AuditEvent, Decision, EffectiveStatus, Error, Execution, Gate, NewRequest};
+use approval_gate::{AuditEvent, Decision, EffectiveStatus, Error, Gate, Grant, NewRequest};
 use approval_gate_tests::{Fixture, binding};
 
 #[test]
@@ -33,7 +33,7 @@ fn without_its_anchor_the_log_refuses_every_yes_until_a_human_reanchors() {
     let ran = gate.execute_approved(
         approved,
         &binding("pay 1 EUR", None, None),
-        |_: Execution<()>| Ok::<_, Error>(()),
+        |_: &Grant<()>| Ok::<_, Error>(()),
     );
     assert!(matches!(ran, Err(Error::AuditBroken { .. })), "{ran:?}");
     assert_eq!(
@@ -56,10 +56,7 @@ fn without_its_anchor_the_log_refuses_every_yes_until_a_human_reanchors() {
         std::fs::read_dir(fx.dir.join("requests")).unwrap().count(),
         3
     );
-    assert!(matches!(
-        gate.archive(8, false),
-        Err(Error::AuditBroken { .. })
-    ));
+    assert!(matches!(gate.archive(8), Err(Error::AuditBroken { .. })));
 
     // A "no" stands, and says it could not be recorded.
     let denied = gate.deny(to_deny, &Decision::by("alice"));
@@ -97,7 +94,7 @@ fn without_its_anchor_the_log_refuses_every_yes_until_a_human_reanchors() {
     gate.execute_approved(
         approved,
         &binding("pay 1 EUR", None, None),
-        |_: Execution<()>| Ok::<_, Error>(()),
+        |_: &Grant<()>| Ok::<_, Error>(()),
     )
     .unwrap();
     let records = gate.audit_records().unwrap();

@@ -30,8 +30,8 @@ use std::path::Path;
 
 use approval_gate::fs_trace::{self, FsOp};
 use approval_gate::{
-    AuditEvent, Binding, Decision, EffectiveStatus, Error, Execution, Gate, ListFilter,
-    ManualClock, NewRequest, RequestId, Status, Timestamp,
+    AuditEvent, Binding, Decision, EffectiveStatus, Error, Gate, Grant, ListFilter, ManualClock,
+    NewRequest, RequestId, Status, Timestamp,
 };
 
 use model::{Disk, Trace};
@@ -266,7 +266,7 @@ fn check_state(disk: &Disk, dir: &Path, id: RequestId, ran: usize, done: Option<
     }
     // A retry after the power comes back never runs a second time.
     let retries = Cell::new(0);
-    let _ = gate.execute_approved(id, &binding(), |_: Execution<()>| {
+    let _ = gate.execute_approved(id, &binding(), |_: &Grant<()>| {
         retries.set(retries.get() + 1);
         Ok::<_, Error>(())
     });
@@ -351,7 +351,7 @@ const EXECUTE: Case = Case {
     setup: |gate| Some(approved(gate)),
     run: |gate, id, effect| {
         let id = id.unwrap();
-        gate.execute_approved(id, &binding(), |_: Execution<()>| {
+        gate.execute_approved(id, &binding(), |_: &Grant<()>| {
             effect.set(Some(fs_trace::position()));
             Ok::<_, Error>(())
         })

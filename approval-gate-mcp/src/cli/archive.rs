@@ -16,7 +16,11 @@ pub(crate) fn archive(gate: &Gate, older_than_days: u32, dry_run: bool) -> anyho
              {MIN_ARCHIVE_AGE_DAYS} days ago are archived"
         ));
     }
-    let report = gate.archive(older_than_days, dry_run)?;
+    let report = if dry_run {
+        gate.plan_archive(older_than_days)?
+    } else {
+        gate.archive(older_than_days)?
+    };
     let ids = &report.archived;
     let verb = if dry_run { "would archive" } else { "archived" };
     let mut text = String::new();

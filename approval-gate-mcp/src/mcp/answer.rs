@@ -339,64 +339,38 @@ impl Refusal {
 
     /// A library refusal: its code, its message, and what the agent should do about it.
     pub(crate) fn error(error: &Error) -> Self {
-        let (id, status) = where_it_stands(error);
-        let mut refusal = Self::new(error.code(), format!("{error}; {}", advice(error)));
-        refusal.id = id.map(|id| id.to_string());
-        refusal.effective_status = status.map(EffectiveStatus::as_str);
+        let mut refusal = Self::new(error.code().as_str(), format!("{error}; {}", advice(error)));
+        refusal.id = error.request_id().map(|id| id.to_string());
+        // Where a change took effect but was not made durable or recorded, the agent has to
+        // ask again: the status is not known from the error.
+        refusal.effective_status = error.status().map(EffectiveStatus::as_str);
         refusal
     }
 }
 
-fn where_it_stands(error: &Error) -> (Option<RequestId>, Option<EffectiveStatus>) {
-    use EffectiveStatus as S;
-    match error {
-        // Where a change took effect but was not made durable or recorded, the agent has to
-        // ask again: the status is not known from the error.
-        Error::NotFound(id)
-        | Error::Archived(id)
-        | Error::Unreadable { id, .. }
-        | Error::DurabilityUnknown { id, .. }
-        | Error::NotRecorded { id, .. } => (Some(*id), None),
-        Error::NotApproved(id) => (Some(*id), Some(S::Pending)),
-        Error::Denied(id) => (Some(*id), Some(S::Denied)),
-        Error::Expired(id) => (Some(*id), Some(S::Expired)),
-        Error::Revoked(id) => (Some(*id), Some(S::Revoked)),
-        Error::AlreadyConsumed(id) | Error::ExpiredDuringConsume { id, .. } => {
-            (Some(*id), Some(S::Consumed))
-        }
-        Error::ApprovalExpired { id, .. } => (Some(*id), Some(S::ApprovedExpired)),
-        // A mismatch is refused before the claim: the approval is still there.
-        Error::ActionMismatch(id)
-        | Error::OperationMismatch { id, .. }
-        | Error::PayloadMismatch { id, .. }
-        | Error::PayloadType { id, .. } => (Some(*id), Some(S::ApprovedUnconsumed)),
-        Error::WrongState { id, status, .. } => (Some(*id), Some(*status)),
-        _ => (None, None),
-    }
-}
-
 fn advice(error: &Error) -> &'static str {
+    use approval_gate::ErrorCode as C;
     match error.code() {
-        "invalid_id" => "pass the id exactly as request_approval returned it; nothing changed",
-        "invalid_input" | "invalid_payload" | "wrong_state" => "nothing changed",
-        "queue_full" => {
+        C::InvalidId => "pass the id exactly as request_approval returned it; nothing changed",
+        C::InvalidInput | C::InvalidPayload | C::WrongState => "nothing changed",
+        C::QueueFull => {
             "not filed: a human has to decide pending requests (or they expire) first; do not proceed"
         }
-        "creation_limit" => "not filed: a human has to archive old requests first; do not proceed",
-        "not_found" | "archived" => "not approved; do not proceed",
-        "not_approved" => "do not proceed; call wait_for_approval for the human's decision",
-        "denied" => "a human said no: do not proceed",
-        "expired" | "approval_expired" => {
+        C::CreationLimit => "not filed: a human has to archive old requests first; do not proceed",
+        C::NotFound | C::Archived => "not approved; do not proceed",
+        C::NotApproved => "do not proceed; call wait_for_approval for the human's decision",
+        C::Denied => "a human said no: do not proceed",
+        C::Expired | C::ApprovalExpired => {
             "not usable: do not proceed; file a new request if the action is still needed"
         }
-        "revoked" => "a human withdrew the approval: do not proceed",
-        "durability_unknown" | "not_recorded" => {
+        C::Revoked => "a human withdrew the approval: do not proceed",
+        C::DurabilityUnknown | C::NotRecorded => {
             "it took effect, but the store needs a human's attention; call check_approval, treat nothing as approved and do not proceed"
         }
-        "already_consumed" | "expired_during_consume" => {
+        C::AlreadyConsumed | C::ExpiredDuringConsume => {
             "the approval is spent: do not act on it again"
         }
-        "action_mismatch" | "operation_mismatch" | "payload_mismatch" | "payload_type" => {
+        C::ActionMismatch | C::OperationMismatch | C::PayloadMismatch | C::PayloadType => {
             "the approval was not spent; do only exactly what was approved (same action text, operation and payload), or file a new request for what you now intend"
         }
         _ => {

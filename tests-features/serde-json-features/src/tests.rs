@@ -1,6 +1,4 @@
-use approval_gate::{
-    Binding, CanonicalPayload, Decision, Error, Execution, Gate, NewRequest, PayloadError,
-};
+use approval_gate::{Binding, CanonicalPayload, Decision, Error, Gate, NewRequest, PayloadError, Grant};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -145,7 +143,7 @@ fn a_payload_survives_a_request_life_in_a_store() {
         .payload_of(&payment)
         .unwrap();
     let paid = gate
-        .execute_approved(id, &binding, |run: Execution<Payment>| {
+        .execute_approved(id, &binding, |run: &Grant<Payment>| {
             Ok::<_, Error>(run.payload().fee)
         })
         .unwrap();

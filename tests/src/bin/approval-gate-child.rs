@@ -11,7 +11,7 @@
 use std::io::Write;
 use std::process::ExitCode;
 
-use approval_gate::{Binding, CanonicalPayload, Error, Execution, Gate, RequestId};
+use approval_gate::{Binding, CanonicalPayload, Error, Gate, Grant, RequestId};
 
 fn main() -> ExitCode {
     // Reads FAILPOINTS, e.g. `consume::after_claim=return(kill)`.
@@ -44,7 +44,7 @@ fn run(args: &[String]) -> Result<(), Error> {
         binding = binding.payload(CanonicalPayload::from_json_text(payload)?);
     }
     let runs = args[3].clone();
-    gate.execute_approved(id, &binding, |run: Execution<serde_json::Value>| {
+    gate.execute_approved(id, &binding, |run: &Grant<serde_json::Value>| {
         run.assert_active()?;
         let mut file = std::fs::OpenOptions::new()
             .create(true)

@@ -1,4 +1,4 @@
-//! Without an `Approval`, there is nothing to consume.
+//! Without a `Claim`, there is nothing to consume.
 
 use approval_gate::{Error, requires_approval};
 use serde::{Deserialize, Serialize};

@@ -1,6 +1,6 @@
 //! The grant is bound under the approval parameter's name: it must be a plain name, not `mut`.
 
-use approval_gate::{Approval, Error, requires_approval};
+use approval_gate::{Claim, Error, requires_approval};
 use serde::{Deserialize, Serialize};
 
 #[derive(Serialize, Deserialize)]
@@ -9,12 +9,12 @@ struct Email {
 }
 
 #[requires_approval(operation = "smtp.send")]
-fn wildcard(#[payload] email: Email, _: Approval<'_>) -> Result<(), Error> {
+fn wildcard(#[payload] email: Email, _: Claim<'_>) -> Result<(), Error> {
     Ok(())
 }
 
 #[requires_approval(operation = "smtp.send")]
-fn mutable(#[payload] email: Email, mut approval: Approval<'_>) -> Result<(), Error> {
+fn mutable(#[payload] email: Email, mut approval: Claim<'_>) -> Result<(), Error> {
     Ok(())
 }
 

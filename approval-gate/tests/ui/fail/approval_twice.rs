@@ -1,6 +1,6 @@
 //! A guarded function consumes one approval; the second is refused.
 
-use approval_gate::{Approval, Error, requires_approval};
+use approval_gate::{Claim, Error, requires_approval};
 use serde::{Deserialize, Serialize};
 
 #[derive(Serialize, Deserialize)]
@@ -11,8 +11,8 @@ struct Email {
 #[requires_approval(operation = "smtp.send")]
 fn send(
     #[payload] email: Email,
-    approval: Approval<'_>,
-    backup: Approval<'_>,
+    approval: Claim<'_>,
+    backup: Claim<'_>,
 ) -> Result<(), Error> {
     Ok(())
 }

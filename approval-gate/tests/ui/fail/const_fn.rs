@@ -1,6 +1,6 @@
 //! An approval is consumed at run time: a `const fn` cannot wait for one.
 
-use approval_gate::{Approval, Error, requires_approval};
+use approval_gate::{Claim, Error, requires_approval};
 use serde::{Deserialize, Serialize};
 
 #[derive(Serialize, Deserialize)]
@@ -9,7 +9,7 @@ struct Email {
 }
 
 #[requires_approval(operation = "smtp.send")]
-const fn send(#[payload] email: Email, approval: Approval<'_>) -> Result<(), Error> {
+const fn send(#[payload] email: Email, approval: Claim<'_>) -> Result<(), Error> {
     Ok(())
 }
 

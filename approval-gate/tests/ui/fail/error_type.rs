@@ -1,6 +1,6 @@
 //! The error type must hold the gate's refusal (`From<approval_gate::Error>`) and be `Display` (it is written to the audit log).
 
-use approval_gate::{Approval, Error, requires_approval};
+use approval_gate::{Claim, Error, requires_approval};
 use serde::{Deserialize, Serialize};
 
 #[derive(Serialize, Deserialize)]
@@ -27,12 +27,12 @@ impl From<Error> for NoDisplay {
 }
 
 #[requires_approval(operation = "smtp.send")]
-fn without_from(#[payload] email: Email, approval: Approval<'_>) -> Result<(), NoFrom> {
+fn without_from(#[payload] email: Email, approval: Claim<'_>) -> Result<(), NoFrom> {
     Ok(())
 }
 
 #[requires_approval(operation = "smtp.send")]
-fn without_display(#[payload] email: Email, approval: Approval<'_>) -> Result<(), NoDisplay> {
+fn without_display(#[payload] email: Email, approval: Claim<'_>) -> Result<(), NoDisplay> {
     Ok(())
 }
 
@@ -41,7 +41,7 @@ mod text {
 }
 
 #[requires_approval(operation = "smtp.send")]
-fn alias_without_from(#[payload] email: Email, approval: Approval<'_>) -> text::Result<()> {
+fn alias_without_from(#[payload] email: Email, approval: Claim<'_>) -> text::Result<()> {
     Ok(())
 }
 
@@ -50,7 +50,7 @@ mod maybe {
 }
 
 #[requires_approval(operation = "smtp.send")]
-fn alias_not_a_result(#[payload] email: Email, approval: Approval<'_>) -> maybe::Result<()> {
+fn alias_not_a_result(#[payload] email: Email, approval: Claim<'_>) -> maybe::Result<()> {
     Some(())
 }
 

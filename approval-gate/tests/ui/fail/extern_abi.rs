@@ -1,6 +1,6 @@
 //! The body runs in a Rust closure: a foreign ABI cannot be kept.
 
-use approval_gate::{Approval, Error, requires_approval};
+use approval_gate::{Claim, Error, requires_approval};
 use serde::{Deserialize, Serialize};
 
 #[derive(Serialize, Deserialize)]
@@ -9,7 +9,7 @@ struct Email {
 }
 
 #[requires_approval(operation = "smtp.send")]
-extern "C" fn send(#[payload] email: Email, approval: Approval<'_>) -> Result<(), Error> {
+extern "C" fn send(#[payload] email: Email, approval: Claim<'_>) -> Result<(), Error> {
     Ok(())
 }
 

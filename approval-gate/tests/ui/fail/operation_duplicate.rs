@@ -1,6 +1,6 @@
 //! Two operations: which one is approved? The second is refused.
 
-use approval_gate::{Approval, Error, requires_approval};
+use approval_gate::{Claim, Error, requires_approval};
 use serde::{Deserialize, Serialize};
 
 #[derive(Serialize, Deserialize)]
@@ -9,7 +9,7 @@ struct Email {
 }
 
 #[requires_approval(operation = "smtp.send", operation = "smtp.delete")]
-fn send(#[payload] email: Email, approval: Approval<'_>) -> Result<(), Error> {
+fn send(#[payload] email: Email, approval: Claim<'_>) -> Result<(), Error> {
     Ok(())
 }
 

@@ -1,6 +1,6 @@
 //! Without `operation`, nothing says what the approval is for.
 
-use approval_gate::{Approval, Error, requires_approval};
+use approval_gate::{Claim, Error, requires_approval};
 use serde::{Deserialize, Serialize};
 
 #[derive(Serialize, Deserialize)]
@@ -9,11 +9,11 @@ struct Email {
 }
 
 #[requires_approval]
-fn send(#[payload] email: Email, approval: Approval<'_>) -> Result<(), Error> {
+fn send(#[payload] email: Email, approval: Claim<'_>) -> Result<(), Error> {
     Ok(())
 }
 
 fn main() {
     // The function is still emitted with its signature: callers keep type-checking.
-    let _: fn(Email, Approval<'_>) -> Result<(), Error> = send;
+    let _: fn(Email, Claim<'_>) -> Result<(), Error> = send;
 }

@@ -1,6 +1,6 @@
 //! The caller's value is moved away under a name the body cannot see.
 
-use approval_gate::{Approval, Error, requires_approval};
+use approval_gate::{Claim, Error, requires_approval};
 use serde::{Deserialize, Serialize};
 
 #[derive(Serialize, Deserialize)]
@@ -9,7 +9,7 @@ struct Email {
 }
 
 #[requires_approval(operation = "smtp.send")]
-fn send(#[payload] email: Email, approval: Approval<'_>) -> Result<(), Error> {
+fn send(#[payload] email: Email, approval: Claim<'_>) -> Result<(), Error> {
     let callers: Email = __approval_gate_payload;
     Ok(())
 }

@@ -1,6 +1,6 @@
 //! The body gets `&T`: the approved payload cannot be changed before the side effect.
 
-use approval_gate::{Approval, Error, requires_approval};
+use approval_gate::{Claim, Error, requires_approval};
 use serde::{Deserialize, Serialize};
 
 #[derive(Serialize, Deserialize)]
@@ -9,7 +9,7 @@ struct Email {
 }
 
 #[requires_approval(operation = "smtp.send")]
-fn send(#[payload] email: Email, _approval: Approval<'_>) -> Result<(), Error> {
+fn send(#[payload] email: Email, _approval: Claim<'_>) -> Result<(), Error> {
     email.to.push_str(", mallory@example.com");
     Ok(())
 }

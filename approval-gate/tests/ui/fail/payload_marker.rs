@@ -1,6 +1,6 @@
 //! The marker takes no arguments and cannot be on `self`.
 
-use approval_gate::{Approval, Error, requires_approval};
+use approval_gate::{Claim, Error, requires_approval};
 use serde::{Deserialize, Serialize};
 
 #[derive(Serialize, Deserialize)]
@@ -12,13 +12,13 @@ struct Mailer;
 
 impl Mailer {
     #[requires_approval(operation = "smtp.send")]
-    fn send(#[payload] self, email: Email, approval: Approval<'_>) -> Result<(), Error> {
+    fn send(#[payload] self, email: Email, approval: Claim<'_>) -> Result<(), Error> {
         Ok(())
     }
 }
 
 #[requires_approval(operation = "smtp.send")]
-fn send(#[payload(strict)] email: Email, approval: Approval<'_>) -> Result<(), Error> {
+fn send(#[payload(strict)] email: Email, approval: Claim<'_>) -> Result<(), Error> {
     Ok(())
 }
 

@@ -1,6 +1,6 @@
 //! Without a `#[payload]`, nothing ties the approval to the value that is acted on.
 
-use approval_gate::{Approval, Error, requires_approval};
+use approval_gate::{Claim, Error, requires_approval};
 use serde::{Deserialize, Serialize};
 
 #[derive(Serialize, Deserialize)]
@@ -9,7 +9,7 @@ struct Email {
 }
 
 #[requires_approval(operation = "smtp.send")]
-fn send(email: Email, approval: Approval<'_>) -> Result<(), Error> {
+fn send(email: Email, approval: Claim<'_>) -> Result<(), Error> {
     Ok(())
 }
 

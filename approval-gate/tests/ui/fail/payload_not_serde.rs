@@ -1,6 +1,6 @@
 //! The approval is bound to the payload's canonical JSON: the type must be `Serialize + DeserializeOwned`.
 
-use approval_gate::{Approval, Error, requires_approval};
+use approval_gate::{Claim, Error, requires_approval};
 use serde::{Deserialize, Serialize};
 
 #[derive(Serialize, Deserialize)]
@@ -13,7 +13,7 @@ struct Plain {
 }
 
 #[requires_approval(operation = "smtp.send")]
-fn send(#[payload] email: Plain, approval: Approval<'_>) -> Result<(), Error> {
+fn send(#[payload] email: Plain, approval: Claim<'_>) -> Result<(), Error> {
     Ok(())
 }
 

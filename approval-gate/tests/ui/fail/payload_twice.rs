@@ -1,6 +1,6 @@
 //! An approval is bound to one value; the second marker is refused.
 
-use approval_gate::{Approval, Error, requires_approval};
+use approval_gate::{Claim, Error, requires_approval};
 use serde::{Deserialize, Serialize};
 
 #[derive(Serialize, Deserialize)]
@@ -12,7 +12,7 @@ struct Email {
 fn send(
     #[payload] email: Email,
     #[payload] copy: Email,
-    approval: Approval<'_>,
+    approval: Claim<'_>,
 ) -> Result<(), Error> {
     Ok(())
 }

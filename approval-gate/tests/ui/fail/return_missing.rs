@@ -1,6 +1,6 @@
 //! A refusal has to be returned: a function without a return type cannot report one.
 
-use approval_gate::{Approval, requires_approval};
+use approval_gate::{Claim, requires_approval};
 use serde::{Deserialize, Serialize};
 
 #[derive(Serialize, Deserialize)]
@@ -9,6 +9,6 @@ struct Email {
 }
 
 #[requires_approval(operation = "smtp.send")]
-fn send(#[payload] email: Email, approval: Approval<'_>) {}
+fn send(#[payload] email: Email, approval: Claim<'_>) {}
 
 fn main() {}

@@ -1,6 +1,6 @@
 //! A refusal has to be returned as an error: the return type must be a `Result`.
 
-use approval_gate::{Approval, requires_approval};
+use approval_gate::{Claim, requires_approval};
 use serde::{Deserialize, Serialize};
 
 #[derive(Serialize, Deserialize)]
@@ -9,7 +9,7 @@ struct Email {
 }
 
 #[requires_approval(operation = "smtp.send")]
-fn send(#[payload] email: Email, approval: Approval<'_>) -> Option<u32> {
+fn send(#[payload] email: Email, approval: Claim<'_>) -> Option<u32> {
     None
 }
 

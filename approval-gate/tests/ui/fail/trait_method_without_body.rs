@@ -1,6 +1,6 @@
 //! A declaration has no body to guard; the implementation does.
 
-use approval_gate::{Approval, Error, requires_approval};
+use approval_gate::{Claim, Error, requires_approval};
 use serde::{Deserialize, Serialize};
 
 #[derive(Serialize, Deserialize)]
@@ -10,14 +10,14 @@ struct Email {
 
 trait Mailer {
     #[requires_approval(operation = "smtp.send")]
-    fn send(&self, #[payload] email: Email, approval: Approval<'_>) -> Result<(), Error>;
+    fn send(&self, #[payload] email: Email, approval: Claim<'_>) -> Result<(), Error>;
 }
 
 struct Smtp;
 
 // The declaration is kept: implementations keep type-checking against it.
 impl Mailer for Smtp {
-    fn send(&self, _email: Email, _approval: Approval<'_>) -> Result<(), Error> {
+    fn send(&self, _email: Email, _approval: Claim<'_>) -> Result<(), Error> {
         Ok(())
     }
 }

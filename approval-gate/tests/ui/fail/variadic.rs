@@ -1,6 +1,6 @@
 //! The approval is bound to one payload value, not a C argument list.
 
-use approval_gate::{Approval, Error, requires_approval};
+use approval_gate::{Claim, Error, requires_approval};
 use serde::{Deserialize, Serialize};
 
 #[derive(Serialize, Deserialize)]
@@ -9,7 +9,7 @@ struct Email {
 }
 
 #[requires_approval(operation = "smtp.send")]
-fn send(#[payload] email: Email, approval: Approval<'_>, rest: ...) -> Result<(), Error> {
+fn send(#[payload] email: Email, approval: Claim<'_>, rest: ...) -> Result<(), Error> {
     Ok(())
 }
 

@@ -11,7 +11,7 @@ mod core {}
 #[allow(dead_code)]
 struct Grant;
 
-use platform::gate::{Approval, Error, requires_approval};
+use platform::gate::{Claim, Error, requires_approval};
 use serde::{Deserialize, Serialize};
 
 #[derive(Serialize, Deserialize)]
@@ -20,7 +20,7 @@ pub struct Deploy {
 }
 
 #[requires_approval(crate = crate::platform::gate, operation = "deploy:prod/v2")]
-pub fn deploy(#[payload] deploy: Deploy, approval: Approval<'_>) -> Result<String, Error> {
+pub fn deploy(#[payload] deploy: Deploy, approval: Claim<'_>) -> Result<String, Error> {
     // The expansion's own bindings are invisible here, so these are new names.
     let __approval_gate_payload = deploy.service.clone();
     let __approval_gate_execution = approval.id();

@@ -1,6 +1,6 @@
 //! Sync and async free functions, with their visibility, docs and attributes.
 
-use approval_gate::{Approval, Error, Grant, requires_approval};
+use approval_gate::{Claim, Error, Grant, requires_approval};
 use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Serialize, Deserialize)]
@@ -17,7 +17,7 @@ fn wire(grant: &Grant<Transfer>) -> Result<u64, Error> {
 /// Pays a transfer once a human approved it.
 #[requires_approval(operation = "bank.transfer")]
 #[inline]
-pub fn pay(#[payload] transfer: Transfer, approval: Approval<'_>) -> Result<u64, Error> {
+pub fn pay(#[payload] transfer: Transfer, approval: Claim<'_>) -> Result<u64, Error> {
     #![allow(clippy::needless_return)]
     if transfer.cents == 0 {
         return Ok(0);
@@ -30,7 +30,7 @@ pub fn pay(#[payload] transfer: Transfer, approval: Approval<'_>) -> Result<u64,
 #[requires_approval(operation = "bank.transfer")]
 pub(crate) async fn pay_later(
     #[payload] transfer: Transfer,
-    approval: Approval<'_>,
+    approval: Claim<'_>,
 ) -> Result<u64, Error> {
     std::future::ready(()).await;
     approval.assert_active()?;
@@ -39,7 +39,7 @@ pub(crate) async fn pay_later(
 
 /// The approval's name is the grant's; a leading `_` says the body does not need it.
 #[requires_approval(operation = "bank.transfer")]
-fn pay_quietly(#[payload] transfer: Transfer, _approval: Approval<'_>) -> Result<u64, Error> {
+fn pay_quietly(#[payload] transfer: Transfer, _approval: Claim<'_>) -> Result<u64, Error> {
     Ok(transfer.cents)
 }
 
@@ -51,7 +51,7 @@ fn futures_are_send(gate: &approval_gate::Gate, id: approval_gate::RequestId) {
         iban: "DE00".into(),
         cents: 1,
     };
-    assert_send(&pay_later(transfer, Approval::new(gate, id, "pay")));
+    assert_send(&pay_later(transfer, Claim::new(gate, id, "pay")));
 }
 
 fn main() {

@@ -4,7 +4,7 @@
 use std::fmt::{Debug, Display};
 use std::io::Write;
 
-use approval_gate::{Approval, Error, requires_approval};
+use approval_gate::{Claim, Error, requires_approval};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
@@ -28,7 +28,7 @@ where
     pub fn append(
         &mut self,
         #[payload] entry: Entry<K>,
-        approval: Approval<'_>,
+        approval: Claim<'_>,
     ) -> Result<&str, Error> {
         approval.assert_active()?;
         self.entries.push(entry.clone());
@@ -40,7 +40,7 @@ where
     pub fn append_named<'g>(
         &mut self,
         #[payload] entry: Entry<K>,
-        approval: Approval<'g>,
+        approval: Claim<'g>,
         label: &'a str,
     ) -> Result<&'a str, Error> {
         approval.assert_active()?;
@@ -53,7 +53,7 @@ where
 #[requires_approval(operation = "batch.run")]
 pub fn run_batch<T: Clone, const N: usize>(
     #[payload] items: [T; N],
-    approval: Approval<'_>,
+    approval: Claim<'_>,
 ) -> Result<Vec<T>, Error>
 where
     T: Serialize + DeserializeOwned,
@@ -67,7 +67,7 @@ where
 #[requires_approval(operation = "report.write")]
 pub fn report(
     #[payload] entry: Entry<String>,
-    approval: Approval<'_>,
+    approval: Claim<'_>,
     mut out: impl Write,
     label: impl Display,
 ) -> Result<impl Display, Error> {
@@ -84,7 +84,7 @@ pub fn report(
 #[requires_approval(operation = "memo.post")]
 pub fn post(
     #[payload] memo: std::borrow::Cow<'_, str>,
-    approval: Approval<'_>,
+    approval: Claim<'_>,
 ) -> Result<usize, Error> {
     approval.assert_active()?;
     Ok(memo.len())
@@ -94,7 +94,7 @@ pub fn post(
 #[requires_approval(operation = "job.run")]
 pub fn run_any(
     #[payload] job: impl Serialize + DeserializeOwned + Debug,
-    approval: Approval<'_>,
+    approval: Claim<'_>,
 ) -> Result<String, Error> {
     approval.assert_active()?;
     Ok(format!("{job:?}"))
@@ -104,7 +104,7 @@ pub fn run_any(
 #[requires_approval(operation = "ledger.append")]
 pub async fn append_async<'l, K>(
     #[payload] entry: Entry<K>,
-    approval: Approval<'_>,
+    approval: Claim<'_>,
     ledger: &'l mut Vec<Entry<K>>,
 ) -> Result<&'l [Entry<K>], Error>
 where

@@ -1,7 +1,7 @@
 //! Methods: `&self`, `&mut self`, `self`, `self: Box<Self>`, sync and async, in inherent
 //! impls, trait impls and trait default methods.
 
-use approval_gate::{Approval, Error, requires_approval};
+use approval_gate::{Claim, Error, requires_approval};
 use serde::{Deserialize, Serialize};
 
 #[derive(Clone, Serialize, Deserialize)]
@@ -16,13 +16,13 @@ pub struct Mailer {
 
 impl Mailer {
     #[requires_approval(operation = "smtp.send")]
-    pub fn peek(&self, #[payload] email: Email, approval: Approval<'_>) -> Result<usize, Error> {
+    pub fn peek(&self, #[payload] email: Email, approval: Claim<'_>) -> Result<usize, Error> {
         approval.assert_active()?;
         Ok(self.sent.len() + email.to.len())
     }
 
     #[requires_approval(operation = "smtp.send")]
-    pub fn send(&mut self, #[payload] email: Email, approval: Approval<'_>) -> Result<(), Error> {
+    pub fn send(&mut self, #[payload] email: Email, approval: Claim<'_>) -> Result<(), Error> {
         approval.assert_active()?;
         self.sent.push(email.to.clone());
         Ok(())
@@ -32,7 +32,7 @@ impl Mailer {
     pub fn into_sent(
         self,
         #[payload] email: Email,
-        approval: Approval<'_>,
+        approval: Claim<'_>,
     ) -> Result<Vec<String>, Error> {
         approval.assert_active()?;
         let mut sent = self.sent;
@@ -44,7 +44,7 @@ impl Mailer {
     pub fn boxed(
         self: Box<Self>,
         #[payload] email: Email,
-        approval: Approval<'_>,
+        approval: Claim<'_>,
     ) -> Result<usize, Error> {
         approval.assert_active()?;
         Ok(self.sent.len() + email.to.len())
@@ -54,7 +54,7 @@ impl Mailer {
     pub async fn send_async(
         &mut self,
         #[payload] email: Email,
-        approval: Approval<'_>,
+        approval: Claim<'_>,
     ) -> Result<(), Error> {
         approval.assert_active()?;
         self.sent.push(email.to.clone());
@@ -65,7 +65,7 @@ impl Mailer {
     pub async fn into_sent_async(
         self,
         #[payload] email: Email,
-        approval: Approval<'_>,
+        approval: Claim<'_>,
     ) -> Result<Vec<String>, Error> {
         approval.assert_active()?;
         let mut sent = self.sent;
@@ -83,7 +83,7 @@ pub trait Outbox {
     fn send_default(
         &self,
         #[payload] email: Email,
-        approval: Approval<'_>,
+        approval: Claim<'_>,
     ) -> Result<usize, Error> {
         approval.assert_active()?;
         Ok(self.sent() + email.to.len())
@@ -94,13 +94,13 @@ pub trait Outbox {
     async fn send_default_async(
         &self,
         #[payload] email: Email,
-        approval: Approval<'_>,
+        approval: Claim<'_>,
     ) -> Result<usize, Error> {
         approval.assert_active()?;
         Ok(self.sent() + email.to.len())
     }
 
-    fn send_required(&mut self, email: Email, approval: Approval<'_>) -> Result<(), Error>;
+    fn send_required(&mut self, email: Email, approval: Claim<'_>) -> Result<(), Error>;
 }
 
 impl Outbox for Mailer {
@@ -112,7 +112,7 @@ impl Outbox for Mailer {
     fn send_required(
         &mut self,
         #[payload] email: Email,
-        approval: Approval<'_>,
+        approval: Claim<'_>,
     ) -> Result<(), Error> {
         approval.assert_active()?;
         self.sent.push(email.to.clone());

@@ -2,7 +2,7 @@
 //! alias such as `io::Result<T>` or a crate's own `Result<T>`. The compiler checks that the
 //! error type behind it can hold the gate's refusal.
 
-use approval_gate::{Approval, requires_approval};
+use approval_gate::{Claim, requires_approval};
 use serde::{Deserialize, Serialize};
 
 #[derive(Serialize, Deserialize)]
@@ -25,7 +25,7 @@ mod shop {
 }
 
 #[requires_approval(operation = "shop.order")]
-pub fn order(#[payload] order: Order, approval: Approval<'_>) -> Result<String> {
+pub fn order(#[payload] order: Order, approval: Claim<'_>) -> Result<String> {
     approval.assert_active()?;
     if order.sku.is_empty() {
         return Err(ShopError::OutOfStock);
@@ -34,7 +34,7 @@ pub fn order(#[payload] order: Order, approval: Approval<'_>) -> Result<String> 
 }
 
 #[requires_approval(operation = "shop.order")]
-pub fn order_in_module(#[payload] order: Order, approval: Approval<'_>) -> shop::Result<()> {
+pub fn order_in_module(#[payload] order: Order, approval: Claim<'_>) -> shop::Result<()> {
     approval.assert_active()?;
     let _ = order;
     Ok(())
@@ -43,7 +43,7 @@ pub fn order_in_module(#[payload] order: Order, approval: Approval<'_>) -> shop:
 #[requires_approval(operation = "shop.order")]
 pub fn order_spelled_out(
     #[payload] order: Order,
-    approval: Approval<'_>,
+    approval: Claim<'_>,
 ) -> std::result::Result<(), approval_gate::Error> {
     approval.assert_active()?;
     let _ = order;

@@ -11,22 +11,22 @@ use crate::store::Gate;
 /// body only if that consume succeeds.
 ///
 /// ```
-/// use approval_gate::{Approval, Gate, RequestId};
+/// use approval_gate::{Claim, Gate, RequestId};
 /// # let dir = tempfile::tempdir()?;
 /// let gate = Gate::open(dir.path().join("gate"))?;
 /// let id: RequestId = "a1b2c3d4e5f6".parse()?;
-/// let approval = Approval::new(&gate, id, "send email to alice@example.com");
+/// let approval = Claim::new(&gate, id, "send email to alice@example.com");
 /// assert_eq!(approval.action(), "send email to alice@example.com");
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 #[derive(Debug, Clone)]
-pub struct Approval<'a> {
+pub struct Claim<'a> {
     gate: &'a Gate,
     id: RequestId,
     action: String,
 }
 
-impl<'a> Approval<'a> {
+impl<'a> Claim<'a> {
     /// The approval of request `id` in `gate` for exactly `action`.
     #[must_use]
     pub fn new(gate: &'a Gate, id: RequestId, action: impl Into<String>) -> Self {
@@ -60,15 +60,14 @@ impl<'a> Approval<'a> {
 #[doc(hidden)]
 pub mod __private {
     use std::fmt::Display;
-    use std::future::Future;
 
     use serde::Serialize;
     use serde::de::DeserializeOwned;
 
     pub use crate::error::Error;
-    pub use crate::grant::{Execution, Grant};
+    pub use crate::grant::Grant;
 
-    use super::Approval;
+    use super::Claim;
     use crate::request::Binding;
 
     /// A type an approval can be bound to: the human approves its canonical JSON, and the
@@ -104,7 +103,7 @@ pub mod __private {
     /// Binds `approval` to `operation` and the caller's `payload`, then runs `f` inside
     /// [`Gate::execute_approved`](crate::Gate::execute_approved).
     pub fn execute<T, R, E, F>(
-        approval: &Approval<'_>,
+        approval: &Claim<'_>,
         operation: &'static str,
         payload: &T,
         f: F,
@@ -112,7 +111,7 @@ pub mod __private {
     where
         T: DeserializeOwned + Serialize,
         E: From<Error> + Display,
-        F: FnOnce(Execution<T>) -> Result<R, E>,
+        F: FnOnce(&Grant<T>) -> Result<R, E>,
     {
         let binding = binding(approval, operation, payload)?;
         approval.gate().execute_approved(approval.id(), &binding, f)
@@ -121,7 +120,7 @@ pub mod __private {
     /// What the guarded function is about to run: the approval's action text, the macro's
     /// operation, and the caller's payload.
     fn binding<T: Serialize>(
-        approval: &Approval<'_>,
+        approval: &Claim<'_>,
         operation: &'static str,
         payload: &T,
     ) -> Result<Binding, Error> {
@@ -131,8 +130,8 @@ pub mod __private {
     }
 
     /// The async form of [`execute`].
-    pub async fn execute_async<T, R, E, F, Fut>(
-        approval: &Approval<'_>,
+    pub async fn execute_async<T, R, E, F>(
+        approval: &Claim<'_>,
         operation: &'static str,
         payload: &T,
         f: F,
@@ -140,8 +139,7 @@ pub mod __private {
     where
         T: DeserializeOwned + Serialize,
         E: From<Error> + Display,
-        F: FnOnce(Execution<T>) -> Fut,
-        Fut: Future<Output = Result<R, E>>,
+        F: AsyncFnOnce(&Grant<T>) -> Result<R, E>,
     {
         let binding = binding(approval, operation, payload)?;
         approval
