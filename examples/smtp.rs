@@ -134,10 +134,10 @@ fn run() -> Result<bool, Box<dyn std::error::Error>> {
     )?;
     let id = submitted.request.id();
     println!("requested approval {id}: {action}");
-    println!("store: {}", gate.dir().display());
+    println!("store: {}", gate.location());
     // A store chosen through the environment must be named to the human's terminal too.
     let dir = if std::env::var_os("APPROVAL_GATE_DIR").is_some() {
-        format!(" --dir {}", shell_quote(&gate.dir().display().to_string()))
+        format!(" --dir {}", shell_quote(&gate.location().to_string()))
     } else {
         String::new()
     };
@@ -230,10 +230,9 @@ fn wait_for_decision(
     let mut watcher = notify::recommended_watcher(move |_event| {
         let _ = tx.send(());
     })?;
-    watcher.watch(
-        &gate.dir().join("requests"),
-        notify::RecursiveMode::NonRecursive,
-    )?;
+    if let Some(dir) = gate.dir() {
+        watcher.watch(&dir.join("requests"), notify::RecursiveMode::NonRecursive)?;
+    }
     loop {
         let report = gate.status(id)?;
         if report.effective_status() != EffectiveStatus::Pending {

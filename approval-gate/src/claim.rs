@@ -1,7 +1,7 @@
 //! What a caller hands to a function guarded by `#[requires_approval]`.
 
+use crate::gate::Gate;
 use crate::id::RequestId;
-use crate::store::Gate;
 
 /// The approval a caller claims to hold: which gate, which request, and the exact action
 /// text the human approved.

@@ -9,13 +9,11 @@ use serde_json::json;
 use crate::audit::AuditEvent;
 use crate::error::Error;
 use crate::faults::failpoint;
-use crate::fs;
+use crate::gate::Gate;
 use crate::grant::Grant;
 use crate::id::RequestId;
-use crate::payload::CanonicalPayload;
-use crate::request::{Binding, Request, Status};
-use crate::store::Gate;
-use crate::time::Timestamp;
+use crate::request::{Binding, Request};
+use crate::rules;
 
 impl Gate {
     /// Consumes an approval: the only thing that authorizes acting.
@@ -48,20 +46,15 @@ impl Gate {
         T: DeserializeOwned + Serialize,
     {
         self.load_live(id)?;
-        let _lock = self.lock(id)?;
+        let _lock = self.store().lock(id)?;
         let now = self.now();
         let (request, claimed) = self.refresh_locked(id, now)?;
-        let payload = match Self::check_consumable::<T>(&request, claimed, binding, now) {
+        let payload = match rules::check_consumable::<T>(&request, claimed, binding, now) {
             Ok(payload) => payload,
             Err(refusal) => {
-                let event = if matches!(refusal, Error::AlreadyConsumed(_)) {
-                    AuditEvent::ConsumeReplayed
-                } else {
-                    AuditEvent::ConsumeRefused
-                };
                 // The refusal stands whether or not its record can be written.
                 let _ = self.audit(
-                    event,
+                    rules::refusal_event(&refusal),
                     id,
                     json!({ "reason": refusal.code(), "detail": refusal.to_string() }),
                 );
@@ -72,20 +65,13 @@ impl Gate {
         // The claim is a "yes": it is not made unless its `consumed` line can follow.
         self.check_audit_appendable()?;
         failpoint!("consume::before_claim");
-        let claim = json!({ "consumedAt": now, "pid": std::process::id() }).to_string();
-        match fs::create_exclusive(&self.layout().claim(id), claim.as_bytes()) {
-            Ok(true) => {}
-            Ok(false) => {
-                let _ = self.audit(
-                    AuditEvent::ConsumeReplayed,
-                    id,
-                    json!({ "reason": "already_consumed" }),
-                );
-                return Err(Error::AlreadyConsumed(id));
-            }
-            // The claim exists but may not survive a crash: spent, and authorizing nothing
-            // (acting needs a durable claim). Recovery writes its line if the claim survives.
-            Err(failed) => return Err(failed.on(id, "consume")),
+        if !self.store().claim(id, now)? {
+            let _ = self.audit(
+                AuditEvent::ConsumeReplayed,
+                id,
+                json!({ "reason": "already_consumed" }),
+            );
+            return Err(Error::AlreadyConsumed(id));
         }
         // From here on the approval is spent, whatever happens next.
         self.record_consumed(&request)
@@ -125,65 +111,8 @@ impl Gate {
         )?;
         failpoint!("consume::after_consumed_line");
         // Only a hint for recovery: a lost marker makes recovery look the line up again.
-        let _ = fs::touch(&self.layout().claim_logged(request.id()));
+        let _ = self.store().note_logged(request.id());
         failpoint!("consume::before_expiry_recheck");
         Ok(())
-    }
-
-    fn check_consumable<T>(
-        request: &Request,
-        claimed: bool,
-        binding: &Binding,
-        now: Timestamp,
-    ) -> Result<T, Error>
-    where
-        T: DeserializeOwned + Serialize,
-    {
-        let id = request.id();
-        match request.status() {
-            Status::Pending => return Err(Error::NotApproved(id)),
-            Status::Denied => return Err(Error::Denied(id)),
-            Status::Expired => return Err(Error::Expired(id)),
-            Status::Revoked => return Err(Error::Revoked(id)),
-            Status::Approved => {}
-        }
-        if claimed {
-            return Err(Error::AlreadyConsumed(id));
-        }
-        if request.is_past_expiry(now) {
-            return Err(Error::ApprovalExpired {
-                id,
-                expired_at: request.expires_at(),
-            });
-        }
-        if binding.action.as_bytes() != request.action().as_bytes() {
-            return Err(Error::ActionMismatch(id));
-        }
-        if binding.operation.as_deref() != request.operation() {
-            return Err(Error::OperationMismatch {
-                id,
-                expected: request.operation().map(str::to_owned),
-                got: binding.operation.clone(),
-            });
-        }
-        if binding.payload.as_ref() != request.payload() {
-            return Err(Error::PayloadMismatch {
-                id,
-                expected: request
-                    .payload_digest()
-                    .map_or_else(|| "none".to_owned(), |d| d.to_string()),
-            });
-        }
-        // Without a payload the executor's type must be a faithful image of `null`, e.g. `()`.
-        let null;
-        let approved = if let Some(payload) = request.payload() {
-            payload
-        } else {
-            null = CanonicalPayload::no_payload();
-            &null
-        };
-        approved
-            .deserialize_faithful::<T>()
-            .map_err(|problem| Error::PayloadType { id, problem })
     }
 }

@@ -2,13 +2,12 @@
 
 use serde_json::json;
 
-use crate::audit::AuditEvent;
 use crate::error::Error;
 use crate::faults::failpoint;
-use crate::fs;
+use crate::gate::Gate;
 use crate::id::RequestId;
-use crate::request::{Decision, EffectiveStatus, Request, Status, StatusReport};
-use crate::store::Gate;
+use crate::request::{Decision, Request, StatusReport};
+use crate::rules::{Order, Verdict};
 
 impl Gate {
     /// Approves a pending request. Only a human, out of band, should ever call this.
@@ -20,7 +19,7 @@ impl Gate {
     ///
     /// [`Error::Expired`] if it expired first; [`Error::WrongState`] if it is not pending.
     pub fn approve(&self, id: RequestId, decision: &Decision) -> Result<StatusReport, Error> {
-        self.decide(id, decision, Status::Approved, None)
+        self.decide(id, decision, Verdict::Approve, None)
     }
 
     /// Approves a pending request only if it is still exactly `shown`, the record the human
@@ -35,7 +34,7 @@ impl Gate {
         shown: &Request,
         decision: &Decision,
     ) -> Result<StatusReport, Error> {
-        self.decide(shown.id(), decision, Status::Approved, Some(shown))
+        self.decide(shown.id(), decision, Verdict::Approve, Some(shown))
     }
 
     /// Denies a pending request.
@@ -44,7 +43,7 @@ impl Gate {
     ///
     /// [`Error::Expired`] if it expired first; [`Error::WrongState`] if it is not pending.
     pub fn deny(&self, id: RequestId, decision: &Decision) -> Result<StatusReport, Error> {
-        self.decide(id, decision, Status::Denied, None)
+        self.decide(id, decision, Verdict::Deny, None)
     }
 
     /// Revokes an approval that has not been consumed.
@@ -53,79 +52,48 @@ impl Gate {
     ///
     /// [`Error::WrongState`] unless the request is approved and unconsumed.
     pub fn revoke(&self, id: RequestId, decision: &Decision) -> Result<StatusReport, Error> {
-        self.decide(id, decision, Status::Revoked, None)
+        self.decide(id, decision, Verdict::Revoke, None)
     }
 
     fn decide(
         &self,
         id: RequestId,
         decision: &Decision,
-        to: Status,
+        verdict: Verdict,
         shown: Option<&Request>,
     ) -> Result<StatusReport, Error> {
         decision.validate()?;
         self.load_live(id)?;
-        let _lock = self.lock(id)?;
+        let _lock = self.store().lock(id)?;
         let now = self.now();
         let (mut request, claimed) = self.refresh_locked(id, now)?;
-        let current = request.effective(claimed, now);
-        let (operation, allowed, event) = match to {
-            Status::Approved => (
-                "approve",
-                current == EffectiveStatus::Pending,
-                AuditEvent::Approved,
-            ),
-            Status::Denied => (
-                "deny",
-                current == EffectiveStatus::Pending,
-                AuditEvent::Denied,
-            ),
-            _ => (
-                "revoke",
-                matches!(
-                    current,
-                    EffectiveStatus::ApprovedUnconsumed | EffectiveStatus::ApprovedExpired
-                ),
-                AuditEvent::Revoked,
-            ),
-        };
-        if !allowed {
-            return Err(
-                if current == EffectiveStatus::Expired && to != Status::Revoked {
-                    Error::Expired(id)
-                } else {
-                    Error::WrongState {
-                        id,
-                        operation,
-                        status: current,
-                    }
-                },
-            );
-        }
+        verdict.check(id, request.effective(claimed, now))?;
         if shown.is_some_and(|shown| *shown != request) {
             return Err(Error::Changed(id));
         }
-        request.decide(to, now, Some(decision));
+        let operation = verdict.operation();
+        request.decide(verdict.status(), now, Some(decision));
         let record = json!({
             "decidedBy": request.decided_by(),
             "reason": request.decision_reason(),
         });
-        if to == Status::Approved {
-            // A "yes" is recorded before it takes effect...
-            self.audit(event, id, record)?;
-            failpoint!("decide::between_record_and_effect");
-            self.save(&request, operation)?;
-        } else {
-            // ...a "no" takes effect before it is recorded, and stands if it cannot be.
-            let saved = self.save(&request, operation).and_then(|()| {
-                Self::between_effect_and_record().map_err(|e| e.after_effect(id, operation))
-            });
-            self.record_after(saved, id, operation, event, record)?;
+        match verdict.order() {
+            Order::RecordFirst => {
+                self.audit(verdict.event(), id, record)?;
+                failpoint!("decide::between_record_and_effect");
+                self.store().save(&request, operation)?;
+            }
+            Order::EffectFirst => {
+                let saved = self.store().save(&request, operation).and_then(|()| {
+                    Self::between_effect_and_record().map_err(|e| e.after_effect(id, operation))
+                });
+                self.record_after(saved, id, operation, verdict.event(), record)?;
+            }
         }
-        // From here the decision has taken effect: nothing below may report a failure. A
-        // marker left behind is removed by the next scan of the pending index, and the
+        // From here the decision has taken effect: nothing below may report a failure. An
+        // index entry left behind is removed by the next scan of the pending index, and the
         // report needs no further read (a decided request was not claimed: we hold its lock).
-        let _ = fs::remove_if_exists(&self.layout().marker(id));
+        let _ = self.store().unindex(id);
         let effective = request.effective(claimed, now);
         Ok(StatusReport::new(request, effective))
     }

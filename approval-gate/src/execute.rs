@@ -9,11 +9,11 @@ use serde_json::json;
 use crate::audit::AuditEvent;
 use crate::error::Error;
 use crate::faults::failpoint;
-use crate::fs;
+use crate::gate::Gate;
 use crate::grant::Grant;
 use crate::id::RequestId;
 use crate::request::Binding;
-use crate::store::{Gate, Locked, lock_file};
+use crate::store::Held;
 
 impl Gate {
     /// Runs `f` exactly once for an approved request, and only then.
@@ -141,9 +141,6 @@ fn after_started() -> Result<(), Error> {
     Ok(())
 }
 
-/// How often to retry locking an execution marker that recovery removed meanwhile.
-const MARKER_ATTEMPTS: usize = 8;
-
 fn finish<R, E: Display>(record: ExecutionRecord, result: &Result<R, E>) {
     match result {
         Ok(_) => record.finish("ok", None),
@@ -156,7 +153,7 @@ impl Gate {
     /// `execution_finished`, or an "unknown" outcome if dropped unfinished.
     pub(crate) fn start_execution<T>(&self, grant: &Grant<T>) -> Result<ExecutionRecord, Error> {
         failpoint!("execute::before_started");
-        let marker = self.lock_execution_marker(grant.id())?;
+        let marker = self.store().begin_execution(grant.id())?;
         self.audit(
             AuditEvent::ExecutionStarted,
             grant.id(),
@@ -175,52 +172,13 @@ impl Gate {
     }
 }
 
-impl Gate {
-    /// Creates and locks `claims/<id>.exec`, held for the whole execution so that recovery
-    /// can tell a live executor from a dead one.
-    ///
-    /// Recovery removes a marker it can lock. Between our open and our lock, another
-    /// process's recovery may lock and unlink the file we opened; we would then hold a lock
-    /// on a file no longer at the path, and a crash would leave no marker for the next
-    /// recovery. So after locking, check that the path still names the locked file, and
-    /// start again if not.
-    ///
-    /// The marker's name is made durable (its directory fsynced) only once it is locked: an
-    /// fsync inside the gap would widen it a thousandfold, and every process opening the store
-    /// meanwhile runs recovery.
-    fn lock_execution_marker(&self, id: RequestId) -> Result<Locked, Error> {
-        let path = self.layout().execution_marker(id);
-        for _ in 0..MARKER_ATTEMPTS {
-            let file = fs::open_lock(&path)?;
-            failpoint!("execute::before_marker_lock");
-            let held = file
-                .metadata()
-                .map_err(|e| Error::io("inspecting", &path, e))?;
-            let locked = lock_file(file, &path)?;
-            if fs::still_at(&held, &path)? {
-                // Durable before `execution_started` is written, so a power loss cannot
-                // leave a started execution without the marker that gets it an outcome.
-                fs::sync_dir(&self.layout().claims_dir())?;
-                return Ok(locked);
-            }
-        }
-        Err(Error::io(
-            "locking",
-            &path,
-            std::io::Error::other(format!(
-                "the execution marker was removed {MARKER_ATTEMPTS} times while being locked; nothing ran"
-            )),
-        ))
-    }
-}
-
 /// Writes `execution_finished` once. Dropped unfinished (a panic, a cancelled future), it
 /// records the outcome as unknown: the side effect may or may not have happened.
 pub(crate) struct ExecutionRecord {
     gate: Gate,
     id: RequestId,
     open: bool,
-    marker: Option<Locked>,
+    marker: Option<Held>,
 }
 
 /// Longest error text kept in an `execution_finished` line.
@@ -252,7 +210,7 @@ impl ExecutionRecord {
             .audit(AuditEvent::ExecutionFinished, self.id, fields)
             .is_ok();
         if recorded {
-            let _ = fs::remove_if_exists(&self.gate.layout().execution_marker(self.id));
+            let _ = self.gate.store().end_execution(self.id);
         }
         self.marker = None;
     }

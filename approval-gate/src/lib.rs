@@ -46,6 +46,8 @@
 //! running as the same OS user: see `docs/threat-model.md`. The states and their transitions
 //! are in `docs/authorization-states.md`.
 
+mod archive;
+mod ask;
 mod audit;
 mod claim;
 mod consume;
@@ -53,9 +55,9 @@ mod decide;
 mod error;
 mod execute;
 mod faults;
-mod fs;
 #[cfg(feature = "fs-trace")]
 pub mod fs_trace;
+mod gate;
 mod grant;
 mod health;
 mod id;
@@ -64,17 +66,19 @@ mod list;
 mod payload;
 mod recover;
 mod request;
-mod retention;
+mod rules;
 mod store;
 mod time;
 
 #[cfg(feature = "macros")]
 pub use approval_gate_macros::requires_approval;
+pub use archive::ArchiveReport;
 pub use audit::{AuditEvent, AuditRecord, AuditSummary, Reanchored};
 #[doc(hidden)]
 pub use claim::__private;
 pub use claim::Claim;
 pub use error::{Error, ErrorCode};
+pub use gate::{Gate, GateBuilder, Submitted};
 pub use grant::Grant;
 pub use health::HealthReport;
 pub use id::RequestId;
@@ -85,8 +89,7 @@ pub use recover::Recovery;
 pub use request::{
     Binding, Decision, EffectiveStatus, NewRequest, Request, Status, StatusReport, os_user,
 };
-pub use retention::ArchiveReport;
-pub use store::{Gate, GateBuilder, Submitted};
+pub use store::Location;
 pub use time::{Clock, ManualClock, SystemClock, Timestamp};
 
 /// Entry points for the fuzz targets in `fuzz/`. Not a public API.

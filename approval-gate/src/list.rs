@@ -3,12 +3,12 @@
 use serde::ser::SerializeStruct;
 use serde::{Serialize, Serializer};
 
+use crate::ask::Filing;
 use crate::error::Error;
-use crate::fs;
+use crate::gate::{Gate, Scan};
 use crate::id::RequestId;
 use crate::limits::MAX_PAGE;
-use crate::request::{EffectiveStatus, Request, Status, StatusReport};
-use crate::store::{Gate, MAX_REQUEST_FILE, Scan};
+use crate::request::{EffectiveStatus, Status, StatusReport};
 use crate::time::Timestamp;
 
 /// Which requests [`Gate::list`] returns.
@@ -179,9 +179,9 @@ impl Gate {
         }
         let now = self.now();
         let scan = if filter == ListFilter::Pending {
-            self.scan_pending(now, false)?
+            self.scan_pending(now, Filing::Running)?
         } else {
-            self.scan_all(now, true)?
+            self.scan_all(now, Expiry::Record)?
         };
         let mut items: Vec<ListItem> = scan
             .unreadable
@@ -215,39 +215,32 @@ impl Gate {
     /// Where `id` sits in listing order when it is not on the list: its creation time, or
     /// `None` (the place of unreadable records) if its record cannot be read.
     fn created_at_anywhere(&self, id: RequestId) -> Result<Option<Timestamp>, Error> {
-        match self.load(id) {
+        let store = self.store();
+        match store.load(id) {
             Ok(Some(request)) => return Ok(Some(request.created_at())),
             Ok(None) => {}
-            Err(Error::Unreadable { .. } | Error::UnsafeState { .. }) => return Ok(None),
+            Err(error) if store.spoils_only(id, &error) => return Ok(None),
             Err(other) => return Err(other),
         }
-        let path = self.layout().archived(id);
-        let bytes = fs::read_bounded(&path, MAX_REQUEST_FILE)?.ok_or(Error::NotFound(id))?;
-        let request: Request = serde_json::from_slice(&bytes).map_err(|e| Error::Corrupt {
-            path,
-            problem: e.to_string(),
-        })?;
-        Ok(Some(request.created_at()))
+        let archived = store.load_archived(id)?.ok_or(Error::NotFound(id))?;
+        Ok(Some(archived.created_at()))
     }
 
-    /// Every request in the live store, and the records that cannot be read. With
-    /// `record_expiry`, pending requests past their expiry are recorded as expired on the way.
-    pub(crate) fn scan_all(&self, now: Timestamp, record_expiry: bool) -> Result<Scan, Error> {
+    /// Every request in the live store, and the records that cannot be read, recording on
+    /// the way (with [`Expiry::Record`]) the expiry of pending requests past it.
+    pub(crate) fn scan_all(&self, now: Timestamp, expiry: Expiry) -> Result<Scan, Error> {
+        let store = self.store();
         let mut scan = Scan::default();
-        for name in fs::list_names(&self.layout().requests_dir())? {
-            let Some(id) = name
-                .strip_suffix(".json")
-                .and_then(|s| RequestId::parse(s).ok())
-            else {
+        for id in store.live_ids()? {
+            let Some(Some(request)) = scan.sort(store, id, store.load(id))? else {
                 continue;
             };
-            let record = self.layout().request(id);
-            let Some(Some(request)) = scan.sort(id, &record, self.load(id))? else {
-                continue;
-            };
-            if record_expiry && request.status() == Status::Pending && request.is_past_expiry(now) {
-                let _lock = self.lock(id)?;
-                if let Some((request, _)) = scan.sort(id, &record, self.refresh_locked(id, now))? {
+            if expiry == Expiry::Record
+                && request.status() == Status::Pending
+                && request.is_past_expiry(now)
+            {
+                let _lock = store.lock(id)?;
+                if let Some((request, _)) = scan.sort(store, id, self.refresh_locked(id, now))? {
                     scan.requests.push(request);
                 }
             } else {
@@ -256,4 +249,12 @@ impl Gate {
         }
         Ok(scan)
     }
+}
+
+/// Whether a scan records the expiry of the pending requests it finds past it (every read
+/// does, except those promised to change nothing: a dry run, a health check).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Expiry {
+    Record,
+    Leave,
 }

@@ -6,9 +6,9 @@
 //! - between `execution_started` and `execution_finished`: the action may or may not have
 //!   happened.
 //!
-//! Recovery finds both cheaply from markers next to the claims (`<id>.logged` once the
-//! `consumed` line is durable; `<id>.exec`, held locked while an executor runs) and reads
-//! the log only for the few ids that need it. It adds `consumed` with `"recovered": true`
+//! Recovery finds both cheaply from what the store keeps next to the claims (the directory
+//! store: `<id>.logged` once the `consumed` line is durable; `<id>.exec`, held locked while
+//! an executor runs) and reads the log only for the few ids that need it. It adds `consumed` with `"recovered": true`
 //! for an unlogged claim, and `execution_finished` with outcome `unknown` for an execution
 //! whose process is gone. It never re-runs anything and never un-spends a claim. It runs on
 //! every open and is idempotent.
@@ -17,15 +17,12 @@
 //! recovery cuts it when the anchor proves it was never acknowledged, as the next append
 //! would, and otherwise leaves the log for `audit verify` to report.
 
-use std::collections::BTreeSet;
-
 use serde_json::json;
 
 use crate::audit::{AuditEvent, AuditRecord};
 use crate::error::Error;
-use crate::fs;
+use crate::gate::Gate;
 use crate::id::RequestId;
-use crate::store::{Gate, try_lock_existing};
 
 /// What a recovery pass repaired.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -45,40 +42,26 @@ impl Recovery {
     }
 }
 
-fn ids_with_suffix<'a>(names: &'a [String], suffix: &str) -> BTreeSet<&'a str> {
-    names
-        .iter()
-        .filter_map(|name| name.strip_suffix(suffix))
-        .collect()
-}
-
 fn has(records: &[AuditRecord], id: RequestId, event: AuditEvent) -> bool {
     records.iter().any(|r| r.id == id && r.event == event)
 }
 
 impl Gate {
-    /// Makes the audit log agree with the claims on disk after a crash; see the module
+    /// Makes the audit log agree with the claims in the store after a crash; see the module
     /// docs. Runs on every open; safe to run again at any time, from any process.
     ///
     /// # Errors
     ///
     /// I/O errors, and [`Error::AuditBroken`] if the log must be repaired by a human first.
     pub fn recover(&self) -> Result<Recovery, Error> {
-        self.repair_audit_tail()?;
-        let names = fs::list_names(&self.layout().claims_dir())?;
-        let claims = ids_with_suffix(&names, ".used");
-        let logged = ids_with_suffix(&names, ".logged");
-        let executing = ids_with_suffix(&names, ".exec");
+        let store = self.store();
+        store.repair_torn_tail()?;
         let mut recovery = Recovery::default();
 
-        for id in claims.difference(&logged) {
-            let Ok(id) = RequestId::parse(id) else {
-                continue;
-            };
+        for id in store.unlogged_claims()? {
             // The consume that made the claim holds this lock until its line is written.
-            let _lock = self.lock(id)?;
-            let marker = self.layout().claim_logged(id);
-            if fs::exists(&marker)? {
+            let _lock = store.lock(id)?;
+            if store.is_logged(id)? {
                 continue;
             }
             if !has(&self.audit_records()?, id, AuditEvent::Consumed) {
@@ -89,16 +72,12 @@ impl Gate {
                 )?;
                 recovery.consumed.push(id);
             }
-            fs::touch(&marker)?;
+            store.note_logged(id)?;
         }
 
-        for id in executing {
-            let Ok(id) = RequestId::parse(id) else {
-                continue;
-            };
-            let path = self.layout().execution_marker(id);
-            // A live executor holds the marker locked; only a dead one lets go of it.
-            let Some(_held) = try_lock_existing(&path)? else {
+        for id in store.executions()? {
+            // A live executor holds its mark; only a dead one lets go of it.
+            let Some(_held) = store.dead_execution(id)? else {
                 continue;
             };
             let records = self.audit_records()?;
@@ -122,7 +101,7 @@ impl Gate {
                 )?;
                 recovery.unknown_outcomes.push(id);
             }
-            fs::remove_if_exists(&path)?;
+            store.end_execution(id)?;
         }
         Ok(recovery)
     }

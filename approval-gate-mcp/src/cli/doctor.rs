@@ -37,7 +37,7 @@ fn as_json(gate: &Gate, report: &HealthReport) -> Value {
         .collect();
     json!({
         "ok": report.is_healthy(),
-        "dir": gate.dir().to_string_lossy(),
+        "dir": gate.location().to_string(),
         "unreadable": report.unreadable,
         "audit": audit,
         "stray": stray,
@@ -46,7 +46,7 @@ fn as_json(gate: &Gate, report: &HealthReport) -> Value {
 
 fn as_text(gate: &Gate, report: &HealthReport) -> String {
     let mut text = String::new();
-    let _ = writeln!(text, "store {}", escape(&gate.dir().to_string_lossy()));
+    let _ = writeln!(text, "store {}", escape(&gate.location().to_string()));
     let mut problems = 0;
     for record in &report.unreadable {
         problems += 1;

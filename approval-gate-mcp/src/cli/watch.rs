@@ -53,7 +53,7 @@ pub(crate) fn watch(gate: &Gate, args: &WatchArgs) -> anyhow::Result<Exit> {
         .ok();
     output::stderr_line(&format!(
         "approval-gate: watching {} for new requests (Ctrl-C to stop)",
-        escape(&gate.dir().display().to_string())
+        escape(&gate.location().to_string())
     ));
 
     let fallback = Duration::from_secs(args.fallback_secs);
@@ -142,8 +142,11 @@ fn watch_store(gate: &Gate, tx: Sender<Wake>) -> notify::Result<notify::Recommen
     let mut watcher = notify::recommended_watcher(move |_: notify::Result<notify::Event>| {
         let _ = tx.send(Wake::Changed);
     })?;
-    for sub in ["pending", "requests"] {
-        watcher.watch(&gate.dir().join(sub), RecursiveMode::NonRecursive)?;
+    // Interim: waiting moves into the library (`Gate` change stream).
+    if let Some(dir) = gate.dir() {
+        for sub in ["pending", "requests"] {
+            watcher.watch(&dir.join(sub), RecursiveMode::NonRecursive)?;
+        }
     }
     Ok(watcher)
 }

@@ -39,7 +39,10 @@ impl AgentGate {
 
     /// The directory whose entries change when any request is decided, expired or archived.
     pub(crate) fn requests_dir(&self) -> PathBuf {
-        self.gate.dir().join("requests")
+        self.gate
+            .dir()
+            .map(|dir| dir.join("requests"))
+            .unwrap_or_default()
     }
 
     /// The gate's clock, which decides expiry.

@@ -1,17 +1,14 @@
 //! Retention: moving finished requests out of the live store.
 
-use std::time::Duration;
-
 use serde_json::json;
 
 use crate::audit::AuditEvent;
 use crate::error::Error;
-use crate::fs;
+use crate::gate::{Gate, Scan};
 use crate::id::RequestId;
-use crate::limits::MIN_ARCHIVE_AGE_DAYS;
-use crate::list::UnreadableRecord;
+use crate::list::{Expiry, UnreadableRecord};
 use crate::request::Request;
-use crate::store::{Gate, Scan};
+use crate::rules;
 
 /// What [`Gate::archive`] did (or, in a dry run, would do).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -59,19 +56,17 @@ impl Gate {
     }
 
     fn archive_as(&self, older_than_days: u32, run: Run) -> Result<ArchiveReport, Error> {
-        let dry_run = run == Run::DryRun;
+        let store = self.store();
         let now = self.now();
-        let day = Duration::from_secs(24 * 3600);
-        let min_age = day * MIN_ARCHIVE_AGE_DAYS;
-        let created_cutoff = now.saturating_sub(day * older_than_days.max(MIN_ARCHIVE_AGE_DAYS));
-        let expired_cutoff = now.saturating_sub(min_age);
-        let due =
-            |r: &Request| r.created_at() <= created_cutoff && r.expires_at() <= expired_cutoff;
-        if !dry_run {
-            // Nothing moves that the audit log cannot record.
-            self.check_audit_appendable()?;
-        }
-        let scan = self.scan_all(now, !dry_run)?;
+        let due = |request: &Request| rules::archivable(request, older_than_days, now);
+        let scan = match run {
+            Run::DryRun => self.scan_all(now, Expiry::Leave)?,
+            Run::Move => {
+                // Nothing moves that the audit log cannot record.
+                self.check_audit_appendable()?;
+                self.scan_all(now, Expiry::Record)?
+            }
+        };
         let mut report = ArchiveReport {
             archived: Vec::new(),
             skipped: scan.unreadable,
@@ -82,29 +77,27 @@ impl Gate {
                 continue;
             }
             let id = request.id();
-            if dry_run {
+            let _lock = match run {
+                Run::DryRun => None,
+                Run::Move => Some(store.lock(id)?),
+            };
+            // Re-read under the lock: it may have changed since the scan.
+            let Some(Some(request)) = late.sort(store, id, store.load(id))? else {
+                continue;
+            };
+            let claimed = store.is_claimed(id)?;
+            let status = request.effective(claimed, now);
+            // An execution still running (or awaiting recovery) keeps its request live.
+            if !due(&request) || !status.is_finished() || store.is_executing(id)? {
+                continue;
+            }
+            if run == Run::DryRun {
                 report.archived.push(id);
                 continue;
             }
-            let _lock = self.lock(id)?;
-            let record = self.layout().request(id);
-            let Some(Some(request)) = late.sort(id, &record, self.load(id))? else {
-                continue;
-            };
-            let claimed = self.is_claimed(id)?;
-            let status = request.effective(claimed, now);
-            // An execution still running (or awaiting recovery) keeps its request live.
-            if fs::exists(&self.layout().execution_marker(id))? {
-                continue;
-            }
-            if !due(&request) || !status.is_finished() {
-                continue;
-            }
-            let layout = self.layout();
             // The request moves first: a claim left behind still spends nothing, while a
             // request left behind without its claim could look unconsumed.
-            fs::rename_durable(&layout.request(id), &layout.archived(id))
-                .map_err(|failed| failed.on(id, "archive"))?;
+            store.archive_record(id)?;
             // The request is archived from here: a failure says so.
             let fields = json!({ "status": status, "createdAt": request.created_at() });
             self.finish_archiving(id, claimed, fields)
@@ -121,14 +114,8 @@ impl Gate {
         claimed: bool,
         fields: serde_json::Value,
     ) -> Result<(), Error> {
-        let layout = self.layout();
-        if claimed {
-            fs::rename_durable(&layout.claim(id), &layout.archived_claim(id))
-                .map_err(|failed| failed.on(id, "archive"))?;
-            fs::remove_if_exists(&layout.claim_logged(id))?;
-        }
-        fs::remove_if_exists(&layout.marker(id))?;
+        self.store().archive_rest(id, claimed)?;
         self.audit(AuditEvent::Archived, id, fields)?;
-        fs::remove_if_exists(&layout.lock(id))
+        self.store().forget(id)
     }
 }

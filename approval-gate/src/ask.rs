@@ -1,0 +1,142 @@
+//! Asking: filing a request for a human decision, and where a request stands.
+
+use serde_json::json;
+
+use crate::audit::AuditEvent;
+use crate::error::Error;
+use crate::gate::{Gate, Scan, Submitted};
+use crate::id::RequestId;
+use crate::request::{NewRequest, Request, Status, StatusReport};
+use crate::time::Timestamp;
+
+/// Whether a scan of the pending index runs with filing serialised (so an index entry
+/// without a record cannot be a filing in progress, and is dropped).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Filing {
+    Locked,
+    Running,
+}
+
+impl Gate {
+    /// Files a request for a human decision.
+    ///
+    /// An identical pending request (same action, operation, payload digest and requester)
+    /// is returned instead of filing a second one. A request that does not set its time to
+    /// live gets the operator's [`Limits::default_ttl`](crate::Limits::default_ttl).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidInput`] for unacceptable fields (nothing is written);
+    /// [`Error::QueueFull`] or [`Error::CreationLimit`] when a limit is reached.
+    pub fn request_approval(&self, new: NewRequest) -> Result<Submitted, Error> {
+        new.validate()?;
+        let limits = self.limits();
+        let ttl = new.ttl.unwrap_or(limits.default_ttl);
+        let _filing = self.store().lock_filing()?;
+        // Nothing is filed that the audit log cannot record.
+        self.check_audit_appendable()?;
+        let now = self.now();
+        let scan = self.scan_pending(now, Filing::Locked)?;
+        if let Some(existing) = scan.requests.iter().find(|r| r.same_ask(&new)) {
+            return Ok(Submitted {
+                request: existing.clone(),
+                deduplicated: true,
+            });
+        }
+        // An unreadable record in the pending index may well be pending: it counts, so a
+        // damaged store never lets more requests in than the cap.
+        let pending_now = scan.requests.len() + scan.unreadable.len();
+        if pending_now >= limits.max_pending {
+            return Err(Error::QueueFull {
+                pending: pending_now,
+                limit: limits.max_pending,
+            });
+        }
+        let live = self.store().count_live()?;
+        if live >= limits.max_requests {
+            return Err(Error::CreationLimit {
+                requests: live,
+                limit: limits.max_requests,
+            });
+        }
+        let id = self.fresh_id()?;
+        let request = Request::new(id, new, now, ttl);
+        let saved = self.store().insert(&request);
+        self.record_after(
+            saved,
+            id,
+            "request",
+            AuditEvent::Requested,
+            json!({
+                "action": request.action(),
+                "reason": request.reason(),
+                "requestedBy": request.requested_by(),
+                "operation": request.operation(),
+                "payloadDigest": request.payload_digest(),
+                "expiresAt": request.expires_at(),
+            }),
+        )?;
+        Ok(Submitted {
+            request,
+            deduplicated: false,
+        })
+    }
+
+    fn fresh_id(&self) -> Result<RequestId, Error> {
+        loop {
+            let id = RequestId::random()?;
+            if !self.store().id_taken(id)? {
+                return Ok(id);
+            }
+        }
+    }
+
+    /// The pending requests, reading only what the pending index names. Records the expiry
+    /// of those past it. Entries of decided requests are dropped; entries without a record
+    /// are dropped only while filing is locked, since one may belong to a filing in progress.
+    /// An entry whose record is unreadable stays, and the record is listed as such.
+    pub(crate) fn scan_pending(&self, now: Timestamp, filing: Filing) -> Result<Scan, Error> {
+        let store = self.store();
+        let mut scan = Scan::default();
+        for id in store.pending_ids()? {
+            let Some(loaded) = scan.sort(store, id, store.load(id))? else {
+                continue;
+            };
+            match loaded {
+                None => {
+                    if filing == Filing::Locked {
+                        store.unindex(id)?;
+                    }
+                }
+                Some(request) if request.status() != Status::Pending => {
+                    store.unindex(id)?;
+                }
+                Some(request) if request.is_past_expiry(now) => {
+                    let _lock = store.lock(id)?;
+                    scan.sort(store, id, self.refresh_locked(id, now))?;
+                }
+                Some(request) => scan.requests.push(request),
+            }
+        }
+        Ok(scan)
+    }
+
+    /// Where a request stands. Records the expiry of a pending request past it.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::NotFound`] or [`Error::Archived`] for an id not in the live store;
+    /// [`Error::Unreadable`] if its record cannot be read (every other operation on the id
+    /// refuses the same way).
+    pub fn status(&self, id: RequestId) -> Result<StatusReport, Error> {
+        let now = self.now();
+        let request = self.load_live(id)?;
+        let request = if request.status() == Status::Pending && request.is_past_expiry(now) {
+            let _lock = self.store().lock(id)?;
+            self.refresh_locked(id, now)?.0
+        } else {
+            request
+        };
+        self.report(request, now)
+    }
+}

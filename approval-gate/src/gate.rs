@@ -1,0 +1,375 @@
+//! The gate: the API every front end and executor calls, over one [`Store`].
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use serde_json::{Map, Value, json};
+
+use crate::audit::{AuditEvent, AuditRecord, AuditSummary, Reanchored};
+use crate::error::Error;
+use crate::id::RequestId;
+use crate::limits::Limits;
+use crate::list::UnreadableRecord;
+use crate::request::{Decision, Request, Status, StatusReport, check_ttl};
+use crate::store::dir::DirStore;
+use crate::store::{Location, Store};
+use crate::time::{Clock, SystemClock, Timestamp};
+
+/// The answer to [`Gate::request_approval`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Submitted {
+    /// The request now pending.
+    pub request: Request,
+    /// `true` if an identical pending request already existed and is returned instead.
+    pub deduplicated: bool,
+}
+
+/// Configures and opens a [`Gate`].
+#[derive(Debug, Default)]
+pub struct GateBuilder {
+    location: Option<Location>,
+    clock: Option<Arc<dyn Clock>>,
+    limits: Limits,
+}
+
+impl GateBuilder {
+    /// The directory store in `dir` (default: [`Gate::default_location`]).
+    #[must_use]
+    pub fn dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.location = Some(Location::Dir(dir.into()));
+        self
+    }
+
+    /// The store to use, as [`Location::parse`] reads `--store` (default:
+    /// [`Gate::default_location`]).
+    #[must_use]
+    pub fn store(mut self, location: Location) -> Self {
+        self.location = Some(location);
+        self
+    }
+
+    /// The clock for every expiry decision (default: [`SystemClock`]).
+    #[must_use]
+    pub fn clock(mut self, clock: impl Clock + 'static) -> Self {
+        self.clock = Some(Arc::new(clock));
+        self
+    }
+
+    /// The operator's limits: queue cap, store cap, default time to live.
+    #[must_use]
+    pub fn limits(mut self, limits: Limits) -> Self {
+        self.limits = limits;
+        self
+    }
+
+    /// Opens the store (a directory store creates its directories `0700` if needed), then
+    /// runs [`Gate::recover`].
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidInput`] for a default TTL outside the accepted range (nothing is
+    /// created); [`Error::UnsafeState`] if the directory or a state file is a symlink, not
+    /// owned by this user or open to others; [`Error::NoStateDir`] without a store to use;
+    /// [`Error::Io`] if it cannot be created.
+    pub fn open(self) -> Result<Gate, Error> {
+        check_ttl("default_ttl", self.limits.default_ttl)?;
+        let location = match self.location {
+            Some(location) => location,
+            None => Gate::default_location()?,
+        };
+        let store: Box<dyn Store> = match location {
+            Location::Dir(dir) => Box::new(DirStore::open(dir)?),
+        };
+        let gate = Gate {
+            inner: Arc::new(Inner {
+                store,
+                clock: self.clock.unwrap_or_else(|| Arc::new(SystemClock)),
+                limits: self.limits,
+            }),
+        };
+        match gate.recover() {
+            // A broken audit log must stay inspectable (`approval-gate audit verify`); every
+            // operation that needs to append to it refuses anyway.
+            Ok(_) | Err(Error::AuditBroken { .. }) => Ok(gate),
+            Err(other) => Err(other),
+        }
+    }
+}
+
+#[derive(Debug)]
+struct Inner {
+    store: Box<dyn Store>,
+    clock: Arc<dyn Clock>,
+    limits: Limits,
+}
+
+/// The approval gate: requests, decisions and single-use consumes, over a store.
+///
+/// Cheap to clone; clones share configuration. Every operation is safe to run from many
+/// threads and processes at once: decisions and consumption of one request are serialised by
+/// the store.
+#[derive(Debug, Clone)]
+pub struct Gate {
+    inner: Arc<Inner>,
+}
+
+/// What a scan of the store found: the requests it could read, and the records it could not.
+#[derive(Debug, Default)]
+pub(crate) struct Scan {
+    pub(crate) requests: Vec<Request>,
+    pub(crate) unreadable: Vec<UnreadableRecord>,
+}
+
+impl Scan {
+    /// Sets the record of `id` aside as `None` if it cannot be read (an error about that
+    /// record alone); any other error ends the scan.
+    pub(crate) fn sort<T>(
+        &mut self,
+        store: &dyn Store,
+        id: RequestId,
+        result: Result<T, Error>,
+    ) -> Result<Option<T>, Error> {
+        match result {
+            Ok(value) => Ok(Some(value)),
+            Err(error) if store.spoils_only(id, &error) => {
+                let problem = match error {
+                    Error::Unreadable { problem, .. } => problem,
+                    other => other.to_string(),
+                };
+                self.unreadable.push(UnreadableRecord::new(id, problem));
+                Ok(None)
+            }
+            Err(other) => Err(other),
+        }
+    }
+}
+
+fn details(value: Value) -> Map<String, Value> {
+    match value {
+        Value::Object(map) => map,
+        _ => Map::new(),
+    }
+}
+
+impl Gate {
+    /// Opens the directory store in `dir` with the system clock and default limits.
+    ///
+    /// # Errors
+    ///
+    /// As [`GateBuilder::open`].
+    pub fn open(dir: impl Into<PathBuf>) -> Result<Self, Error> {
+        Self::builder().dir(dir).open()
+    }
+
+    /// Opens the store [`Gate::default_location`] names.
+    ///
+    /// # Errors
+    ///
+    /// As [`GateBuilder::open`].
+    pub fn open_default() -> Result<Self, Error> {
+        Self::builder().open()
+    }
+
+    /// A builder to choose the store, clock and limits.
+    #[must_use]
+    pub fn builder() -> GateBuilder {
+        GateBuilder::default()
+    }
+
+    /// `APPROVAL_GATE_STORE` if set, else the directory `APPROVAL_GATE_DIR`, else
+    /// `$HOME/.approval-gate`.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidInput`] if `APPROVAL_GATE_STORE` names no store this build has;
+    /// [`Error::NoStateDir`] if none of the variables is set.
+    pub fn default_location() -> Result<Location, Error> {
+        if let Some(store) = std::env::var_os("APPROVAL_GATE_STORE").filter(|s| !s.is_empty()) {
+            let store = store.into_string().map_err(|_| Error::InvalidInput {
+                field: "store",
+                problem: "APPROVAL_GATE_STORE is not UTF-8".into(),
+            })?;
+            return Location::parse(&store);
+        }
+        Self::default_dir().map(Location::Dir)
+    }
+
+    /// `APPROVAL_GATE_DIR` if set, else `$HOME/.approval-gate`.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::NoStateDir`] if neither variable is set.
+    pub fn default_dir() -> Result<PathBuf, Error> {
+        if let Some(dir) = std::env::var_os("APPROVAL_GATE_DIR").filter(|d| !d.is_empty()) {
+            return Ok(PathBuf::from(dir));
+        }
+        std::env::var_os("HOME")
+            .filter(|h| !h.is_empty())
+            .map(|home| PathBuf::from(home).join(".approval-gate"))
+            .ok_or(Error::NoStateDir)
+    }
+
+    /// Where this gate's store is.
+    #[must_use]
+    pub fn location(&self) -> &Location {
+        self.inner.store.location()
+    }
+
+    /// The state directory, for a directory store.
+    #[must_use]
+    pub fn dir(&self) -> Option<&Path> {
+        match self.location() {
+            Location::Dir(dir) => Some(dir),
+        }
+    }
+
+    /// The operator's limits this gate enforces.
+    #[must_use]
+    pub fn limits(&self) -> Limits {
+        self.inner.limits
+    }
+
+    /// The clock every expiry decision of this gate reads.
+    pub(crate) fn clock(&self) -> &Arc<dyn Clock> {
+        &self.inner.clock
+    }
+
+    /// The current time on this gate's clock.
+    #[must_use]
+    pub fn now(&self) -> Timestamp {
+        self.inner.clock.now()
+    }
+
+    pub(crate) fn store(&self) -> &dyn Store {
+        &*self.inner.store
+    }
+
+    /// Appends `event` for `id` to the audit chain, durably.
+    pub(crate) fn audit(
+        &self,
+        event: AuditEvent,
+        id: RequestId,
+        fields: Value,
+    ) -> Result<u64, Error> {
+        self.store().append(self.now(), event, id, &details(fields))
+    }
+
+    /// Records `operation` after it took effect (a "no", or the filing of a request). It is
+    /// recorded even when its durability is unknown, and a failure to record it is reported
+    /// as "took effect, not recorded", never as "nothing happened".
+    pub(crate) fn record_after(
+        &self,
+        saved: Result<(), Error>,
+        id: RequestId,
+        operation: &'static str,
+        event: AuditEvent,
+        fields: Value,
+    ) -> Result<(), Error> {
+        if let Err(error) = &saved
+            && !error.took_effect()
+        {
+            return saved;
+        }
+        let recorded = self
+            .audit(event, id, fields)
+            .map(drop)
+            .map_err(|error| error.after_effect(id, operation));
+        saved.and(recorded)
+    }
+
+    /// Fails if the audit log would refuse an append (broken, or unanchored): checked before
+    /// a "yes" takes effect, so that none ever happens without its line.
+    pub(crate) fn check_audit_appendable(&self) -> Result<(), Error> {
+        self.store().check_appendable()
+    }
+
+    /// Loads a request of the live store, telling "archived" from "never existed".
+    pub(crate) fn load_live(&self, id: RequestId) -> Result<Request, Error> {
+        match self.store().load(id)? {
+            Some(request) => Ok(request),
+            None if self.store().is_archived(id)? => Err(Error::Archived(id)),
+            None => Err(Error::NotFound(id)),
+        }
+    }
+
+    /// Records the expiry of a pending request that is past it. Call with the request locked.
+    pub(crate) fn expire_if_due(
+        &self,
+        mut request: Request,
+        now: Timestamp,
+    ) -> Result<Request, Error> {
+        if request.status() == Status::Pending && request.is_past_expiry(now) {
+            request.decide(Status::Expired, now, None);
+            // A "no" takes effect first and is recorded after.
+            let saved = self.store().save(&request, "expire");
+            self.record_after(
+                saved,
+                request.id(),
+                "expire",
+                AuditEvent::Expired,
+                json!({ "expiresAt": request.expires_at() }),
+            )?;
+            // An index entry left behind is removed by the next scan of the pending index.
+            let _ = self.store().unindex(request.id());
+        }
+        Ok(request)
+    }
+
+    /// Re-reads a request under its lock, recording its expiry if due; and whether its
+    /// approval was claimed.
+    pub(crate) fn refresh_locked(
+        &self,
+        id: RequestId,
+        now: Timestamp,
+    ) -> Result<(Request, bool), Error> {
+        let request = self.expire_if_due(self.load_live(id)?, now)?;
+        let claimed = self.store().is_claimed(id)?;
+        Ok((request, claimed))
+    }
+
+    /// The report of `request`, as of `now`.
+    pub(crate) fn report(&self, request: Request, now: Timestamp) -> Result<StatusReport, Error> {
+        let claimed =
+            request.status() == Status::Approved && self.store().is_claimed(request.id())?;
+        let effective = request.effective(claimed, now);
+        Ok(StatusReport::new(request, effective))
+    }
+
+    // ------------------------------------------------------------------ audit
+
+    /// Verifies the audit log's hash chain and anchor.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::AuditBroken`] with the first bad line.
+    pub fn verify_audit(&self) -> Result<AuditSummary, Error> {
+        self.store().verify()
+    }
+
+    /// Accepts the audit log as it is now, after its anchor went missing or stopped agreeing
+    /// with it: only a human who has looked should call this (`approval-gate audit
+    /// reanchor`). Cuts a torn last line, appends a `reanchored` line recording `by`, the
+    /// problem found, the lines and last hash found and the old anchor, and anchors the log
+    /// there. Until then every append is refused, so nothing is added to a log whose tail may
+    /// have been cut.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidInput`] if the log and its anchor agree (nothing to do) or `by` is not
+    /// an acceptable name; [`Error::AuditBroken`] if the lines themselves do not chain
+    /// (re-anchoring cannot repair an edited log); I/O errors.
+    pub fn reanchor_audit(&self, by: &str) -> Result<Reanchored, Error> {
+        Decision::by(by).validate()?;
+        self.store().reanchor(self.now(), by)
+    }
+
+    /// Every audit record, oldest first (the chain is checked while reading).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::AuditBroken`] with the first bad line.
+    pub fn audit_records(&self) -> Result<Vec<AuditRecord>, Error> {
+        self.store().records()
+    }
+}

@@ -1,0 +1,424 @@
+//! The directory store: a directory of request files, claims and an audit log.
+//!
+//! On-disk layout (all directories `0700`, all files `0600`):
+//!
+//! ```text
+//! <dir>/
+//!   gate.lock            lock for filing requests (queue cap, de-duplication)
+//!   audit.jsonl          hash-chained audit log, one JSON object per line
+//!   audit.head           anchor of the audit log (last sequence number and hash); its lock
+//!   requests/<id>.json   every live request: the authoritative record
+//!   pending/<id>         empty marker per pending request: the index that keeps listing
+//!                        pending requests proportional to the pending queue, not to history
+//!   claims/<id>.used     consume claim, made by exclusive create; its existence spends the approval
+//!   claims/<id>.logged   made once the `consumed` line is durable: recovery skips that claim
+//!   claims/<id>.exec     held locked by a process while it executes the approved action
+//!   locks/<id>.lock      per-request lock serialising decisions and consumption; never renamed over
+//!   archive/<id>.json    archived requests (and their claims as <id>.used): never usable again
+//! ```
+
+mod audit_log;
+pub(crate) mod fs;
+mod health;
+
+use std::path::{Path, PathBuf};
+
+use serde_json::{Map, Value, json};
+
+use self::audit_log::AuditLog;
+use super::{Held, Location, Store};
+use crate::audit::{AuditEvent, AuditRecord, AuditSummary, Reanchored};
+use crate::error::Error;
+use crate::faults::failpoint;
+use crate::id::RequestId;
+use crate::request::Request;
+use crate::time::Timestamp;
+
+/// Largest request file we will read; anything larger was not written by us.
+pub(crate) const MAX_REQUEST_FILE: u64 = 1024 * 1024;
+
+/// How often to retry locking an execution marker that recovery removed meanwhile.
+const MARKER_ATTEMPTS: usize = 8;
+
+/// The directory store.
+#[derive(Debug)]
+pub(crate) struct DirStore {
+    location: Location,
+    layout: Layout,
+    audit: AuditLog,
+}
+
+#[derive(Debug)]
+struct Layout {
+    root: PathBuf,
+}
+
+impl Layout {
+    fn requests_dir(&self) -> PathBuf {
+        self.root.join("requests")
+    }
+    fn pending_dir(&self) -> PathBuf {
+        self.root.join("pending")
+    }
+    fn claims_dir(&self) -> PathBuf {
+        self.root.join("claims")
+    }
+    fn locks_dir(&self) -> PathBuf {
+        self.root.join("locks")
+    }
+    fn archive_dir(&self) -> PathBuf {
+        self.root.join("archive")
+    }
+    fn filing_lock(&self) -> PathBuf {
+        self.root.join("gate.lock")
+    }
+    fn request(&self, id: RequestId) -> PathBuf {
+        self.requests_dir().join(format!("{id}.json"))
+    }
+    fn marker(&self, id: RequestId) -> PathBuf {
+        self.pending_dir().join(id.as_str())
+    }
+    fn claim(&self, id: RequestId) -> PathBuf {
+        self.claims_dir().join(format!("{id}.used"))
+    }
+    /// Made after the `consumed` line is durable, so recovery knows which claims to check.
+    fn claim_logged(&self, id: RequestId) -> PathBuf {
+        self.claims_dir().join(format!("{id}.logged"))
+    }
+    /// Held locked by a process while it executes an approved action.
+    fn execution_marker(&self, id: RequestId) -> PathBuf {
+        self.claims_dir().join(format!("{id}.exec"))
+    }
+    fn lock(&self, id: RequestId) -> PathBuf {
+        self.locks_dir().join(format!("{id}.lock"))
+    }
+    fn archived(&self, id: RequestId) -> PathBuf {
+        self.archive_dir().join(format!("{id}.json"))
+    }
+    fn archived_claim(&self, id: RequestId) -> PathBuf {
+        self.archive_dir().join(format!("{id}.used"))
+    }
+}
+
+/// An exclusive lock held for the life of the value.
+struct Locked {
+    _lock: Box<fd_lock::RwLock<std::fs::File>>,
+}
+
+/// Takes the lock only if no other process holds it; `None` if one does, or if the file
+/// does not exist (it is never created here).
+fn try_lock_existing(path: &Path) -> Result<Option<Locked>, Error> {
+    let Some(file) = fs::open_existing_rw(path)? else {
+        return Ok(None);
+    };
+    let mut lock = Box::new(fd_lock::RwLock::new(file));
+    match lock.try_write() {
+        Ok(guard) => std::mem::forget(guard),
+        Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return Ok(None),
+        Err(e) => return Err(Error::io("locking", path, e)),
+    }
+    Ok(Some(Locked { _lock: lock }))
+}
+
+fn lock_exclusive(path: &Path) -> Result<Locked, Error> {
+    lock_file(fs::open_lock(path)?, path)
+}
+
+/// Waits for an exclusive lock on an already opened file.
+fn lock_file(file: std::fs::File, path: &Path) -> Result<Locked, Error> {
+    let mut lock = Box::new(fd_lock::RwLock::new(file));
+    // fd-lock hands out a guard borrowing the lock; flock(2) itself is held by the open file
+    // description until it is closed, so keep the file and forget the guard.
+    std::mem::forget(lock.write().map_err(|e| Error::io("locking", path, e))?);
+    Ok(Locked { _lock: lock })
+}
+
+/// Ids named `<id><suffix>` in `dir`.
+fn ids_in(dir: &Path, suffix: &str) -> Result<Vec<RequestId>, Error> {
+    Ok(fs::list_names(dir)?
+        .iter()
+        .filter_map(|name| name.strip_suffix(suffix))
+        .filter_map(|id| RequestId::parse(id).ok())
+        .collect())
+}
+
+impl DirStore {
+    /// Opens the store in `root`, creating its directories `0700` if needed.
+    pub(crate) fn open(root: PathBuf) -> Result<Self, Error> {
+        let layout = Layout { root };
+        if let Some(parent) = layout.root.parent()
+            && !parent.as_os_str().is_empty()
+            && !parent.exists()
+        {
+            fs::create_dir_all(parent)?;
+        }
+        fs::ensure_dir(&layout.root)?;
+        for dir in [
+            layout.requests_dir(),
+            layout.pending_dir(),
+            layout.claims_dir(),
+            layout.locks_dir(),
+            layout.archive_dir(),
+        ] {
+            fs::ensure_dir(&dir)?;
+        }
+        for file in ["audit.jsonl", "audit.head", "gate.lock"] {
+            fs::open_existing(&layout.root.join(file))?;
+        }
+        Ok(Self {
+            location: Location::Dir(layout.root.clone()),
+            audit: AuditLog::new(&layout.root),
+            layout,
+        })
+    }
+
+    fn read(id: RequestId, path: &Path) -> Result<Option<Request>, Error> {
+        let unreadable = |problem: String| Error::Unreadable { id, problem };
+        let bytes = match fs::read_bounded(path, MAX_REQUEST_FILE) {
+            Ok(Some(bytes)) => bytes,
+            Ok(None) => return Ok(None),
+            Err(Error::Corrupt { problem, .. }) => return Err(unreadable(problem)),
+            Err(Error::Io { source, .. })
+                if source.kind() == std::io::ErrorKind::PermissionDenied =>
+            {
+                return Err(unreadable(format!("cannot be read: {source}")));
+            }
+            Err(other) => return Err(other),
+        };
+        Request::decode(id, &bytes).map(Some).map_err(unreadable)
+    }
+
+    /// Creates and locks `claims/<id>.exec`, held for the whole execution so that recovery
+    /// can tell a live executor from a dead one.
+    ///
+    /// Recovery removes a marker it can lock. Between our open and our lock, another
+    /// process's recovery may lock and unlink the file we opened; we would then hold a lock
+    /// on a file no longer at the path, and a crash would leave no marker for the next
+    /// recovery. So after locking, check that the path still names the locked file, and
+    /// start again if not.
+    ///
+    /// The marker's name is made durable (its directory fsynced) only once it is locked: an
+    /// fsync inside the gap would widen it a thousandfold, and every process opening the store
+    /// meanwhile runs recovery.
+    fn lock_execution_marker(&self, id: RequestId) -> Result<Locked, Error> {
+        let path = self.layout.execution_marker(id);
+        for _ in 0..MARKER_ATTEMPTS {
+            let file = fs::open_lock(&path)?;
+            failpoint!("execute::before_marker_lock");
+            let held = file
+                .metadata()
+                .map_err(|e| Error::io("inspecting", &path, e))?;
+            let locked = lock_file(file, &path)?;
+            if fs::still_at(&held, &path)? {
+                // Durable before `execution_started` is written, so a power loss cannot
+                // leave a started execution without the marker that gets it an outcome.
+                fs::sync_dir(&self.layout.claims_dir())?;
+                return Ok(locked);
+            }
+        }
+        Err(Error::io(
+            "locking",
+            &path,
+            std::io::Error::other(format!(
+                "the execution marker was removed {MARKER_ATTEMPTS} times while being locked; nothing ran"
+            )),
+        ))
+    }
+}
+
+impl Store for DirStore {
+    fn location(&self) -> &Location {
+        &self.location
+    }
+
+    /// A record that cannot be read is [`Error::Unreadable`] for its id alone. A record that
+    /// is a symlink or writable by others stays [`Error::UnsafeState`] (a sign of tampering,
+    /// reported as such), which scans also set aside as unreadable; trouble beyond the record
+    /// (the directory, the OS) is any other error.
+    fn load(&self, id: RequestId) -> Result<Option<Request>, Error> {
+        Self::read(id, &self.layout.request(id))
+    }
+
+    fn spoils_only(&self, id: RequestId, error: &Error) -> bool {
+        match error {
+            Error::Unreadable { .. } => true,
+            Error::UnsafeState { path, .. } => *path == self.layout.request(id),
+            _ => false,
+        }
+    }
+
+    fn load_archived(&self, id: RequestId) -> Result<Option<Request>, Error> {
+        let path = self.layout.archived(id);
+        let Some(bytes) = fs::read_bounded(&path, MAX_REQUEST_FILE)? else {
+            return Ok(None);
+        };
+        serde_json::from_slice(&bytes)
+            .map(Some)
+            .map_err(|e| Error::Corrupt {
+                path,
+                problem: e.to_string(),
+            })
+    }
+
+    fn is_archived(&self, id: RequestId) -> Result<bool, Error> {
+        fs::exists(&self.layout.archived(id))
+    }
+
+    fn save(&self, request: &Request, operation: &'static str) -> Result<(), Error> {
+        let bytes = serde_json::to_vec(request).map_err(|e| Error::Corrupt {
+            path: self.layout.request(request.id()),
+            problem: format!("cannot encode: {e}"),
+        })?;
+        fs::write_atomic(&self.layout.request(request.id()), &bytes)
+            .map_err(|failed| failed.on(request.id(), operation))
+    }
+
+    fn lock(&self, id: RequestId) -> Result<Held, Error> {
+        lock_exclusive(&self.layout.lock(id)).map(Held::new)
+    }
+
+    fn lock_filing(&self) -> Result<Held, Error> {
+        lock_exclusive(&self.layout.filing_lock()).map(Held::new)
+    }
+
+    fn id_taken(&self, id: RequestId) -> Result<bool, Error> {
+        let layout = &self.layout;
+        Ok(fs::exists(&layout.request(id))?
+            || fs::exists(&layout.archived(id))?
+            || fs::exists(&layout.marker(id))?
+            || fs::exists(&layout.claim(id))?)
+    }
+
+    fn count_live(&self) -> Result<usize, Error> {
+        fs::count_entries(&self.layout.requests_dir())
+    }
+
+    fn insert(&self, request: &Request) -> Result<(), Error> {
+        let id = request.id();
+        // The marker goes first: a crash leaves at worst a marker without a request, which
+        // the next filing cleans up, never a pending request missing from the index.
+        fs::open_lock(&self.layout.lock(id))?;
+        // A marker without its request is harmless, durable or not.
+        fs::create_exclusive(&self.layout.marker(id), b"").map_err(fs::Failed::into_inner)?;
+        self.save(request, "request")
+    }
+
+    fn pending_ids(&self) -> Result<Vec<RequestId>, Error> {
+        ids_in(&self.layout.pending_dir(), "")
+    }
+
+    fn unindex(&self, id: RequestId) -> Result<(), Error> {
+        fs::remove_if_exists(&self.layout.marker(id))
+    }
+
+    fn live_ids(&self) -> Result<Vec<RequestId>, Error> {
+        ids_in(&self.layout.requests_dir(), ".json")
+    }
+
+    fn claim(&self, id: RequestId, consumed_at: Timestamp) -> Result<bool, Error> {
+        let claim = json!({ "consumedAt": consumed_at, "pid": std::process::id() }).to_string();
+        fs::create_exclusive(&self.layout.claim(id), claim.as_bytes())
+            // The claim exists but may not survive a crash: spent, and authorizing nothing
+            // (acting needs a durable claim). Recovery writes its line if the claim survives.
+            .map_err(|failed| failed.on(id, "consume"))
+    }
+
+    fn is_claimed(&self, id: RequestId) -> Result<bool, Error> {
+        fs::exists(&self.layout.claim(id))
+    }
+
+    fn note_logged(&self, id: RequestId) -> Result<(), Error> {
+        fs::touch(&self.layout.claim_logged(id))
+    }
+
+    fn unlogged_claims(&self) -> Result<Vec<RequestId>, Error> {
+        let claims = ids_in(&self.layout.claims_dir(), ".used")?;
+        let logged = ids_in(&self.layout.claims_dir(), ".logged")?;
+        let mut unlogged: Vec<RequestId> = claims
+            .into_iter()
+            .filter(|id| !logged.contains(id))
+            .collect();
+        unlogged.sort_unstable();
+        Ok(unlogged)
+    }
+
+    fn is_logged(&self, id: RequestId) -> Result<bool, Error> {
+        fs::exists(&self.layout.claim_logged(id))
+    }
+
+    fn begin_execution(&self, id: RequestId) -> Result<Held, Error> {
+        self.lock_execution_marker(id).map(Held::new)
+    }
+
+    fn end_execution(&self, id: RequestId) -> Result<(), Error> {
+        fs::remove_if_exists(&self.layout.execution_marker(id))
+    }
+
+    fn executions(&self) -> Result<Vec<RequestId>, Error> {
+        let mut ids = ids_in(&self.layout.claims_dir(), ".exec")?;
+        ids.sort_unstable();
+        Ok(ids)
+    }
+
+    fn dead_execution(&self, id: RequestId) -> Result<Option<Held>, Error> {
+        // A live executor holds the marker locked; only a dead one lets go of it.
+        Ok(try_lock_existing(&self.layout.execution_marker(id))?.map(Held::new))
+    }
+
+    fn is_executing(&self, id: RequestId) -> Result<bool, Error> {
+        fs::exists(&self.layout.execution_marker(id))
+    }
+
+    fn archive_record(&self, id: RequestId) -> Result<(), Error> {
+        fs::rename_durable(&self.layout.request(id), &self.layout.archived(id))
+            .map_err(|failed| failed.on(id, "archive"))
+    }
+
+    fn archive_rest(&self, id: RequestId, claimed: bool) -> Result<(), Error> {
+        let layout = &self.layout;
+        if claimed {
+            fs::rename_durable(&layout.claim(id), &layout.archived_claim(id))
+                .map_err(|failed| failed.on(id, "archive"))?;
+            fs::remove_if_exists(&layout.claim_logged(id))?;
+        }
+        fs::remove_if_exists(&layout.marker(id))
+    }
+
+    fn forget(&self, id: RequestId) -> Result<(), Error> {
+        fs::remove_if_exists(&self.layout.lock(id))
+    }
+
+    fn append(
+        &self,
+        ts: Timestamp,
+        event: AuditEvent,
+        id: RequestId,
+        details: &Map<String, Value>,
+    ) -> Result<u64, Error> {
+        self.audit.append(ts, event, id, details)
+    }
+
+    fn check_appendable(&self) -> Result<(), Error> {
+        self.audit.check_appendable()
+    }
+
+    fn verify(&self) -> Result<AuditSummary, Error> {
+        self.audit.verify()
+    }
+
+    fn records(&self) -> Result<Vec<AuditRecord>, Error> {
+        self.audit.records()
+    }
+
+    fn reanchor(&self, ts: Timestamp, by: &str) -> Result<Reanchored, Error> {
+        self.audit.reanchor(ts, by)
+    }
+
+    fn repair_torn_tail(&self) -> Result<(), Error> {
+        self.audit.repair_torn_tail()
+    }
+
+    fn stray_entries(&self) -> Result<Vec<PathBuf>, Error> {
+        health::stray_entries(&self.layout.root)
+    }
+}

@@ -1,0 +1,271 @@
+//! Where requests live: the steps a backend must make atomic and durable.
+//!
+//! The rules (which transition is allowed, the order of a consume's checks, what is refused
+//! for which reason, which audit event records what) are stated once, in the lifecycle
+//! modules (`ask`, `decide`, `consume`, `execute`, `list`, `archive`, `recover`) and in
+//! [`rules`](crate::rules). A backend supplies only what they ask of it: read and write a
+//! record, serialise the decisions on one request, make a single-use claim, keep an
+//! execution's liveness visible, append to the audit chain, and say when something changed.
+//!
+//! The directory store ([`dir`]) is the first backend. The trait is crate-private while the
+//! second (`PostgreSQL`) is built: a backend is held to the conformance suite in
+//! `tests/conformance`, which every backend runs with one line.
+
+pub(crate) mod dir;
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use serde_json::{Map, Value};
+
+use crate::audit::{AuditEvent, AuditRecord, AuditSummary, Reanchored};
+use crate::error::Error;
+use crate::id::RequestId;
+use crate::request::Request;
+use crate::time::Timestamp;
+
+/// A lock or liveness token held for as long as the value lives.
+pub(crate) struct Held(#[allow(dead_code)] Box<dyn Send + Sync>);
+
+impl Held {
+    pub(crate) fn new(guard: impl Send + Sync + 'static) -> Self {
+        Self(Box::new(guard))
+    }
+}
+
+impl fmt::Debug for Held {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Held")
+    }
+}
+
+/// Which store a gate uses: what the builder, `--store` and `APPROVAL_GATE_STORE` name.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Location {
+    /// The directory store at this path (a path, or a `file:` URL).
+    Dir(PathBuf),
+}
+
+impl Location {
+    /// Reads a store location: `file:///abs/path`, `file:relative/path`, or a plain path.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidInput`] (field `store`) for an empty text, a URL scheme this build
+    /// has no store for, a `file:` URL with a host or with `?`/`#`, or percent-escapes that
+    /// are not UTF-8.
+    pub fn parse(text: &str) -> Result<Self, Error> {
+        let invalid = |problem: String| Error::InvalidInput {
+            field: "store",
+            problem,
+        };
+        if text.is_empty() {
+            return Err(invalid("is empty: give a directory or a file: URL".into()));
+        }
+        let Some((scheme, rest)) = split_scheme(text) else {
+            return Ok(Self::Dir(PathBuf::from(text)));
+        };
+        match scheme.to_ascii_lowercase().as_str() {
+            "file" => {
+                let path = match rest.strip_prefix("//") {
+                    Some(authority_and_path) => {
+                        let (host, path) = authority_and_path
+                            .find('/')
+                            .map_or((authority_and_path, ""), |at| {
+                                authority_and_path.split_at(at)
+                            });
+                        if !(host.is_empty() || host == "localhost") {
+                            return Err(invalid(format!(
+                                "names the host {host:?}: a file: store is on this machine"
+                            )));
+                        }
+                        path
+                    }
+                    None => rest,
+                };
+                if path.is_empty() {
+                    return Err(invalid("a file: URL without a path".into()));
+                }
+                if path.contains(['?', '#']) {
+                    return Err(invalid(
+                        "a file: URL cannot have a query or fragment".into(),
+                    ));
+                }
+                Ok(Self::Dir(PathBuf::from(
+                    percent_decode(path).map_err(invalid)?,
+                )))
+            }
+            other => Err(invalid(format!(
+                "the scheme {other:?} names no store this build has (use a path or a file: URL)"
+            ))),
+        }
+    }
+}
+
+/// `scheme:rest` if `text` starts with a URL scheme (RFC 3986: a letter, then letters,
+/// digits, `+`, `-`, `.`) of at least two characters, so `C:` style paths do not count.
+fn split_scheme(text: &str) -> Option<(&str, &str)> {
+    let (scheme, rest) = text.split_once(':')?;
+    let mut chars = scheme.chars();
+    let first = chars.next()?;
+    let valid = scheme.len() >= 2
+        && first.is_ascii_alphabetic()
+        && chars.all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'));
+    valid.then_some((scheme, rest))
+}
+
+fn percent_decode(text: &str) -> Result<String, String> {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%' {
+            let hex = bytes
+                .get(i + 1..i + 3)
+                .and_then(|h| std::str::from_utf8(h).ok())
+                .and_then(|h| u8::from_str_radix(h, 16).ok())
+                .ok_or_else(|| format!("{text:?} has a bad percent-escape"))?;
+            out.push(hex);
+            i += 3;
+        } else {
+            out.push(bytes[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8(out).map_err(|_| format!("{text:?} decodes to bytes that are not UTF-8"))
+}
+
+impl fmt::Display for Location {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Dir(path) => write!(f, "{}", path.display()),
+        }
+    }
+}
+
+impl From<PathBuf> for Location {
+    fn from(path: PathBuf) -> Self {
+        Self::Dir(path)
+    }
+}
+
+impl From<&Path> for Location {
+    fn from(path: &Path) -> Self {
+        Self::Dir(path.to_owned())
+    }
+}
+
+/// The steps a backend supplies. Every method is one atomic, durable step unless it says
+/// otherwise; the lifecycle code decides their order and what they mean.
+pub(crate) trait Store: Send + Sync + fmt::Debug {
+    /// Where this store is.
+    fn location(&self) -> &Location;
+
+    // ------------------------------------------------------------------- records
+
+    /// The live record of `id`, or `None`. A record that cannot be read is
+    /// [`Error::Unreadable`] for its id alone; other trouble is any other error.
+    fn load(&self, id: RequestId) -> Result<Option<Request>, Error>;
+    /// Whether `error`, from [`load`](Store::load) of `id`, is about that record alone (so a
+    /// scan lists it as unreadable and goes on), not about the store.
+    fn spoils_only(&self, id: RequestId, error: &Error) -> bool;
+    /// The archived record of `id`, or `None`.
+    fn load_archived(&self, id: RequestId) -> Result<Option<Request>, Error>;
+    /// Whether `id` was archived.
+    fn is_archived(&self, id: RequestId) -> Result<bool, Error>;
+    /// Replaces the record of an existing request; a failure once the new record may be in
+    /// place is [`Error::DurabilityUnknown`] for `operation`.
+    fn save(&self, request: &Request, operation: &'static str) -> Result<(), Error>;
+
+    // --------------------------------------------------------------- serialising
+
+    /// Serialises decisions, consumption and archiving of one request.
+    fn lock(&self, id: RequestId) -> Result<Held, Error>;
+    /// Serialises filing (queue cap, de-duplication, fresh ids).
+    fn lock_filing(&self) -> Result<Held, Error>;
+
+    // -------------------------------------------------------------------- filing
+
+    /// Whether `id` was ever used here (live, archived, or mid-filing).
+    fn id_taken(&self, id: RequestId) -> Result<bool, Error>;
+    /// How many requests the live store holds (each unreadable record counts).
+    fn count_live(&self) -> Result<usize, Error>;
+    /// Files a new pending request, indexed as pending. Errors after the record may exist
+    /// are [`Error::DurabilityUnknown`] for `request`.
+    fn insert(&self, request: &Request) -> Result<(), Error>;
+    /// The ids the pending index names, in no order. Called with `filing` held, entries
+    /// without a record are dropped from the index (none can be mid-filing).
+    fn pending_ids(&self) -> Result<Vec<RequestId>, Error>;
+    /// Drops `id` from the pending index (done after a decision; a leftover entry is
+    /// harmless and dropped by the next scan).
+    fn unindex(&self, id: RequestId) -> Result<(), Error>;
+    /// Every id in the live store, in no order.
+    fn live_ids(&self) -> Result<Vec<RequestId>, Error>;
+
+    // -------------------------------------------------------------------- claims
+
+    /// Makes the single-use claim that spends the approval of `id`: `Ok(false)` if it
+    /// already exists. A failure after the claim may exist is [`Error::DurabilityUnknown`].
+    fn claim(&self, id: RequestId, consumed_at: Timestamp) -> Result<bool, Error>;
+    /// Whether the claim of `id` exists.
+    fn is_claimed(&self, id: RequestId) -> Result<bool, Error>;
+    /// Notes that the `consumed` line of `id` is durable (a hint for recovery).
+    fn note_logged(&self, id: RequestId) -> Result<(), Error>;
+    /// Claims not yet noted as logged: recovery checks the log for each.
+    fn unlogged_claims(&self) -> Result<Vec<RequestId>, Error>;
+    /// Whether the claim of `id` has been noted as logged (re-checked under the lock).
+    fn is_logged(&self, id: RequestId) -> Result<bool, Error>;
+
+    // ---------------------------------------------------------------- executions
+
+    /// Marks `id` as executing for as long as the returned value lives, durably enough that
+    /// a crash leaves the mark for [`dead_execution`](Store::dead_execution) to find.
+    fn begin_execution(&self, id: RequestId) -> Result<Held, Error>;
+    /// Removes the execution mark of `id` once its outcome is recorded.
+    fn end_execution(&self, id: RequestId) -> Result<(), Error>;
+    /// Ids with an execution mark, live or dead.
+    fn executions(&self) -> Result<Vec<RequestId>, Error>;
+    /// Takes over the execution mark of `id` if its executor is gone; `None` while it lives.
+    fn dead_execution(&self, id: RequestId) -> Result<Option<Held>, Error>;
+    /// Whether `id` has an execution mark.
+    fn is_executing(&self, id: RequestId) -> Result<bool, Error>;
+
+    // ------------------------------------------------------------------- archive
+
+    /// Moves the record of `id` out of the live store (first, so a claim left behind
+    /// spends nothing while a record without its claim could look unconsumed). Errors after
+    /// it moved are [`Error::DurabilityUnknown`].
+    fn archive_record(&self, id: RequestId) -> Result<(), Error>;
+    /// Moves the rest of an archived request (its claim, if `claimed`, and its index
+    /// entries) after its record.
+    fn archive_rest(&self, id: RequestId, claimed: bool) -> Result<(), Error>;
+    /// Drops what serialised `id` once its `archived` line is written.
+    fn forget(&self, id: RequestId) -> Result<(), Error>;
+
+    // --------------------------------------------------------------------- audit
+
+    /// Appends one line to the audit chain, durably; its sequence number.
+    fn append(
+        &self,
+        ts: Timestamp,
+        event: AuditEvent,
+        id: RequestId,
+        details: &Map<String, Value>,
+    ) -> Result<u64, Error>;
+    /// Fails if an append would be refused (broken or unanchored chain).
+    fn check_appendable(&self) -> Result<(), Error>;
+    /// Verifies the chain and its anchor.
+    fn verify(&self) -> Result<AuditSummary, Error>;
+    /// Every record, oldest first, checked while reading.
+    fn records(&self) -> Result<Vec<AuditRecord>, Error>;
+    /// Accepts the chain as it is; see [`Gate::reanchor_audit`](crate::Gate::reanchor_audit).
+    fn reanchor(&self, ts: Timestamp, by: &str) -> Result<Reanchored, Error>;
+    /// Cuts a torn last line that was never acknowledged.
+    fn repair_torn_tail(&self) -> Result<(), Error>;
+
+    // -------------------------------------------------------------------- health
+
+    /// Entries the store did not write, for a human to look at (relative names).
+    fn stray_entries(&self) -> Result<Vec<PathBuf>, Error>;
+}
