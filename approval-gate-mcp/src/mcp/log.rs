@@ -22,6 +22,7 @@ use rmcp::service::{Peer, RoleServer};
 use serde_json::{Map, Value};
 use tokio::sync::mpsc;
 use tracing::field::{Field, Visit};
+use tracing::subscriber::Interest;
 use tracing::{Event, Level, Metadata, Subscriber};
 use tracing_subscriber::Layer;
 use tracing_subscriber::layer::Context;
@@ -91,19 +92,30 @@ impl ClientLog {
         S: Subscriber + for<'a> LookupSpan<'a>,
     {
         let filter = self.clone();
-        ClientLayer { log: self.clone() }
-            .with_filter(tracing_subscriber::filter::filter_fn(move |meta| {
-                filter.wants(meta)
-            }))
+        // The level changes, so whether an event is wanted is asked each time; only which
+        // events could ever be wanted is decided once per call site.
+        let wanted =
+            tracing_subscriber::filter::dynamic_filter_fn(move |meta, _| filter.wants(meta))
+                .with_callsite_filter(|meta| {
+                    if could_want(meta) {
+                        Interest::sometimes()
+                    } else {
+                        Interest::never()
+                    }
+                });
+        ClientLayer { log: self.clone() }.with_filter(wanted)
     }
 
     fn wants(&self, meta: &Metadata<'_>) -> bool {
         let threshold = self.shared.threshold.load(Ordering::Relaxed);
         threshold > 0
-            && meta.is_event()
-            && is_ours(meta.target())
+            && could_want(meta)
             && mcp_level(*meta.level()).is_some_and(|level| rank(level) + 1 >= threshold)
     }
+}
+
+fn could_want(meta: &Metadata<'_>) -> bool {
+    meta.is_event() && is_ours(meta.target()) && mcp_level(*meta.level()).is_some()
 }
 
 fn is_ours(target: &str) -> bool {
@@ -196,32 +208,48 @@ mod tests {
         let log = ClientLog::new();
         let mut unsent = log.shared.unsent.lock().unwrap().take().unwrap();
         let subscriber = tracing_subscriber::registry().with(log.layer());
-        tracing::subscriber::with_default(subscriber, || {
-            tracing::error!("before any level is set");
-            log.set_level(LoggingLevel::Warning);
-            tracing::info!("below the level");
-            tracing::warn!(id = "a1b2c3d4e5f6", count = 3_u64, "at the level");
+        // One call site, seen before and after each change of level.
+        let emit = |step: &str| {
+            tracing::debug!(step, "debug");
+            tracing::info!(step, "info");
+            tracing::warn!(id = "a1b2c3d4e5f6", count = 3_u64, "warn");
             tracing::error!(target: "rmcp::service", "another crate's");
             tracing::error!(target: "approval_gate_mcpx", "a look-alike crate's");
-            log.set_level(LoggingLevel::Debug);
-            tracing::debug!("now wanted");
             tracing::trace!("never");
+        };
+        tracing::subscriber::with_default(subscriber, || {
+            emit("before any level is set");
+            log.set_level(LoggingLevel::Warning);
+            emit("warning");
+            log.set_level(LoggingLevel::Debug);
+            emit("debug");
         });
         let mut sent = Vec::new();
         while let Ok(message) = unsent.try_recv() {
             sent.push(message);
         }
-        assert_eq!(sent.len(), 2, "{sent:?}");
-        assert_eq!(sent[0].level, LoggingLevel::Warning);
+        let levels: Vec<LoggingLevel> = sent.iter().map(|m| m.level).collect();
+        assert_eq!(
+            levels,
+            [
+                LoggingLevel::Warning,
+                LoggingLevel::Debug,
+                LoggingLevel::Info,
+                LoggingLevel::Warning
+            ],
+            "{sent:?}"
+        );
         assert_eq!(
             sent[0].logger.as_deref(),
             Some("approval_gate_mcp::mcp::log::tests")
         );
         assert_eq!(
             sent[0].data,
-            serde_json::json!({ "message": "at the level", "id": "a1b2c3d4e5f6", "count": 3 })
+            serde_json::json!({ "message": "warn", "id": "a1b2c3d4e5f6", "count": 3 })
         );
-        assert_eq!(sent[1].level, LoggingLevel::Debug);
-        assert_eq!(sent[1].data["message"], "now wanted");
+        assert_eq!(
+            sent[1].data,
+            serde_json::json!({ "message": "debug", "step": "debug" })
+        );
     }
 }
