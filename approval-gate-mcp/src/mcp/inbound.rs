@@ -191,9 +191,10 @@ fn attach_raw_payload(message: &mut RxJsonRpcMessage<RoleServer>, text: &str) {
     };
     let raw = match serde_json::from_str::<Call<'_>>(text) {
         Ok(Call {
-            params: Params {
-                arguments: Some(Arguments { payload: Some(raw) }),
-            },
+            params:
+                Params {
+                    arguments: Some(Arguments { payload: Some(raw) }),
+                },
         }) => Some(raw.get().into()),
         _ => None,
     };
@@ -436,7 +437,10 @@ mod tests {
         let ClientRequest::CallToolRequest(call) = request.request else {
             panic!("expected tools/call");
         };
-        let raw = call.extensions.get::<RawPayload>().expect("every call carries one");
+        let raw = call
+            .extensions
+            .get::<RawPayload>()
+            .expect("every call carries one");
         assert_eq!(raw.0, None);
     }
 }

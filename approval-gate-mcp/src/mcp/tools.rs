@@ -153,7 +153,9 @@ pub(crate) struct Args<T>(pub(crate) Result<T, Refusal>);
 
 impl<'de, T: DeserializeOwned> Deserialize<'de> for Args<T> {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        Ok(Self(T::deserialize(deserializer).map_err(Refusal::arguments)))
+        Ok(Self(
+            T::deserialize(deserializer).map_err(Refusal::arguments),
+        ))
     }
 }
 

@@ -107,7 +107,11 @@ async fn a_refused_line_is_logged_to_the_client() {
     let mut next_until = async |done: &dyn Fn(&Value) -> bool| {
         tokio::time::timeout(PATIENCE, async {
             loop {
-                let line = stdout.next_line().await.unwrap().expect("the server serves");
+                let line = stdout
+                    .next_line()
+                    .await
+                    .unwrap()
+                    .expect("the server serves");
                 let message: Value = serde_json::from_str(&line).unwrap();
                 seen.push(message.clone());
                 if done(&message) {
@@ -123,7 +127,8 @@ async fn a_refused_line_is_logged_to_the_client() {
     // Handled once the level is set.
     send(r#"{"jsonrpc":"2.0","id":3,"id":4,"method":"tools/list"}"#).await;
     let refusal = next_until(&|m| {
-        m["method"] == "notifications/message" && m["params"]["data"]["message"] == "refusing a line"
+        m["method"] == "notifications/message"
+            && m["params"]["data"]["message"] == "refusing a line"
     })
     .await;
     assert_eq!(refusal["params"]["level"], "debug");
@@ -133,7 +138,6 @@ async fn a_refused_line_is_logged_to_the_client() {
     );
     // The second refused line (-32600), not the first (-32700, before the level was set).
     assert_eq!(refusal["params"]["data"]["code"], -32600, "{refusal}");
-    drop(send);
     drop(stdin);
     let status = tokio::time::timeout(PATIENCE, child.wait())
         .await
