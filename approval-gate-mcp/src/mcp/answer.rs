@@ -8,7 +8,9 @@
 use std::borrow::Cow;
 
 use approval_gate::{EffectiveStatus, Error, ListItem, RequestId, StatusReport, UnreadableRecord};
-use rmcp::model::CallToolResult;
+use rmcp::ErrorData;
+use rmcp::handler::server::tool::IntoCallToolResult;
+use rmcp::model::{CallToolResponse, CallToolResult};
 use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
 use serde::{Serialize, Serializer};
 use serde_json::Value;
@@ -395,7 +397,8 @@ pub(crate) fn note(id: RequestId, status: EffectiveStatus) -> String {
 }
 
 /// A tool's structured content: its own answer, or a refusal. The output schemas describe
-/// this type, and every result is serialized from it.
+/// this type; a result is serialized from the answer or the refusal itself.
+#[expect(dead_code, reason = "only its schema is used")]
 #[derive(Debug, Serialize, JsonSchema)]
 #[serde(untagged)]
 pub(crate) enum Outcome<T> {
@@ -405,29 +408,18 @@ pub(crate) enum Outcome<T> {
     Refused(Refusal),
 }
 
-impl<T> From<Result<T, Refusal>> for Outcome<T> {
-    fn from(result: Result<T, Refusal>) -> Self {
-        match result {
-            Ok(answer) => Self::Done(answer),
-            Err(refusal) => Self::Refused(refusal),
-        }
-    }
-}
-
-impl<T: Serialize> Outcome<T> {
-    /// The tool result: the structured content, the same JSON as text for clients that read
-    /// only text, and `isError: true` for a refusal.
-    pub(crate) fn into_call_result(self) -> CallToolResult {
-        let is_error = matches!(self, Self::Refused(_));
-        match serde_json::to_value(&self) {
-            Ok(value) if is_error => CallToolResult::structured_error(value),
-            Ok(value) => CallToolResult::structured(value),
-            Err(e) => CallToolResult::structured_error(serde_json::json!({
+impl IntoCallToolResult for Refusal {
+    /// The structured content, the same JSON as text for clients that read only text, and
+    /// `isError: true`.
+    fn into_call_tool_result(self) -> Result<CallToolResponse, ErrorData> {
+        let value = serde_json::to_value(&self).unwrap_or_else(|e| {
+            serde_json::json!({
                 "ok": false,
                 "code": "internal",
                 "message": format!("cannot encode the answer ({e}); treat it as not approved"),
                 "authorizesExecution": false,
-            })),
-        }
+            })
+        });
+        Ok(CallToolResult::structured_error(value).into())
     }
 }

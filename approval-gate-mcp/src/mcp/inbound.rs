@@ -23,10 +23,10 @@ use serde::Deserialize;
 use serde::de::{DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::value::RawValue;
 
-/// The exact JSON text of a `tools/call` request's `payload` argument, attached to the
-/// request's extensions.
+/// The exact JSON text of a `tools/call` request's `payload` argument (`None` without one),
+/// attached to every `tools/call` request's extensions.
 #[derive(Debug, Clone)]
-pub(crate) struct RawPayload(pub(crate) Arc<str>);
+pub(crate) struct RawPayload(pub(crate) Option<Arc<str>>);
 
 /// What one input line turns into.
 pub(crate) enum Inbound {
@@ -189,14 +189,16 @@ fn attach_raw_payload(message: &mut RxJsonRpcMessage<RoleServer>, text: &str) {
     let ClientRequest::CallToolRequest(call) = &mut request.request else {
         return;
     };
-    if let Ok(Call {
-        params: Params {
-            arguments: Some(Arguments { payload: Some(raw) }),
-        },
-    }) = serde_json::from_str::<Call<'_>>(text)
-    {
-        call.extensions.insert(RawPayload(raw.get().into()));
-    }
+    let raw = match serde_json::from_str::<Call<'_>>(text) {
+        Ok(Call {
+            params:
+                Params {
+                    arguments: Some(Arguments { payload: Some(raw) }),
+                },
+        }) => Some(raw.get().into()),
+        _ => None,
+    };
+    call.extensions.insert(RawPayload(raw));
 }
 
 /// Checks that `text` is one JSON value and returns the JSON Pointer of the first object key
@@ -423,6 +425,22 @@ mod tests {
             panic!("expected tools/call");
         };
         let raw = call.extensions.get::<RawPayload>().expect("raw payload");
-        assert_eq!(&*raw.0, r#"{"b" : 1,"a":[1.50]}"#);
+        assert_eq!(raw.0.as_deref(), Some(r#"{"b" : 1,"a":[1.50]}"#));
+
+        let line = br#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"check_approval","arguments":{"id":"a"}}}"#;
+        let Inbound::Message(message) = classify(line) else {
+            panic!("expected a message");
+        };
+        let JsonRpcMessage::Request(request) = *message else {
+            panic!("expected a request");
+        };
+        let ClientRequest::CallToolRequest(call) = request.request else {
+            panic!("expected tools/call");
+        };
+        let raw = call
+            .extensions
+            .get::<RawPayload>()
+            .expect("every call carries one");
+        assert_eq!(raw.0, None);
     }
 }

@@ -50,6 +50,7 @@
 mod agent_gate;
 mod answer;
 mod inbound;
+mod log;
 mod server;
 mod tools;
 mod transport;
@@ -65,8 +66,9 @@ use approval_gate::Gate;
 use rmcp::service::{QuitReason, ServerInitializeError};
 use tokio::io::{AsyncRead, AsyncWrite};
 
+use self::log::ClientLog;
 use self::server::Server;
-use self::transport::LineTransport;
+use self::transport::StrictTransport;
 
 /// The environment variable that sets the log filter (`tracing` `EnvFilter` syntax, e.g.
 /// `debug` or `approval_gate_mcp=debug`); logs go to stderr, and only errors by default.
@@ -136,10 +138,12 @@ impl Usage {
 /// Serves the store over stdin and stdout until the client closes stdin.
 ///
 /// Exit code 0 when the client closes the connection, 1 when the store cannot be opened or
-/// the session fails. Logs go to stderr, filtered by [`LOG_ENV`].
+/// the session fails. Logs go to stderr, filtered by [`LOG_ENV`], and to the client at the
+/// level it sets with `logging/setLevel`.
 #[must_use]
 pub fn run(options: &Options) -> ExitCode {
-    init_logging();
+    let log = ClientLog::new();
+    init_logging(&log);
     let opened = match &options.dir {
         Some(dir) => Gate::open(dir),
         None => Gate::open_default(),
@@ -161,7 +165,12 @@ pub fn run(options: &Options) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let served = runtime.block_on(serve(gate, tokio::io::stdin(), tokio::io::stdout()));
+    let served = runtime.block_on(serve_with_log(
+        gate,
+        tokio::io::stdin(),
+        tokio::io::stdout(),
+        log,
+    ));
     // A read of stdin may still occupy a blocking thread; there is nothing left to wait for.
     runtime.shutdown_timeout(Duration::from_millis(100));
     match served {
@@ -177,6 +186,9 @@ pub fn run(options: &Options) -> ExitCode {
 /// `input` ends. Must run inside a tokio runtime; the store's file work runs on its blocking
 /// pool.
 ///
+/// The client may set a log level, but is sent no log: only [`run`] adds the server's log
+/// to the process's `tracing` subscriber.
+///
 /// # Errors
 ///
 /// If the session fails: output cannot be written, or the client breaks the protocol in a
@@ -186,21 +198,34 @@ where
     R: AsyncRead + Unpin + Send + 'static,
     W: AsyncWrite + Unpin + Send + 'static,
 {
-    let transport = LineTransport::new(input, output);
-    let server = Server::new(gate, transport.input_ended());
+    serve_with_log(gate, input, output, ClientLog::new()).await
+}
+
+async fn serve_with_log<R, W>(gate: Gate, input: R, output: W, log: ClientLog) -> io::Result<()>
+where
+    R: AsyncRead + Unpin + Send + 'static,
+    W: AsyncWrite + Unpin + Send + 'static,
+{
+    let transport = StrictTransport::new(input, output);
+    let server = Server::new(gate, transport.input_ended(), log.clone());
     let running = match rmcp::serve_server(server, transport).await {
         Ok(running) => running,
         // The client left before opening the session: nothing to serve, nothing wrong.
         Err(ServerInitializeError::ConnectionClosed(_)) => return Ok(()),
         Err(e) => return Err(io::Error::other(e.to_string())),
     };
+    log.send_to(running.peer().clone());
     match running.waiting().await {
         Ok(QuitReason::JoinError(e)) | Err(e) => Err(io::Error::other(e)),
         Ok(_) => Ok(()),
     }
 }
 
-fn init_logging() {
+fn init_logging(log: &ClientLog) {
+    use tracing_subscriber::Layer;
+    use tracing_subscriber::layer::SubscriberExt;
+    use tracing_subscriber::util::SubscriberInitExt;
+
     let filter = match std::env::var(LOG_ENV) {
         Ok(directives) => tracing_subscriber::EnvFilter::try_new(&directives).unwrap_or_else(|e| {
             eprintln!("approval-gate-mcp: ignoring {LOG_ENV}={directives:?}: {e}");
@@ -208,9 +233,12 @@ fn init_logging() {
         }),
         Err(_) => tracing_subscriber::EnvFilter::new("error"),
     };
-    // A subscriber set by an embedding program wins.
-    let _ = tracing_subscriber::fmt()
+    let stderr = tracing_subscriber::fmt::layer()
         .with_writer(io::stderr)
-        .with_env_filter(filter)
+        .with_filter(filter);
+    // A subscriber set by an embedding program wins.
+    let _ = tracing_subscriber::registry()
+        .with(stderr)
+        .with(log.layer())
         .try_init();
 }

@@ -1,4 +1,8 @@
-//! The MCP server: one handler, six tools, and no way to approve.
+//! The MCP server: six tools on rmcp's tool router, and no way to approve.
+//!
+//! Each tool is one `#[tool]` method below: its name, description, annotations and output
+//! schema in the attribute, its arguments (and so its input schema) in the `Parameters`
+//! type. Adding a tool is adding a method.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -7,27 +11,29 @@ use approval_gate::{
     Binding, CanonicalPayload, Decision, EffectiveStatus, Error, Gate, NewRequest, RequestId,
     StatusReport,
 };
-use rmcp::ServerHandler;
+use rmcp::handler::server::router::tool::ToolRouter;
+use rmcp::handler::server::tool::{Extension, ToolCallContext};
+use rmcp::handler::server::wrapper::{Json, Parameters};
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ErrorData, Implementation,
-    ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
+    CallToolRequestParams, CallToolResponse, ErrorData, Implementation, ListToolsResult,
+    PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
 };
 use rmcp::service::{RequestContext, RoleServer};
-use serde::de::DeserializeOwned;
+use rmcp::{ServerHandler, tool, tool_router};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use super::agent_gate::{AgentGate, Failure};
 use super::answer::{
-    Const, Consumed, NotAuthorized, Outcome, PendingItem, PendingPage, Refusal, Requested,
-    StatusAnswer, note,
+    Const, Consumed, NotAuthorized, PendingItem, PendingPage, Refusal, Requested, StatusAnswer,
+    note,
 };
 use super::inbound::RawPayload;
+use super::log::ClientLog;
 use super::tools::{
-    self, CHECK_APPROVAL, CONSUME_APPROVAL, CheckApprovalArgs, ConsumeApprovalArgs,
-    DECIDE_APPROVAL, DEFAULT_PAGE, DEFAULT_WAIT_SECONDS, DecideApprovalArgs, LIST_PENDING,
-    ListPendingArgs, MAX_PAGE, MAX_WAIT_SECONDS, REQUEST_APPROVAL, RequestApprovalArgs,
-    WAIT_FOR_APPROVAL, WaitForApprovalArgs,
+    Args, CheckApprovalArgs, ConsumeApprovalArgs, DEFAULT_PAGE, DEFAULT_WAIT_SECONDS,
+    DecideApprovalArgs, ListPendingArgs, MAX_PAGE, MAX_WAIT_SECONDS, RequestApprovalArgs,
+    WaitForApprovalArgs, output_schema,
 };
 use super::wait::{Changes, Progress, WaitEnd, Waiter};
 
@@ -65,20 +71,47 @@ pub(crate) struct Server {
 struct Shared {
     gate: AgentGate,
     changes: Changes,
-    tools: Vec<Tool>,
+    router: ToolRouter<Server>,
+    /// The tools in the order `tools/list` gives them.
+    listed: Vec<Tool>,
+    log: ClientLog,
     /// Cancelled when the client's input ends: waits stop at once.
     shutdown: CancellationToken,
 }
 
+/// `tools/list` gives the tools in the order of a request's life; a tool not named here
+/// comes after these, by name.
+const LISTING_ORDER: [&str; 6] = [
+    "request_approval",
+    "check_approval",
+    "wait_for_approval",
+    "list_pending",
+    "consume_approval",
+    "decide_approval",
+];
+
+/// What every tool answers: its structured content, or a refusal with `isError: true`.
+type Answer<T> = Result<Json<T>, Refusal>;
+
 impl Server {
-    pub(crate) fn new(gate: Gate, shutdown: CancellationToken) -> Self {
+    pub(crate) fn new(gate: Gate, shutdown: CancellationToken, log: ClientLog) -> Self {
         let gate = AgentGate::new(gate);
         let changes = Changes::watch(&gate.requests_dir());
+        let router = Self::tool_router();
+        let mut listed = router.list_all();
+        listed.sort_by_key(|tool| {
+            LISTING_ORDER
+                .iter()
+                .position(|name| *name == tool.name)
+                .unwrap_or(LISTING_ORDER.len())
+        });
         Self {
             shared: Arc::new(Shared {
                 gate,
                 changes,
-                tools: tools::catalogue(),
+                router,
+                listed,
+                log,
                 shutdown,
             }),
         }
@@ -87,13 +120,36 @@ impl Server {
     fn gate(&self) -> &AgentGate {
         &self.shared.gate
     }
+}
 
+#[tool_router]
+impl Server {
+    #[tool(
+        title = "Request approval",
+        description = "Ask a human to approve a consequential action (send, delete, publish, \
+            spend, deploy) before doing it. Files a pending request bound to the exact action \
+            text and, if given, the operation and JSON payload you intend to run, and returns \
+            its id, its expiry and the `approval-gate approve <id>` command the human runs in \
+            their own terminal. While an identical request is pending, it is returned instead \
+            of a new one (deduplicated: true). This authorizes nothing: call wait_for_approval \
+            next. Refusals (isError) carry a code: invalid_arguments, invalid_input, \
+            invalid_payload, queue_full, creation_limit.",
+        output_schema = output_schema::<Requested>(),
+        // De-duplication makes a retry while pending harmless.
+        annotations(
+            title = "Request approval",
+            read_only_hint = false,
+            destructive_hint = false,
+            idempotent_hint = true,
+            open_world_hint = false
+        )
+    )]
     async fn request_approval(
         &self,
-        arguments: Value,
-        raw: Option<&RawPayload>,
-    ) -> Result<Requested, Refusal> {
-        let args: RequestApprovalArgs = parse(arguments)?;
+        Parameters(Args(args)): Parameters<Args<RequestApprovalArgs>>,
+        Extension(raw): Extension<RawPayload>,
+    ) -> Answer<Requested> {
+        let args = args?;
         let mut new = NewRequest::new(args.action, args.reason);
         if let Some(who) = args.requested_by {
             new = new.requested_by(who);
@@ -104,13 +160,14 @@ impl Server {
         if let Some(operation) = args.operation {
             new = new.operation(operation);
         }
-        if let Some(payload) = canonical(args.payload.as_ref(), raw)? {
+        if let Some(payload) = canonical(args.payload.as_ref(), &raw)? {
             new = new.payload(payload);
         }
         let submitted = self.gate().request(new).await?;
         let request = &submitted.request;
         let id = request.id();
-        Ok(Requested {
+        tracing::info!(%id, deduplicated = submitted.deduplicated, "request filed");
+        Ok(Json(Requested {
             id: id.to_string(),
             status: "pending",
             effective_status: EffectiveStatus::Pending.as_str(),
@@ -126,22 +183,59 @@ impl Server {
                  terminal, then call wait_for_approval with this id. Do not proceed before \
                  consume_approval returns ok: true."
             ),
-        })
+        }))
     }
 
-    async fn check_approval(&self, arguments: Value) -> Result<StatusAnswer, Refusal> {
-        let args: CheckApprovalArgs = parse(arguments)?;
-        let id = RequestId::parse(&args.id)?;
+    #[tool(
+        title = "Check approval",
+        description = "Report where an approval request stands: status and effectiveStatus \
+            (pending, approved_unconsumed, approved_expired, consumed, denied, expired, \
+            revoked), with a note on what to do. Never an authorization: authorizesExecution \
+            is always false, and only a successful consume_approval counts. Refusals (isError) \
+            carry a code: invalid_arguments, invalid_id, not_found, archived.",
+        output_schema = output_schema::<StatusAnswer>(),
+        annotations(
+            title = "Check approval",
+            read_only_hint = true,
+            destructive_hint = false,
+            idempotent_hint = true,
+            open_world_hint = false
+        )
+    )]
+    async fn check_approval(
+        &self,
+        Parameters(Args(args)): Parameters<Args<CheckApprovalArgs>>,
+    ) -> Answer<StatusAnswer> {
+        let id = RequestId::parse(&args?.id)?;
         let report = self.gate().status(id).await?;
-        Ok(StatusAnswer::of(&report))
+        Ok(Json(StatusAnswer::of(&report)))
     }
 
+    #[tool(
+        title = "Wait for approval",
+        description = "Wait until a human decides the request or it expires, for at most \
+            timeoutSeconds (default 300). Returns as soon as the decision is made. Only \
+            effectiveStatus approved_unconsumed is a success, and even then call \
+            consume_approval before acting. Everything else is an error result whose code \
+            says why: timeout (still pending, NOT approved: do not proceed; wait again if you \
+            like), denied, expired, revoked, already_consumed, approval_expired, not_found, \
+            shutting_down. Sends progress notifications when the call carries a progress \
+            token; stops when cancelled.",
+        output_schema = output_schema::<StatusAnswer>(),
+        annotations(
+            title = "Wait for approval",
+            read_only_hint = true,
+            destructive_hint = false,
+            idempotent_hint = true,
+            open_world_hint = false
+        )
+    )]
     async fn wait_for_approval(
         &self,
-        arguments: Value,
-        context: &RequestContext<RoleServer>,
-    ) -> Result<StatusAnswer, Refusal> {
-        let args: WaitForApprovalArgs = parse(arguments)?;
+        Parameters(Args(args)): Parameters<Args<WaitForApprovalArgs>>,
+        context: RequestContext<RoleServer>,
+    ) -> Answer<StatusAnswer> {
+        let args = args?;
         let seconds = args.timeout_seconds.unwrap_or(DEFAULT_WAIT_SECONDS);
         if !(1..=MAX_WAIT_SECONDS).contains(&seconds) {
             return Err(Refusal::arguments(format_args!(
@@ -166,7 +260,7 @@ impl Server {
             WaitEnd::Decided(report)
                 if report.effective_status() == EffectiveStatus::ApprovedUnconsumed =>
             {
-                Ok(StatusAnswer::of(&report))
+                Ok(Json(StatusAnswer::of(&report)))
             }
             WaitEnd::Decided(report) => Err(decided_no(&report)),
             WaitEnd::TimedOut => Err(Refusal::new(
@@ -197,8 +291,27 @@ impl Server {
         }
     }
 
-    async fn list_pending(&self, arguments: Value) -> Result<PendingPage, Refusal> {
-        let args: ListPendingArgs = parse(arguments)?;
+    #[tool(
+        title = "List pending approvals",
+        description = "List requests waiting for a human decision, oldest first, one page at \
+            a time (limit 1 to 100, default 20). Pass the answer's nextAfter as `after` to get \
+            the next page; nextAfter is null on the last page. A request whose record cannot \
+            be read is listed first with unreadable: true and its id: it refuses everything \
+            until a human repairs it, so do not proceed with it.",
+        output_schema = output_schema::<PendingPage>(),
+        annotations(
+            title = "List pending approvals",
+            read_only_hint = true,
+            destructive_hint = false,
+            idempotent_hint = true,
+            open_world_hint = false
+        )
+    )]
+    async fn list_pending(
+        &self,
+        Parameters(Args(args)): Parameters<Args<ListPendingArgs>>,
+    ) -> Answer<PendingPage> {
+        let args = args?;
         let limit = args.limit.unwrap_or(DEFAULT_PAGE as u64);
         let limit = usize::try_from(limit)
             .ok()
@@ -208,29 +321,50 @@ impl Server {
             })?;
         let after = args.after.as_deref().map(RequestId::parse).transpose()?;
         let page = self.gate().list_pending(after, limit).await?;
-        Ok(PendingPage {
+        Ok(Json(PendingPage {
             items: page.items.iter().map(PendingItem::of).collect(),
             next_after: page.next_after.map(|id| id.to_string()),
             authorizes_execution: NotAuthorized::default(),
-        })
+        }))
     }
 
+    #[tool(
+        title = "Consume approval",
+        description = "Spend an approved request, exactly once: ok: true only if a human \
+            approved it, it was not consumed, revoked or expired, and action, operation and \
+            payload are exactly the approved ones (a mismatch is refused and does not spend \
+            it). Otherwise ok: false, as an error result whose code says why (not_approved, \
+            denied, expired, revoked, already_consumed, approval_expired, action_mismatch, \
+            operation_mismatch, payload_mismatch, ...). For the agent's own policy only: this \
+            answer is never proof of approval for trusted code, which consumes the approval \
+            itself (execute_approved in the approval-gate library); do not call this when \
+            such code will act on the approval, or it will find the approval spent.",
+        output_schema = output_schema::<Consumed>(),
+        annotations(
+            title = "Consume approval",
+            read_only_hint = false,
+            destructive_hint = true,
+            idempotent_hint = false,
+            open_world_hint = false
+        )
+    )]
     async fn consume_approval(
         &self,
-        arguments: Value,
-        raw: Option<&RawPayload>,
-    ) -> Result<Consumed, Refusal> {
-        let args: ConsumeApprovalArgs = parse(arguments)?;
+        Parameters(Args(args)): Parameters<Args<ConsumeApprovalArgs>>,
+        Extension(raw): Extension<RawPayload>,
+    ) -> Answer<Consumed> {
+        let args = args?;
         let id = RequestId::parse(&args.id)?;
         let mut binding = Binding::new(args.action);
         if let Some(operation) = args.operation {
             binding = binding.operation(operation);
         }
-        if let Some(payload) = canonical(args.payload.as_ref(), raw)? {
+        if let Some(payload) = canonical(args.payload.as_ref(), &raw)? {
             binding = binding.payload(payload);
         }
         self.gate().consume(id, binding).await?;
-        Ok(Consumed {
+        tracing::info!(%id, "approval consumed by an agent");
+        Ok(Json(Consumed {
             ok: Const,
             id: id.to_string(),
             effective_status: EffectiveStatus::Consumed.as_str(),
@@ -240,19 +374,36 @@ impl Server {
                  may now do exactly the approved action, once. This answer is not proof of \
                  approval for any other program."
             ),
-        })
+        }))
     }
 
+    #[tool(
+        title = "Deny approval",
+        description = "Deny a pending request (approve: false). These tools can never \
+            approve: approve: true is refused (code approve_not_allowed) and changes nothing; \
+            only a human approves, in their own terminal, with `approval-gate approve <id>`. \
+            Other refusals: invalid_arguments, invalid_id, not_found, expired, wrong_state.",
+        output_schema = output_schema::<StatusAnswer>(),
+        // A denial cannot be undone; denying twice changes nothing more.
+        annotations(
+            title = "Deny approval",
+            read_only_hint = false,
+            destructive_hint = true,
+            idempotent_hint = true,
+            open_world_hint = false
+        )
+    )]
     async fn decide_approval(
         &self,
-        arguments: Value,
-        context: &RequestContext<RoleServer>,
-    ) -> Result<StatusAnswer, Refusal> {
-        let args: DecideApprovalArgs = parse(arguments)?;
+        Parameters(Args(args)): Parameters<Args<DecideApprovalArgs>>,
+        context: RequestContext<RoleServer>,
+    ) -> Answer<StatusAnswer> {
+        let args = args?;
         if args.approve {
             // Refused before anything else is looked at: nothing reaches the store.
             let id = RequestId::parse(&args.id).ok();
             let target = id.map_or_else(|| "<id>".to_owned(), |id| id.to_string());
+            tracing::warn!(id = %target, "refused an agent's attempt to approve");
             let refusal = Refusal::new(
                 "approve_not_allowed",
                 format!(
@@ -266,22 +417,14 @@ impl Server {
             });
         }
         let id = RequestId::parse(&args.id)?;
-        let mut decision = Decision::by(decided_by(context));
+        let mut decision = Decision::by(decided_by(&context));
         if let Some(reason) = args.reason {
             decision = decision.reason(reason);
         }
         let report = self.gate().deny(id, decision).await?;
-        Ok(StatusAnswer::of(&report))
+        tracing::info!(%id, "request denied by an agent");
+        Ok(Json(StatusAnswer::of(&report)))
     }
-}
-
-fn respond<T: serde::Serialize>(result: Result<T, Refusal>) -> CallToolResult {
-    Outcome::from(result).into_call_result()
-}
-
-/// Decoded arguments, or an `invalid_arguments` refusal naming the problem.
-fn parse<T: DeserializeOwned>(arguments: Value) -> Result<T, Refusal> {
-    serde_json::from_value(arguments).map_err(Refusal::arguments)
 }
 
 /// The payload in canonical form; `None` when absent. A `null` payload is refused by the
@@ -289,15 +432,12 @@ fn parse<T: DeserializeOwned>(arguments: Value) -> Result<T, Refusal> {
 ///
 /// The raw text, when the transport supplied it, is what the agent sent: the library's strict
 /// parser refuses its duplicate keys, which the decoded `Value` has already collapsed.
-fn canonical(
-    value: Option<&Value>,
-    raw: Option<&RawPayload>,
-) -> Result<Option<CanonicalPayload>, Refusal> {
+fn canonical(value: Option<&Value>, raw: &RawPayload) -> Result<Option<CanonicalPayload>, Refusal> {
     let Some(value) = value else {
         return Ok(None);
     };
-    let payload = match raw {
-        Some(raw) => CanonicalPayload::from_json_text(&raw.0),
+    let payload = match &raw.0 {
+        Some(text) => CanonicalPayload::from_json_text(text),
         None => CanonicalPayload::from_value(value),
     };
     payload
@@ -342,14 +482,27 @@ fn decided_by(context: &RequestContext<RoleServer>) -> String {
     }
 }
 
+// Written out rather than generated by `#[tool_handler]`, which would list the tools by name
+// rather than in `LISTING_ORDER`, answer an unknown tool with a bare "tool not found", and
+// declare no logging.
 impl ServerHandler for Server {
+    #[allow(
+        deprecated,
+        reason = "MCP logging, deprecated by rmcp after SEP-2577, is still in the protocol \
+                  revisions clients speak"
+    )]
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
-            .with_server_info(
-                Implementation::new("approval-gate", env!("CARGO_PKG_VERSION"))
-                    .with_title("Approval Gate"),
-            )
-            .with_instructions(INSTRUCTIONS)
+        ServerConfig::new(
+            ServerCapabilities::builder()
+                .enable_tools()
+                .enable_logging()
+                .build(),
+        )
+        .with_server_info(
+            Implementation::new("approval-gate", env!("CARGO_PKG_VERSION"))
+                .with_title("Approval Gate"),
+        )
+        .with_instructions(INSTRUCTIONS)
     }
 
     async fn list_tools(
@@ -357,11 +510,11 @@ impl ServerHandler for Server {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        Ok(ListToolsResult::with_all_items(self.shared.tools.clone()))
+        Ok(ListToolsResult::with_all_items(self.shared.listed.clone()))
     }
 
     fn get_tool(&self, name: &str) -> Option<Tool> {
-        self.shared.tools.iter().find(|t| t.name == name).cloned()
+        self.shared.router.get(name).cloned()
     }
 
     async fn call_tool(
@@ -369,23 +522,39 @@ impl ServerHandler for Server {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        let raw = context.extensions.get::<RawPayload>().cloned();
-        let arguments = Value::Object(request.arguments.unwrap_or_default());
-        let result = match request.name.as_ref() {
-            REQUEST_APPROVAL => respond(self.request_approval(arguments, raw.as_ref()).await),
-            CHECK_APPROVAL => respond(self.check_approval(arguments).await),
-            WAIT_FOR_APPROVAL => respond(self.wait_for_approval(arguments, &context).await),
-            LIST_PENDING => respond(self.list_pending(arguments).await),
-            CONSUME_APPROVAL => respond(self.consume_approval(arguments, raw.as_ref()).await),
-            DECIDE_APPROVAL => respond(self.decide_approval(arguments, &context).await),
-            other => {
-                let name: String = other.chars().take(64).collect();
-                return Err(ErrorData::invalid_params(
-                    format!("unknown tool {name:?}; call tools/list for the tools"),
-                    None,
-                ));
-            }
-        };
-        Ok(result.into())
+        if !self.shared.router.has_route(&request.name) {
+            let name: String = request.name.chars().take(64).collect();
+            return Err(ErrorData::invalid_params(
+                format!("unknown tool {name:?}; call tools/list for the tools"),
+                None,
+            ));
+        }
+        let tool = request.name.clone();
+        let response = self
+            .shared
+            .router
+            .call(ToolCallContext::new(self, request, context))
+            .await;
+        if let Ok(CallToolResponse::Complete(result)) = &response
+            && result.is_error == Some(true)
+        {
+            let code = result
+                .structured_content
+                .as_ref()
+                .and_then(|content| content["code"].as_str());
+            tracing::debug!(%tool, code = code.unwrap_or("none"), "refused a call");
+        }
+        response
+    }
+
+    #[allow(deprecated, reason = "see get_info")]
+    async fn set_level(
+        &self,
+        request: rmcp::model::SetLevelRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.shared.log.set_level(request.level);
+        tracing::debug!(level = ?request.level, "client log level set");
+        Ok(())
     }
 }

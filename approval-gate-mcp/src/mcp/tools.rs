@@ -1,29 +1,25 @@
-//! The six tools as the agent sees them: names, descriptions, argument types (their input
-//! schemas), output schemas and annotations.
+//! What the tools take: argument types (their input schemas), their bounds, and the output
+//! schema of every answer. The tools themselves, with names, descriptions and annotations,
+//! are the `#[tool]` methods in [`super::server`].
 //!
 //! Argument types refuse unknown fields, so a call that smuggles in `"status": "approved"`
 //! or `"force": true` is refused, not half-read. The seed's `snake_case` spellings
 //! (`requested_by`, `ttl_seconds`, `timeout_seconds`) are accepted as aliases.
 
+use std::borrow::Cow;
 use std::sync::Arc;
 
 use approval_gate::limits::{
     MAX_ACTION_BYTES, MAX_NAME_BYTES, MAX_OPERATION_BYTES, MAX_REASON_BYTES, MAX_TTL, MIN_TTL,
 };
 use rmcp::handler::server::tool::schema_for_output;
-use rmcp::model::{JsonObject, Tool, ToolAnnotations};
-use schemars::JsonSchema;
-use serde::Deserialize;
+use rmcp::model::JsonObject;
+use schemars::{JsonSchema, Schema, SchemaGenerator};
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Deserializer};
 use serde_json::Value;
 
-use super::answer::{Consumed, Outcome, PendingPage, Requested, StatusAnswer};
-
-pub(crate) const REQUEST_APPROVAL: &str = "request_approval";
-pub(crate) const CHECK_APPROVAL: &str = "check_approval";
-pub(crate) const WAIT_FOR_APPROVAL: &str = "wait_for_approval";
-pub(crate) const LIST_PENDING: &str = "list_pending";
-pub(crate) const CONSUME_APPROVAL: &str = "consume_approval";
-pub(crate) const DECIDE_APPROVAL: &str = "decide_approval";
+use super::answer::{Outcome, Refusal};
 
 /// Default and bounds of `wait_for_approval`'s `timeoutSeconds`.
 pub(crate) const DEFAULT_WAIT_SECONDS: u64 = 300;
@@ -149,10 +145,44 @@ pub(crate) struct DecideApprovalArgs {
     pub(crate) reason: Option<String>,
 }
 
-fn output_schema<T: JsonSchema + 'static>() -> Arc<JsonObject> {
+/// A tool's arguments: decoded into `T`, or the `invalid_arguments` refusal saying why not.
+///
+/// rmcp answers arguments that do not decode with a bare text error; an agent gets a
+/// structured refusal with a stable code instead. The input schema is `T`'s.
+pub(crate) struct Args<T>(pub(crate) Result<T, Refusal>);
+
+impl<'de, T: DeserializeOwned> Deserialize<'de> for Args<T> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        Ok(Self(
+            T::deserialize(deserializer).map_err(Refusal::arguments),
+        ))
+    }
+}
+
+impl<T: JsonSchema> JsonSchema for Args<T> {
+    fn schema_name() -> Cow<'static, str> {
+        T::schema_name()
+    }
+
+    fn schema_id() -> Cow<'static, str> {
+        T::schema_id()
+    }
+
+    fn json_schema(generator: &mut SchemaGenerator) -> Schema {
+        let mut schema = T::json_schema(generator);
+        if let Some(object) = schema.as_object_mut() {
+            unwrap_descriptions(object);
+        }
+        schema
+    }
+}
+
+/// The output schema of a tool answering `T`: `T`, or a refusal.
+pub(crate) fn output_schema<T: JsonSchema + 'static>() -> Arc<JsonObject> {
     let mut schema = schema_for_output::<Outcome<T>>().as_ref().clone();
     // Clients of the 2025 revisions of MCP expect an object schema at the root.
     schema.insert("type".to_owned(), Value::from("object"));
+    unwrap_descriptions(&mut schema);
     Arc::new(schema)
 }
 
@@ -173,159 +203,52 @@ fn unwrap_descriptions(schema: &mut JsonObject) {
     }
 }
 
-fn tidy(schema: &Arc<JsonObject>) -> Arc<JsonObject> {
-    let mut schema = schema.as_ref().clone();
-    unwrap_descriptions(&mut schema);
-    Arc::new(schema)
-}
-
-struct Hints {
-    read_only: bool,
-    destructive: bool,
-    idempotent: bool,
-}
-
-fn tool<Args, Out>(
-    name: &'static str,
-    title: &str,
-    description: &'static str,
-    hints: &Hints,
-) -> Tool
-where
-    Args: JsonSchema + 'static,
-    Out: JsonSchema + 'static,
-{
-    let mut tool = Tool::new(name, description, Arc::new(JsonObject::new()))
-        .with_input_schema::<Args>()
-        .with_raw_output_schema(tidy(&output_schema::<Out>()))
-        .with_title(title)
-        .with_annotations(
-            ToolAnnotations::with_title(title)
-                .read_only(hints.read_only)
-                .destructive(hints.destructive)
-                .idempotent(hints.idempotent)
-                // Everything happens in the local approval store.
-                .open_world(false),
-        );
-    tool.input_schema = tidy(&tool.input_schema);
-    tool
-}
-
-/// Every tool, in the order they are listed.
-pub(crate) fn catalogue() -> Vec<Tool> {
-    let looks = Hints {
-        read_only: true,
-        destructive: false,
-        idempotent: true,
-    };
-    vec![
-        tool::<RequestApprovalArgs, Requested>(
-            REQUEST_APPROVAL,
-            "Request approval",
-            "Ask a human to approve a consequential action (send, delete, publish, spend, deploy) \
-             before doing it. Files a pending request bound to the exact action text and, if \
-             given, the operation and JSON payload you intend to run, and returns its id, its \
-             expiry and the `approval-gate approve <id>` command the human runs in their own \
-             terminal. While an identical request is pending, it is returned instead of a new \
-             one (deduplicated: true). This authorizes nothing: call wait_for_approval next. \
-             Refusals (isError) carry a code: invalid_arguments, invalid_input, \
-             invalid_payload, queue_full, creation_limit.",
-            // De-duplication makes a retry while pending harmless.
-            &Hints {
-                read_only: false,
-                destructive: false,
-                idempotent: true,
-            },
-        ),
-        tool::<CheckApprovalArgs, StatusAnswer>(
-            CHECK_APPROVAL,
-            "Check approval",
-            "Report where an approval request stands: status and effectiveStatus (pending, \
-             approved_unconsumed, approved_expired, consumed, denied, expired, revoked), with \
-             a note on what to do. Never an authorization: authorizesExecution is always \
-             false, and only a successful consume_approval counts. Refusals (isError) carry a \
-             code: invalid_arguments, invalid_id, not_found, archived.",
-            &looks,
-        ),
-        tool::<WaitForApprovalArgs, StatusAnswer>(
-            WAIT_FOR_APPROVAL,
-            "Wait for approval",
-            "Wait until a human decides the request or it expires, for at most timeoutSeconds \
-             (default 300). Returns as soon as the decision is made. Only effectiveStatus \
-             approved_unconsumed is a success, and even then call consume_approval before \
-             acting. Everything else is an error result whose code says why: timeout (still \
-             pending, NOT approved: do not proceed; wait again if you like), denied, expired, \
-             revoked, already_consumed, approval_expired, not_found, shutting_down. Sends \
-             progress notifications when the call carries a progress token; stops when \
-             cancelled.",
-            &looks,
-        ),
-        tool::<ListPendingArgs, PendingPage>(
-            LIST_PENDING,
-            "List pending approvals",
-            "List requests waiting for a human decision, oldest first, one page at a time \
-             (limit 1 to 100, default 20). Pass the answer's nextAfter as `after` to get the \
-             next page; nextAfter is null on the last page. A request whose record cannot be \
-             read is listed first with unreadable: true and its id: it refuses everything \
-             until a human repairs it, so do not proceed with it.",
-            &looks,
-        ),
-        tool::<ConsumeApprovalArgs, Consumed>(
-            CONSUME_APPROVAL,
-            "Consume approval",
-            "Spend an approved request, exactly once: ok: true only if a human approved it, it \
-             was not consumed, revoked or expired, and action, operation and payload are \
-             exactly the approved ones (a mismatch is refused and does not spend it). \
-             Otherwise ok: false, as an error result whose code says why (not_approved, \
-             denied, expired, revoked, already_consumed, approval_expired, action_mismatch, \
-             operation_mismatch, payload_mismatch, ...). For the agent's own policy only: this \
-             answer is never proof of approval for trusted code, which consumes the approval \
-             itself (execute_approved in the approval-gate library); do not call this when \
-             such code will act on the approval, or it will find the approval spent.",
-            &Hints {
-                read_only: false,
-                destructive: true,
-                idempotent: false,
-            },
-        ),
-        tool::<DecideApprovalArgs, StatusAnswer>(
-            DECIDE_APPROVAL,
-            "Deny approval",
-            "Deny a pending request (approve: false). These tools can never approve: \
-             approve: true is refused (code approve_not_allowed) and changes nothing; only a \
-             human approves, in their own terminal, with `approval-gate approve <id>`. Other \
-             refusals: invalid_arguments, invalid_id, not_found, expired, wrong_state.",
-            // A denial cannot be undone; denying twice changes nothing more.
-            &Hints {
-                read_only: false,
-                destructive: true,
-                idempotent: true,
-            },
-        ),
-    ]
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn every_tool_has_object_schemas_and_annotations() {
-        let tools = catalogue();
-        assert_eq!(tools.len(), 6);
-        for tool in &tools {
-            assert_eq!(tool.input_schema.get("type"), Some(&Value::from("object")));
-            assert_eq!(
-                tool.input_schema.get("additionalProperties"),
-                Some(&Value::Bool(false)),
-                "{} refuses unknown arguments",
-                tool.name
-            );
-            let output = tool.output_schema.as_ref().expect("output schema");
-            assert_eq!(output.get("type"), Some(&Value::from("object")));
-            assert!(output.contains_key("anyOf"), "{}", tool.name);
-            let hints = tool.annotations.as_ref().expect("annotations");
-            assert_eq!(hints.open_world_hint, Some(false));
+    fn arguments_that_do_not_decode_become_a_refusal() {
+        let args: Args<CheckApprovalArgs> =
+            serde_json::from_value(serde_json::json!({ "id": 5 })).unwrap();
+        let refusal = serde_json::to_value(args.0.unwrap_err()).unwrap();
+        assert_eq!(refusal["code"], "invalid_arguments");
+        assert!(
+            refusal["message"]
+                .as_str()
+                .unwrap()
+                .contains("expected a string")
+        );
+        let args: Args<CheckApprovalArgs> =
+            serde_json::from_value(serde_json::json!({ "id": "a1b2c3d4e5f6" })).unwrap();
+        assert_eq!(args.0.unwrap().id, "a1b2c3d4e5f6");
+    }
+
+    #[test]
+    fn schemas_read_as_one_line_per_description() {
+        fn descriptions(value: &Value, found: &mut Vec<String>) {
+            match value {
+                Value::Object(object) => {
+                    for (key, value) in object {
+                        match value {
+                            Value::String(text) if key == "description" => found.push(text.clone()),
+                            other => descriptions(other, found),
+                        }
+                    }
+                }
+                Value::Array(items) => items.iter().for_each(|v| descriptions(v, found)),
+                _ => {}
+            }
         }
+        let input = rmcp::handler::server::common::schema_for_input::<
+            rmcp::handler::server::wrapper::Parameters<Args<RequestApprovalArgs>>,
+        >()
+        .unwrap();
+        let output = output_schema::<super::super::answer::StatusAnswer>();
+        let mut found = Vec::new();
+        descriptions(&Value::Object(input.as_ref().clone()), &mut found);
+        descriptions(&Value::Object(output.as_ref().clone()), &mut found);
+        assert!(found.len() > 10);
+        assert!(found.iter().all(|d| !d.contains('\n')), "{found:?}");
     }
 }

@@ -3,6 +3,7 @@
 
 mod damage;
 mod hostile;
+mod logging;
 mod never_approves;
 mod schema;
 mod support;

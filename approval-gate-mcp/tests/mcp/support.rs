@@ -7,6 +7,8 @@ use std::process::Stdio;
 use std::time::Duration;
 
 use approval_gate::{Clock, Gate, ManualClock, NewRequest, RequestId, SystemClock};
+#[allow(deprecated, reason = "MCP logging: deprecated by rmcp, tested here")]
+use rmcp::model::LoggingMessageNotificationParam;
 use rmcp::model::{CallToolRequestParams, CallToolResult, ProgressNotificationParam};
 use rmcp::service::{NotificationContext, RunningService};
 use rmcp::transport::TokioChildProcess;
@@ -23,10 +25,12 @@ pub(crate) const BIN: &str = env!("CARGO_BIN_EXE_approval-gate-mcp");
 /// Guard against a hung test, never a latency assertion.
 pub(crate) const PATIENCE: Duration = Duration::from_secs(30);
 
-/// Forwards progress notifications to the test.
+/// Forwards progress and log notifications to the test.
 #[derive(Clone)]
 pub(crate) struct Client {
     progress: mpsc::UnboundedSender<ProgressNotificationParam>,
+    #[allow(deprecated, reason = "MCP logging: deprecated by rmcp, tested here")]
+    logs: mpsc::UnboundedSender<LoggingMessageNotificationParam>,
 }
 
 impl ClientHandler for Client {
@@ -37,12 +41,23 @@ impl ClientHandler for Client {
     ) {
         let _ = self.progress.send(params);
     }
+
+    #[allow(deprecated, reason = "MCP logging: deprecated by rmcp, tested here")]
+    async fn on_logging_message(
+        &self,
+        params: LoggingMessageNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        let _ = self.logs.send(params);
+    }
 }
 
 /// A running server on a fresh store, connected to a client.
 pub(crate) struct Session {
     pub(crate) client: RunningService<RoleClient, Client>,
     pub(crate) progress: mpsc::UnboundedReceiver<ProgressNotificationParam>,
+    #[allow(deprecated, reason = "MCP logging: deprecated by rmcp, tested here")]
+    pub(crate) logs: mpsc::UnboundedReceiver<LoggingMessageNotificationParam>,
     pub(crate) stderr: Option<Lines<BufReader<ChildStderr>>>,
     pub(crate) store: PathBuf,
     _dir: TempDir,
@@ -75,10 +90,18 @@ impl Session {
             .spawn()
             .unwrap();
         let (tx, progress) = mpsc::unbounded_channel();
-        let client = Client { progress: tx }.serve(transport).await.unwrap();
+        let (log_tx, logs) = mpsc::unbounded_channel();
+        let client = Client {
+            progress: tx,
+            logs: log_tx,
+        }
+        .serve(transport)
+        .await
+        .unwrap();
         Self {
             client,
             progress,
+            logs,
             stderr: stderr.map(|s| BufReader::new(s).lines()),
             store,
             _dir: dir,
@@ -143,6 +166,15 @@ impl Session {
         })
         .await
         .expect("the expected log line")
+    }
+
+    /// The next log notification (at most [`PATIENCE`]).
+    #[allow(deprecated, reason = "MCP logging: deprecated by rmcp, tested here")]
+    pub(crate) async fn next_log(&mut self) -> LoggingMessageNotificationParam {
+        tokio::time::timeout(PATIENCE, self.logs.recv())
+            .await
+            .expect("a log notification")
+            .expect("the client is running")
     }
 
     /// The next progress notification (at most [`PATIENCE`]).
