@@ -84,7 +84,7 @@ impl Gate {
 
     fn fresh_id(&self) -> Result<RequestId, Error> {
         loop {
-            let id = RequestId::random()?;
+            let id = RequestId::random().map_err(|e| Error::Random(e.to_string()))?;
             if !self.store().id_taken(id)? {
                 return Ok(id);
             }

@@ -7,9 +7,9 @@
 use std::io;
 use std::path::PathBuf;
 
-use crate::id::RequestId;
+use crate::id::{InvalidId, RequestId};
 use crate::payload::PayloadError;
-use crate::request::EffectiveStatus;
+use crate::status::EffectiveStatus;
 use crate::time::Timestamp;
 
 /// Everything that can go wrong, each refusal in its own variant.
@@ -266,6 +266,14 @@ fn consequence(operation: &str) -> &'static str {
         }
         "archive" => "the request is archived",
         _ => "it changed the store",
+    }
+}
+
+impl From<InvalidId> for Error {
+    fn from(invalid: InvalidId) -> Self {
+        Self::InvalidId {
+            id: invalid.into_text(),
+        }
     }
 }
 

@@ -5,7 +5,24 @@ use std::str::FromStr;
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-use crate::error::Error;
+/// Text that is not a request id.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("invalid request id {text:?}: expected 12 lowercase hex characters")]
+pub struct InvalidId {
+    text: String,
+}
+
+impl InvalidId {
+    /// The offending text (at most 64 characters of it).
+    #[must_use]
+    pub fn text(&self) -> &str {
+        &self.text
+    }
+
+    pub(crate) fn into_text(self) -> String {
+        self.text
+    }
+}
 
 /// Length of a request id in characters.
 pub(crate) const ID_LEN: usize = 12;
@@ -37,12 +54,13 @@ impl RequestId {
     ///
     /// # Errors
     ///
-    /// [`Error::InvalidId`] for anything else.
-    pub fn parse(text: &str) -> Result<Self, Error> {
+    /// [`InvalidId`] for anything else (an [`Error::InvalidId`](crate::Error::InvalidId)
+    /// through `?`).
+    pub fn parse(text: &str) -> Result<Self, InvalidId> {
         let bytes = text.as_bytes();
         if bytes.len() != ID_LEN || !bytes.iter().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')) {
-            return Err(Error::InvalidId {
-                id: text.chars().take(64).collect(),
+            return Err(InvalidId {
+                text: text.chars().take(64).collect(),
             });
         }
         let mut id = [0u8; ID_LEN];
@@ -51,7 +69,7 @@ impl RequestId {
     }
 
     /// A fresh id from the operating system's CSPRNG.
-    pub(crate) fn random() -> Result<Self, Error> {
+    pub(crate) fn random() -> Result<Self, getrandom::Error> {
         loop {
             let id = Self::draw()?;
             if id != Self::STORE {
@@ -60,9 +78,9 @@ impl RequestId {
         }
     }
 
-    fn draw() -> Result<Self, Error> {
+    fn draw() -> Result<Self, getrandom::Error> {
         let mut raw = [0u8; ID_LEN / 2];
-        getrandom::fill(&mut raw).map_err(|e| Error::Random(e.to_string()))?;
+        getrandom::fill(&mut raw)?;
         let mut id = [0u8; ID_LEN];
         for (pair, byte) in id.chunks_exact_mut(2).zip(raw) {
             pair[0] = HEX[usize::from(byte >> 4)];
@@ -82,9 +100,9 @@ impl RequestId {
 const HEX: &[u8; 16] = b"0123456789abcdef";
 
 impl FromStr for RequestId {
-    type Err = Error;
+    type Err = InvalidId;
 
-    fn from_str(text: &str) -> Result<Self, Error> {
+    fn from_str(text: &str) -> Result<Self, InvalidId> {
         Self::parse(text)
     }
 }
@@ -136,7 +154,7 @@ mod tests {
             " a1b2c3d4e5f6",
         ] {
             assert!(
-                matches!(RequestId::parse(bad), Err(Error::InvalidId { .. })),
+                matches!(RequestId::parse(bad), Err(InvalidId { .. })),
                 "{bad:?} must be refused"
             );
         }

@@ -67,6 +67,7 @@ mod payload;
 mod recover;
 mod request;
 mod rules;
+mod status;
 mod store;
 mod time;
 
@@ -81,7 +82,7 @@ pub use error::{Error, ErrorCode};
 pub use gate::{Gate, GateBuilder, Submitted};
 pub use grant::Grant;
 pub use health::HealthReport;
-pub use id::RequestId;
+pub use id::{InvalidId, RequestId};
 pub use limits::Limits;
 pub use list::{ListFilter, ListItem, Page, UnreadableRecord};
 pub use payload::{CanonicalPayload, PayloadDigest, PayloadError};

@@ -135,7 +135,10 @@ fn hostile_ids_are_rejected_before_touching_the_filesystem() {
         "",
     ] {
         assert!(
-            matches!(hostile.parse::<RequestId>(), Err(Error::InvalidId { .. })),
+            matches!(
+                hostile.parse::<RequestId>(),
+                Err(approval_gate::InvalidId { .. })
+            ),
             "{hostile:?}"
         );
     }

@@ -61,6 +61,12 @@ impl From<Error> for Refusal {
     }
 }
 
+impl From<approval_gate::InvalidId> for Refusal {
+    fn from(invalid: approval_gate::InvalidId) -> Self {
+        Refusal::error(&Error::from(invalid))
+    }
+}
+
 /// The approval-gate MCP server.
 #[derive(Debug, Clone)]
 pub(crate) struct Server {

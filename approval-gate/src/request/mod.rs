@@ -1,0 +1,258 @@
+//! Requests: the stored record and its report, and the inputs that create, decide and bind
+//! them.
+
+mod binding;
+mod decision;
+mod new;
+mod report;
+
+use std::time::Duration;
+
+use serde::{Deserialize, Deserializer, Serialize};
+
+pub use self::binding::Binding;
+pub use self::decision::{Decision, os_user};
+pub use self::new::NewRequest;
+pub(crate) use self::new::check_ttl;
+pub use self::report::StatusReport;
+use crate::id::RequestId;
+use crate::payload::{CanonicalPayload, PayloadDigest};
+pub use crate::status::{EffectiveStatus, Status};
+use crate::time::Timestamp;
+
+/// A request as stored in `requests/<id>.json`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Request {
+    version: u32,
+    id: RequestId,
+    action: String,
+    reason: String,
+    requested_by: Option<String>,
+    operation: Option<String>,
+    #[serde(deserialize_with = "stored_payload")]
+    payload: Option<CanonicalPayload>,
+    payload_digest: Option<PayloadDigest>,
+    created_at: Timestamp,
+    expires_at: Timestamp,
+    status: Status,
+    decided_at: Option<Timestamp>,
+    decision_reason: Option<String>,
+    decided_by: Option<String>,
+}
+
+/// A stored payload must already be canonical: re-canonicalizing it must give the same bytes.
+fn stored_payload<'de, D: Deserializer<'de>>(
+    deserializer: D,
+) -> Result<Option<CanonicalPayload>, D::Error> {
+    let raw = Option::<Box<serde_json::value::RawValue>>::deserialize(deserializer)?;
+    let Some(raw) = raw else { return Ok(None) };
+    let payload = CanonicalPayload::from_json_text(raw.get()).map_err(serde::de::Error::custom)?;
+    if payload.as_str() != raw.get() {
+        return Err(serde::de::Error::custom(
+            "stored payload is not in canonical form",
+        ));
+    }
+    Ok(Some(payload))
+}
+
+pub(crate) const FORMAT_VERSION: u32 = 1;
+
+fn unsupported_version(version: u32) -> String {
+    format!("unsupported format version {version} (this build reads version {FORMAT_VERSION})")
+}
+
+impl Request {
+    pub(crate) fn new(id: RequestId, new: NewRequest, now: Timestamp, ttl: Duration) -> Self {
+        let payload_digest = new.payload.as_ref().map(CanonicalPayload::digest);
+        Self {
+            version: FORMAT_VERSION,
+            id,
+            action: new.action,
+            reason: new.reason,
+            requested_by: new.requested_by,
+            operation: new.operation,
+            payload: new.payload,
+            payload_digest,
+            created_at: now,
+            expires_at: now.saturating_add(ttl),
+            status: Status::Pending,
+            decided_at: None,
+            decision_reason: None,
+            decided_by: None,
+        }
+    }
+
+    /// Reads a stored record, saying in one line what is wrong with a damaged one.
+    pub(crate) fn decode(expected_id: RequestId, bytes: &[u8]) -> Result<Self, String> {
+        /// Just the version, read leniently, so that a record of another format version is
+        /// named as such rather than as a syntax error.
+        #[derive(Deserialize)]
+        struct Version {
+            version: u32,
+        }
+        let text = std::str::from_utf8(bytes)
+            .map_err(|e| format!("not valid utf-8 (at byte {})", e.valid_up_to()))?;
+        if text.trim().is_empty() {
+            return Err("the record is empty".to_owned());
+        }
+        let request: Self = serde_json::from_str(text).map_err(|e| {
+            match serde_json::from_str::<Version>(text) {
+                Ok(Version { version }) if version != FORMAT_VERSION => {
+                    unsupported_version(version)
+                }
+                _ => format!("not a valid request record: {e}"),
+            }
+        })?;
+        request.check(expected_id)?;
+        Ok(request)
+    }
+
+    /// Checks what serde cannot: the record is internally consistent.
+    pub(crate) fn check(&self, expected_id: RequestId) -> Result<(), String> {
+        if self.version != FORMAT_VERSION {
+            return Err(unsupported_version(self.version));
+        }
+        if self.id != expected_id {
+            return Err(format!("holds request {} instead", self.id));
+        }
+        if self.payload.as_ref().map(CanonicalPayload::digest) != self.payload_digest {
+            return Err("payload digest does not match the payload".into());
+        }
+        if self.expires_at <= self.created_at {
+            return Err("expires before it was created".into());
+        }
+        let decided = self.decided_at.is_some();
+        if decided == (self.status == Status::Pending) {
+            return Err(format!(
+                "status {} disagrees with its decision time",
+                self.status
+            ));
+        }
+        Ok(())
+    }
+
+    /// The id.
+    #[must_use]
+    pub fn id(&self) -> RequestId {
+        self.id
+    }
+    /// The human-readable action text the human approves.
+    #[must_use]
+    pub fn action(&self) -> &str {
+        &self.action
+    }
+    /// Why the agent wants to do it.
+    #[must_use]
+    pub fn reason(&self) -> &str {
+        &self.reason
+    }
+    /// Who asked, as they said (not verified).
+    #[must_use]
+    pub fn requested_by(&self) -> Option<&str> {
+        self.requested_by.as_deref()
+    }
+    /// The operation name the approval is bound to, if any.
+    #[must_use]
+    pub fn operation(&self) -> Option<&str> {
+        self.operation.as_deref()
+    }
+    /// The canonical payload the approval is bound to, if any.
+    #[must_use]
+    pub fn payload(&self) -> Option<&CanonicalPayload> {
+        self.payload.as_ref()
+    }
+    /// BLAKE3 digest of the canonical payload, if any.
+    #[must_use]
+    pub fn payload_digest(&self) -> Option<PayloadDigest> {
+        self.payload_digest
+    }
+    /// When the request was filed.
+    #[must_use]
+    pub fn created_at(&self) -> Timestamp {
+        self.created_at
+    }
+    /// When the request, and any approval of it, stops being usable.
+    #[must_use]
+    pub fn expires_at(&self) -> Timestamp {
+        self.expires_at
+    }
+    /// The persisted status.
+    #[must_use]
+    pub fn status(&self) -> Status {
+        self.status
+    }
+    /// When it was decided (approved, denied, expired or revoked).
+    #[must_use]
+    pub fn decided_at(&self) -> Option<Timestamp> {
+        self.decided_at
+    }
+    /// The reason given with the decision.
+    #[must_use]
+    pub fn decision_reason(&self) -> Option<&str> {
+        self.decision_reason.as_deref()
+    }
+    /// Who decided.
+    #[must_use]
+    pub fn decided_by(&self) -> Option<&str> {
+        self.decided_by.as_deref()
+    }
+
+    pub(crate) fn is_past_expiry(&self, now: Timestamp) -> bool {
+        now > self.expires_at
+    }
+
+    pub(crate) fn decide(&mut self, status: Status, now: Timestamp, decision: Option<&Decision>) {
+        self.status = status;
+        self.decided_at = Some(now);
+        self.decision_reason = decision.and_then(|d| d.reason.clone());
+        self.decided_by = decision.map(|d| d.decided_by.clone());
+    }
+
+    /// Same request as far as de-duplication goes.
+    pub(crate) fn same_ask(&self, new: &NewRequest) -> bool {
+        self.action == new.action
+            && self.operation == new.operation
+            && self.payload_digest == new.payload.as_ref().map(CanonicalPayload::digest)
+            && self.requested_by == new.requested_by
+    }
+
+    /// Combines the persisted status with the claim and the clock.
+    pub(crate) fn effective(&self, consumed: bool, now: Timestamp) -> EffectiveStatus {
+        match self.status {
+            Status::Pending if self.is_past_expiry(now) => EffectiveStatus::Expired,
+            Status::Pending => EffectiveStatus::Pending,
+            Status::Approved if consumed => EffectiveStatus::Consumed,
+            Status::Approved if self.is_past_expiry(now) => EffectiveStatus::ApprovedExpired,
+            Status::Approved => EffectiveStatus::ApprovedUnconsumed,
+            Status::Denied => EffectiveStatus::Denied,
+            Status::Expired => EffectiveStatus::Expired,
+            Status::Revoked => EffectiveStatus::Revoked,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::limits::MIN_TTL;
+
+    #[test]
+    fn effective_status_combines_claim_and_clock() {
+        let id = RequestId::parse("0123456789ab").unwrap();
+        let t0 = Timestamp::from_unix_millis(1_000_000);
+        let mut r = Request::new(id, NewRequest::new("a", "b"), t0, MIN_TTL);
+        let before = t0.saturating_add(MIN_TTL);
+        let after = before.saturating_add(Duration::from_millis(1));
+        assert_eq!(r.effective(false, before), EffectiveStatus::Pending);
+        assert_eq!(r.effective(false, after), EffectiveStatus::Expired);
+        r.decide(Status::Approved, t0, Some(&Decision::by("me")));
+        assert_eq!(
+            r.effective(false, before),
+            EffectiveStatus::ApprovedUnconsumed
+        );
+        assert_eq!(r.effective(false, after), EffectiveStatus::ApprovedExpired);
+        assert_eq!(r.effective(true, after), EffectiveStatus::Consumed);
+        assert!(r.check(id).is_ok());
+    }
+}
