@@ -54,7 +54,11 @@ impl Cli {
     /// (which clap's parser has to let through, see [`crate::store_dir`]).
     pub(crate) fn parse_args(args: &[OsString]) -> Result<Self, clap::Error> {
         let cli = Self::try_parse_from(args)?;
-        if cli.dir.as_ref().is_some_and(|dir| dir.as_os_str().is_empty()) {
+        if cli
+            .dir
+            .as_ref()
+            .is_some_and(|dir| dir.as_os_str().is_empty())
+        {
             return Err(Self::command().error(ErrorKind::InvalidValue, crate::store_dir::EMPTY));
         }
         Ok(cli)

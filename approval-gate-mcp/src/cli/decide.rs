@@ -12,12 +12,7 @@ pub(crate) fn deny(gate: &Gate, id: RequestId, reason: &str, json: bool) -> anyh
     done("denied", &report, json)
 }
 
-pub(crate) fn revoke(
-    gate: &Gate,
-    id: RequestId,
-    reason: &str,
-    json: bool,
-) -> anyhow::Result<Exit> {
+pub(crate) fn revoke(gate: &Gate, id: RequestId, reason: &str, json: bool) -> anyhow::Result<Exit> {
     let report = gate.revoke(id, &decision(reason))?;
     done("revoked", &report, json)
 }

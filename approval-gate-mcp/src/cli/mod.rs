@@ -260,7 +260,7 @@ fn code(error: &anyhow::Error) -> &'static str {
             return error.code().as_str();
         }
     }
-    if error.chain().any(|cause| cause.is::<io::Error>()) {
+    if error.chain().any(<dyn std::error::Error>::is::<io::Error>) {
         "io"
     } else {
         "other"
@@ -382,6 +382,10 @@ mod tests {
             anyhow::Error::new(Refusal::new("not_a_terminal", "no terminal")).context("approving");
         assert_eq!(classify(&wrapped), Exit::Refused);
         assert_eq!(code(&wrapped), "not_a_terminal");
+        let gate = anyhow::Error::new(approval_gate::Error::NotFound(id)).context("showing");
+        assert_eq!(code(&gate), "not_found");
+        assert_eq!(code(&io::Error::other("disk gone").into()), "io");
+        assert_eq!(code(&anyhow::anyhow!("something else")), "other");
         assert_eq!(classify(&anyhow::anyhow!("something else")), Exit::Failed);
     }
 }

@@ -74,7 +74,14 @@ fn the_definition_has_the_commands_this_file_expects() {
     // Not the list the checks below use (that comes from the definition), only a guard that
     // the walk finds anything at all, nested commands included.
     let names: Vec<String> = commands().iter().map(|path| path.join(" ")).collect();
-    for expected in ["list", "deny", "audit verify", "audit reanchor", "completions", "man"] {
+    for expected in [
+        "list",
+        "deny",
+        "audit verify",
+        "audit reanchor",
+        "completions",
+        "man",
+    ] {
         assert!(names.contains(&expected.to_owned()), "{names:?}");
     }
     assert!(long_options().contains(&"--older-than-days".to_owned()));
@@ -143,7 +150,11 @@ fn every_shell_gets_a_script_naming_every_command() {
 
 #[test]
 fn an_unknown_shell_is_a_usage_error() {
-    assert_exit(&run_without_store(&["completions", "tcsh"]), 2, "invalid value");
+    assert_exit(
+        &run_without_store(&["completions", "tcsh"]),
+        2,
+        "invalid value",
+    );
     assert_exit(&run_without_store(&["completions"]), 2, "<SHELL>");
 }
 
@@ -158,7 +169,8 @@ fn the_man_page_is_roff_naming_every_command() {
     assert_success(&output);
     let page = stdout(&output);
     assert!(
-        page.lines().any(|line| line.starts_with(".TH APPROVAL-GATE 1 ")),
+        page.lines()
+            .any(|line| line.starts_with(".TH APPROVAL-GATE 1 ")),
         "{page}"
     );
     for section in [".SH NAME", ".SH SYNOPSIS", ".SH OPTIONS", ".SH SUBCOMMANDS"] {
@@ -207,7 +219,10 @@ fn man_out_dir_writes_one_page_per_command_and_says_so() {
     assert_eq!(found, expected);
     let said = stdout(&output);
     assert_eq!(said.lines().count(), expected.len(), "{said}");
-    assert!(said.starts_with(&format!("wrote {}\n", pages.join("approval-gate.1").display())));
+    assert!(said.starts_with(&format!(
+        "wrote {}\n",
+        pages.join("approval-gate.1").display()
+    )));
     for file in &expected {
         let page = std::fs::read_to_string(pages.join(file)).unwrap();
         let title = file.trim_end_matches(".1").to_uppercase();
