@@ -2,13 +2,6 @@
 
 use std::process::ExitCode;
 
-use approval_gate_mcp::cli::{self, Cli};
-use clap::Parser;
-
 fn main() -> ExitCode {
-    let exit = match Cli::try_parse() {
-        Ok(args) => cli::run(args),
-        Err(error) => cli::usage_error(&error),
-    };
-    exit.into()
+    approval_gate_mcp::cli::run_args(std::env::args_os()).into()
 }

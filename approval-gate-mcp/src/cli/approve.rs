@@ -24,10 +24,10 @@ const MAX_ANSWER: u64 = 256;
 pub(crate) fn approve(dir: Option<&Path>, id: RequestId, reason: &str) -> anyhow::Result<Exit> {
     // Only a human at a terminal may approve: never a pipe, a file or another program.
     if !io::stdin().is_terminal() || !io::stdout().is_terminal() {
-        return Err(Refusal(
+        return Err(Refusal::new(
+            "not_a_terminal",
             "approve needs an interactive terminal on stdin and stdout; nothing was approved \
-             (deny and revoke work anywhere)"
-                .to_owned(),
+             (deny and revoke work anywhere)",
         )
         .into());
     }
@@ -57,32 +57,45 @@ pub(crate) fn approve(dir: Option<&Path>, id: RequestId, reason: &str) -> anyhow
     match read_answer()? {
         Answer::Line(line) if line == code => {}
         Answer::Line(_) => {
-            return refuse("the confirmation code did not match: nothing was approved");
+            return refuse(
+                "confirmation_mismatch",
+                "the confirmation code did not match: nothing was approved",
+            );
         }
         Answer::End => {
-            return refuse("no confirmation (end of input): nothing was approved");
+            return refuse(
+                "no_confirmation",
+                "no confirmation (end of input): nothing was approved",
+            );
         }
     }
 
     // The human read the screen; approve only what it showed, and only in time.
     if gate.now() > shown.request().expires_at() {
-        return refuse(&format!(
-            "request {id} expired while it was on screen: nothing was approved"
-        ));
+        return refuse(
+            "expired",
+            &format!("request {id} expired while it was on screen: nothing was approved"),
+        );
     }
     // Compared with what was shown under the request's lock: nothing can change in between.
     let approved = match gate.approve_as_shown(shown.request(), &decide::decision(reason)) {
         Err(Error::Changed(_)) => {
-            return refuse(&format!(
-                "request {id} changed while it was on screen: nothing was approved; \
-                 run approve again to review it"
-            ));
+            return refuse(
+                "changed",
+                &format!(
+                    "request {id} changed while it was on screen: nothing was approved; \
+                     run approve again to review it"
+                ),
+            );
         }
         Err(Error::WrongState { status, .. }) => {
-            return refuse(&format!(
-                "request {id} changed while it was on screen (it is now {status}): \
-                 nothing was approved"
-            ));
+            return refuse(
+                "changed",
+                &format!(
+                    "request {id} changed while it was on screen (it is now {status}): \
+                     nothing was approved"
+                ),
+            );
         }
         other => other?,
     };
@@ -94,8 +107,8 @@ pub(crate) fn approve(dir: Option<&Path>, id: RequestId, reason: &str) -> anyhow
     Ok(Exit::Done)
 }
 
-fn refuse(why: &str) -> anyhow::Result<Exit> {
-    Err(Refusal(why.to_owned()).into())
+fn refuse(code: &'static str, why: &str) -> anyhow::Result<Exit> {
+    Err(Refusal::new(code, why).into())
 }
 
 fn require_pending(report: &StatusReport) -> Result<(), Error> {

@@ -2,14 +2,21 @@
 
 use std::fmt::Write as _;
 
-use approval_gate::Gate;
 use approval_gate::limits::MIN_ARCHIVE_AGE_DAYS;
+use approval_gate::{ArchiveReport, Gate};
+use serde_json::json;
 
 use super::Exit;
 use super::output;
+use super::render;
 use crate::display::escape;
 
-pub(crate) fn archive(gate: &Gate, older_than_days: u32, dry_run: bool) -> anyhow::Result<Exit> {
+pub(crate) fn archive(
+    gate: &Gate,
+    older_than_days: u32,
+    dry_run: bool,
+    json: bool,
+) -> anyhow::Result<Exit> {
     if older_than_days < MIN_ARCHIVE_AGE_DAYS {
         output::stderr_line(&format!(
             "approval-gate: note: only requests created and expired at least \
@@ -21,6 +28,20 @@ pub(crate) fn archive(gate: &Gate, older_than_days: u32, dry_run: bool) -> anyho
     } else {
         gate.archive(older_than_days)?
     };
+    let text = if json {
+        render::json(&json!({
+            "dryRun": dry_run,
+            "archived": report.archived,
+            "skipped": report.skipped,
+        }))?
+    } else {
+        as_text(&report, dry_run)
+    };
+    output::stdout(&text)?;
+    Ok(Exit::Done)
+}
+
+fn as_text(report: &ArchiveReport, dry_run: bool) -> String {
     let ids = &report.archived;
     let verb = if dry_run { "would archive" } else { "archived" };
     let mut text = String::new();
@@ -49,6 +70,5 @@ pub(crate) fn archive(gate: &Gate, older_than_days: u32, dry_run: bool) -> anyho
     } else {
         "\n"
     });
-    output::stdout(&text)?;
-    Ok(Exit::Done)
+    text
 }

@@ -3,11 +3,14 @@
 // Doc comments here are `--help` text, not rustdoc: backticks would be printed as they are.
 #![allow(clippy::doc_markdown)]
 
+use std::ffi::OsString;
 use std::path::PathBuf;
 
 use approval_gate::limits::MAX_PAGE;
 use approval_gate::{ListFilter, RequestId};
-use clap::{Args, Parser, Subcommand, ValueEnum};
+use clap::error::ErrorKind;
+use clap::{Args, CommandFactory as _, Parser, Subcommand, ValueEnum, ValueHint};
+use clap_complete::Shell;
 
 const AFTER_HELP: &str = "\
 Exit codes:
@@ -18,6 +21,11 @@ Exit codes:
      unsafe state directory)
   3  took effect, but its durability is unknown (a directory fsync failed) or it could not be
      recorded in the audit log: check with `show ID` and `audit verify`
+
+With --json, stdout holds exactly one JSON document, also when the command fails: then it is
+{\"error\": {\"code\": ..., \"message\": ..., \"id\": ...}}, with the library's error code (such as
+not_found, wrong_state, audit_broken; usage for a command line that does not parse), the
+message also written to stderr, and the request id the command was about, or null.
 
 Every string an agent supplied (action, reason, requester, payload, decision reason) is shown
 with control, bidi, zero-width and other invisible characters, and letters that imitate
@@ -31,12 +39,30 @@ others (a Cyrillic a in a Latin word, fullwidth forms), as visible escapes such 
 #[derive(Debug, Parser)]
 #[command(name = "approval-gate", version, after_help = AFTER_HELP)]
 pub struct Cli {
-    /// The store directory [default: $APPROVAL_GATE_DIR, else ~/.approval-gate].
-    #[arg(long, global = true, value_name = "DIR")]
+    /// The store directory, never empty [default: $APPROVAL_GATE_DIR, else ~/.approval-gate].
+    #[arg(long, global = true, value_name = "DIR", env = crate::store_dir::ENV,
+          value_parser = crate::store_dir::parser_allowing_empty(),
+          value_hint = ValueHint::DirPath)]
     pub(crate) dir: Option<PathBuf>,
 
     #[command(subcommand)]
     pub(crate) command: Command,
+}
+
+impl Cli {
+    /// Parses the command line, program name first, and refuses an empty store directory
+    /// (which clap's parser has to let through, see [`crate::store_dir`]).
+    pub(crate) fn parse_args(args: &[OsString]) -> Result<Self, clap::Error> {
+        let cli = Self::try_parse_from(args)?;
+        if cli
+            .dir
+            .as_ref()
+            .is_some_and(|dir| dir.as_os_str().is_empty())
+        {
+            return Err(Self::command().error(ErrorKind::InvalidValue, crate::store_dir::EMPTY));
+        }
+        Ok(cli)
+    }
 }
 
 #[derive(Debug, Subcommand)]
@@ -87,6 +113,9 @@ refused if the request changed or expired meanwhile.")]
         id: RequestId,
         /// Why you deny (optional; recorded with the decision).
         reason: Vec<String>,
+        /// Print the request as it is now, as JSON (as `show --json`).
+        #[arg(long)]
+        json: bool,
     },
 
     /// Withdraw an approval that has not been consumed yet.
@@ -96,6 +125,9 @@ refused if the request changed or expired meanwhile.")]
         id: RequestId,
         /// Why you revoke (optional; recorded with the decision).
         reason: Vec<String>,
+        /// Print the request as it is now, as JSON (as `show --json`).
+        #[arg(long)]
+        json: bool,
     },
 
     /// Move finished requests out of the live store.
@@ -110,6 +142,9 @@ nothing archived could still be used.")]
         /// Print what would be archived and change nothing.
         #[arg(long)]
         dry_run: bool,
+        /// Print {"dryRun": bool, "archived": [id, ...], "skipped": [{"id", "problem", ...}]}.
+        #[arg(long)]
+        json: bool,
     },
 
     /// Check the audit log.
@@ -141,6 +176,61 @@ APPROVAL_GATE_ACTION, never in the command text: quote them, as in
   --notify-cmd 'notify-send \"approval needed\" \"$APPROVAL_GATE_ACTION\"'
 The command only tells someone to look; it cannot decide anything.")]
     Watch(WatchArgs),
+
+    /// Print a shell completion script.
+    #[command(after_help = "\
+Load it in the current shell, or install it where your shell looks for completions:
+  bash        source <(approval-gate completions bash)
+  zsh         approval-gate completions zsh > ~/.zfunc/_approval-gate  (with ~/.zfunc in fpath)
+  fish        approval-gate completions fish > ~/.config/fish/completions/approval-gate.fish
+  elvish      eval (approval-gate completions elvish | slurp)
+  powershell  approval-gate completions powershell | Out-String | Invoke-Expression")]
+    Completions {
+        /// The shell to complete for.
+        #[arg(value_enum)]
+        shell: Shell,
+    },
+
+    /// Print the man page (roff), or write one page per command into a directory.
+    #[command(after_help = "\
+Read it with `approval-gate man | man -l -`. With --out-dir, writes approval-gate.1 and one
+page per command (approval-gate-list.1, approval-gate-audit-verify.1, ...) for MANPATH.")]
+    Man {
+        /// Write approval-gate.1 and a page for every command into DIR instead.
+        #[arg(long, value_name = "DIR", value_hint = ValueHint::DirPath)]
+        out_dir: Option<PathBuf>,
+    },
+}
+
+impl Command {
+    /// Whether the command was asked for JSON, so that its errors are JSON too.
+    pub(crate) fn json(&self) -> bool {
+        match self {
+            Self::List(args) => args.json,
+            Self::Show { json, .. }
+            | Self::Deny { json, .. }
+            | Self::Revoke { json, .. }
+            | Self::Archive { json, .. }
+            | Self::Doctor { json }
+            | Self::Audit(AuditCommand::Verify { json } | AuditCommand::Reanchor { json, .. }) => {
+                *json
+            }
+            Self::Approve { .. } | Self::Watch(_) | Self::Completions { .. } | Self::Man { .. } => {
+                false
+            }
+        }
+    }
+
+    /// The request the command is about, if it names one.
+    pub(crate) fn id(&self) -> Option<RequestId> {
+        match self {
+            Self::Show { id, .. }
+            | Self::Approve { id, .. }
+            | Self::Deny { id, .. }
+            | Self::Revoke { id, .. } => Some(*id),
+            _ => None,
+        }
+    }
 }
 
 #[derive(Debug, Args)]
@@ -208,8 +298,8 @@ impl StatusFilter {
 pub(crate) enum AuditCommand {
     /// Verify the audit log's hash chain and anchor; reports the first bad line.
     Verify {
-        /// Print {"ok": true, "lines": N, "lastHash": ...} or {"ok": false, "line": N,
-        /// "problem": ...}.
+        /// Print {"ok": true, "lines": N, "lastHash": ...}; a broken log is an error,
+        /// {"error": {"code": "audit_broken", "line": N, "problem": ..., ...}}.
         #[arg(long)]
         json: bool,
     },

@@ -27,16 +27,8 @@ pub(crate) fn verify(gate: &Gate, json: bool) -> anyhow::Result<Exit> {
             output::stdout(&text)?;
             Ok(Exit::Done)
         }
-        Err(error) => {
-            if let approval_gate::Error::AuditBroken { line, problem } = &error
-                && json
-            {
-                let report = json!({ "ok": false, "line": line, "problem": problem });
-                // The verdict is the exit code and the line on stderr; this is a courtesy.
-                let _ = output::stdout(&render::json(&report)?);
-            }
-            Err(error.into())
-        }
+        // With --json, the error object carries the line and the problem.
+        Err(error) => Err(error.into()),
     }
 }
 
@@ -51,7 +43,7 @@ pub(crate) fn reanchor(gate: &Gate, yes: bool, json: bool) -> anyhow::Result<Exi
                 "{error}. Re-anchoring accepts the log as it is now as the whole history; look at it first, then run `approval-gate audit reanchor --yes`"
             ),
         };
-        return Err(Refusal(format!("not re-anchored: {found}")).into());
+        return Err(Refusal::new("not_reanchored", format!("not re-anchored: {found}")).into());
     }
     let done = gate.reanchor_audit(&os_user())?;
     let text = if json {

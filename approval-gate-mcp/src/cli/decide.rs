@@ -4,16 +4,17 @@ use approval_gate::{Decision, Gate, RequestId, StatusReport, os_user};
 
 use super::Exit;
 use super::output;
+use super::render;
 use crate::display::escape_truncated;
 
-pub(crate) fn deny(gate: &Gate, id: RequestId, reason: &str) -> anyhow::Result<Exit> {
+pub(crate) fn deny(gate: &Gate, id: RequestId, reason: &str, json: bool) -> anyhow::Result<Exit> {
     let report = gate.deny(id, &decision(reason))?;
-    done("denied", &report)
+    done("denied", &report, json)
 }
 
-pub(crate) fn revoke(gate: &Gate, id: RequestId, reason: &str) -> anyhow::Result<Exit> {
+pub(crate) fn revoke(gate: &Gate, id: RequestId, reason: &str, json: bool) -> anyhow::Result<Exit> {
     let report = gate.revoke(id, &decision(reason))?;
-    done("revoked", &report)
+    done("revoked", &report, json)
 }
 
 /// A decision by the OS user running the CLI: the human at this terminal.
@@ -21,7 +22,11 @@ pub(crate) fn decision(reason: &str) -> Decision {
     Decision::by(os_user()).reason(reason)
 }
 
-fn done(what: &str, report: &StatusReport) -> anyhow::Result<Exit> {
+fn done(what: &str, report: &StatusReport, json: bool) -> anyhow::Result<Exit> {
+    if json {
+        output::stdout(&render::json(report)?)?;
+        return Ok(Exit::Done);
+    }
     let request = report.request();
     let room = output::width().saturating_sub(what.len() + 16);
     output::stdout(&format!(

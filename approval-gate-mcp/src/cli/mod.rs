@@ -10,14 +10,20 @@
 //! | 2 | usage or I/O error, including an unsafe state directory, a corrupt state file or a broken audit log |
 //! | 3 | took effect, but not completely: the change is in place but its durability is unknown (a directory fsync failed) or its audit line could not be written; check with `show ID` and `audit verify` |
 //!
-//! Errors are one line on stderr, with agent-supplied text escaped. Any error on the
-//! approve path means nothing was approved.
+//! Errors are one line on stderr, with agent-supplied text escaped. A command given `--json`
+//! also reports its error on stdout, as its one JSON document:
+//! `{"error": {"code": ..., "message": ..., "id": ...}}`, where `code` is
+//! [`approval_gate::Error::code`] (or `usage`, `io`, `other`, or the CLI's own refusal code) and
+//! `id` is the request the command was about, or null. Any error on the approve path means
+//! nothing was approved.
 
+use std::ffi::OsString;
 use std::io;
 use std::path::Path;
 use std::process::ExitCode;
 
-use approval_gate::Gate;
+use approval_gate::{Gate, RequestId};
+use serde_json::{Value, json};
 
 mod approve;
 mod archive;
@@ -25,6 +31,7 @@ mod args;
 mod audit;
 mod decide;
 mod doctor;
+mod generate;
 mod list;
 mod output;
 mod render;
@@ -72,34 +79,90 @@ impl From<Exit> for ExitCode {
 /// A refusal decided by the CLI itself (not a terminal, confirmation mismatch, request
 /// changed while shown): exit code 1.
 #[derive(Debug)]
-pub(crate) struct Refusal(pub(crate) String);
+pub(crate) struct Refusal {
+    /// A stable code for scripts, in the style of [`approval_gate::Error::code`].
+    pub(crate) code: &'static str,
+    pub(crate) message: String,
+}
+
+impl Refusal {
+    pub(crate) fn new(code: &'static str, message: impl Into<String>) -> Self {
+        Self {
+            code,
+            message: message.into(),
+        }
+    }
+}
 
 impl std::fmt::Display for Refusal {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
+        f.write_str(&self.message)
     }
 }
 
 impl std::error::Error for Refusal {}
 
-/// Runs a parsed command line, reporting any error on stderr.
+/// Parses `args` (program name first, as [`std::env::args_os`] gives them) and runs the
+/// command: all the `approval-gate` binary does.
+///
+/// A command line that does not parse exits 2 with clap's message on stderr and, when
+/// `--json` is among the arguments, `{"error": {"code": "usage", ...}}` on stdout; `--help`
+/// and `--version` print on stdout and exit 0.
 #[must_use]
-pub fn run(cli: Cli) -> Exit {
-    match dispatch(cli) {
-        Ok(exit) => exit,
-        Err(error) => report(&error),
+pub fn run_args<I, T>(args: I) -> Exit
+where
+    I: IntoIterator<Item = T>,
+    T: Into<OsString>,
+{
+    let args: Vec<OsString> = args.into_iter().map(Into::into).collect();
+    match Cli::parse_args(&args) {
+        Ok(cli) => run(cli),
+        Err(error) => usage_error(&error, &args),
     }
 }
 
-/// Reports a command line that did not parse (or `--help` / `--version`, which succeed).
+/// Runs a parsed command line, reporting any error on stderr (and on stdout as JSON when the
+/// command was given `--json`).
 #[must_use]
-pub fn usage_error(error: &clap::Error) -> Exit {
-    output::clap_message(error);
-    if error.use_stderr() {
-        Exit::Failed
-    } else {
-        Exit::Done
+pub fn run(cli: Cli) -> Exit {
+    let about = About {
+        json: cli.command.json(),
+        id: cli.command.id(),
+    };
+    match dispatch(cli) {
+        Ok(exit) => exit,
+        Err(error) => report(&error, about),
     }
+}
+
+/// What an error report needs to know about the command that failed.
+#[derive(Debug, Clone, Copy)]
+struct About {
+    /// The command was asked for JSON: its error goes to stdout as JSON too.
+    json: bool,
+    /// The request the command named.
+    id: Option<RequestId>,
+}
+
+/// Reports a command line that did not parse (or `--help` / `--version`, which succeed).
+fn usage_error(error: &clap::Error, args: &[OsString]) -> Exit {
+    output::clap_message(error);
+    if !error.use_stderr() {
+        return Exit::Done;
+    }
+    // The line could not be parsed, so look for the flag itself; after `--` it is a word.
+    let json = args
+        .iter()
+        .skip(1)
+        .take_while(|arg| *arg != "--")
+        .any(|arg| arg == "--json");
+    if json {
+        let rendered = error.render().to_string();
+        let first = rendered.lines().next().unwrap_or_default();
+        let message = first.strip_prefix("error: ").unwrap_or(first);
+        print_json_error(&error_json("usage", message, None));
+    }
+    Exit::Failed
 }
 
 fn dispatch(cli: Cli) -> anyhow::Result<Exit> {
@@ -110,31 +173,45 @@ fn dispatch(cli: Cli) -> anyhow::Result<Exit> {
         Command::Show { id, json } => show::show(&open(dir)?, id, json),
         // `approve` checks for a terminal before it even opens the store.
         Command::Approve { id, reason } => approve::approve(dir, id, &reason.join(" ")),
-        Command::Deny { id, reason } => decide::deny(&open(dir)?, id, &reason.join(" ")),
-        Command::Revoke { id, reason } => decide::revoke(&open(dir)?, id, &reason.join(" ")),
+        Command::Deny { id, reason, json } => {
+            decide::deny(&open(dir)?, id, &reason.join(" "), json)
+        }
+        Command::Revoke { id, reason, json } => {
+            decide::revoke(&open(dir)?, id, &reason.join(" "), json)
+        }
         Command::Archive {
             older_than_days,
             dry_run,
-        } => archive::archive(&open(dir)?, older_than_days, dry_run),
+            json,
+        } => archive::archive(&open(dir)?, older_than_days, dry_run, json),
         Command::Audit(AuditCommand::Verify { json }) => audit::verify(&open(dir)?, json),
         Command::Audit(AuditCommand::Reanchor { yes, json }) => {
             audit::reanchor(&open(dir)?, yes, json)
         }
         Command::Watch(args) => watch::watch(&open(dir)?, &args),
         Command::Doctor { json } => doctor::doctor(&open(dir)?, json),
+        // Neither needs a store: they describe the command line itself.
+        Command::Completions { shell } => generate::completions(shell),
+        Command::Man { out_dir } => generate::man(out_dir.as_deref()),
     }
 }
 
-/// Opens the store in `dir`, else in `APPROVAL_GATE_DIR`, else `~/.approval-gate`.
+/// Opens the store in `dir` (from `--dir` or `APPROVAL_GATE_DIR`), else in
+/// `~/.approval-gate`. An empty `dir` is refused, as [`run_args`] does before it gets here.
 pub(crate) fn open(dir: Option<&Path>) -> Result<Gate, approval_gate::Error> {
     match dir {
-        Some(dir) if !dir.as_os_str().is_empty() => Gate::open(dir),
-        _ => Gate::open_default(),
+        Some(dir) if dir.as_os_str().is_empty() => Err(approval_gate::Error::InvalidInput {
+            field: "dir",
+            problem: crate::store_dir::EMPTY.to_owned(),
+        }),
+        Some(dir) => Gate::open(dir),
+        None => Gate::open_default(),
     }
 }
 
-/// Prints the error as one escaped line and picks the exit code.
-fn report(error: &anyhow::Error) -> Exit {
+/// Prints the error as one escaped line (and as JSON on stdout if the command was asked for
+/// JSON) and picks the exit code.
+fn report(error: &anyhow::Error, about: About) -> Exit {
     if is_broken_pipe(error) {
         // Whoever read our output has gone (`approval-gate list | head`): nothing to say.
         return Exit::Done;
@@ -146,11 +223,52 @@ fn report(error: &anyhow::Error) -> Exit {
         Exit::TookEffect => "took effect, but",
         Exit::Done | Exit::Failed => "error",
     };
-    output::stderr_line(&format!(
-        "approval-gate: {kind}: {}",
-        escape(&format!("{error:#}"))
-    ));
+    let message = format!("{error:#}");
+    output::stderr_line(&format!("approval-gate: {kind}: {}", escape(&message)));
+    if about.json {
+        let mut body = error_json(code(error), &message, about.id);
+        if let Some(approval_gate::Error::AuditBroken { line, problem }) = gate_error(error) {
+            body["error"]["line"] = json!(line);
+            body["error"]["problem"] = json!(problem);
+        }
+        print_json_error(&body);
+    }
     exit
+}
+
+/// `{"error": {"code": ..., "message": ..., "id": ...}}`.
+fn error_json(code: &str, message: &str, id: Option<RequestId>) -> Value {
+    json!({ "error": { "code": code, "message": message, "id": id } })
+}
+
+fn print_json_error(body: &Value) {
+    // The exit code and the line on stderr already carry the verdict; if stdout is gone
+    // too, there is no one left to tell.
+    if let Ok(text) = render::json(body) {
+        let _ = output::stdout(&text);
+    }
+}
+
+/// The stable code of an error: the CLI's own refusal code, the library's
+/// [`approval_gate::Error::code`], `io` for any other I/O error, else `other`.
+fn code(error: &anyhow::Error) -> &'static str {
+    for cause in error.chain() {
+        if let Some(refusal) = cause.downcast_ref::<Refusal>() {
+            return refusal.code;
+        }
+        if let Some(error) = cause.downcast_ref::<approval_gate::Error>() {
+            return error.code().as_str();
+        }
+    }
+    if error.chain().any(<dyn std::error::Error>::is::<io::Error>) {
+        "io"
+    } else {
+        "other"
+    }
+}
+
+fn gate_error(error: &anyhow::Error) -> Option<&approval_gate::Error> {
+    error.chain().find_map(|cause| cause.downcast_ref())
 }
 
 fn is_broken_pipe(error: &anyhow::Error) -> bool {
@@ -260,8 +378,14 @@ mod tests {
             assert_eq!(classify(&error.into()), Exit::TookEffect);
             assert_eq!(Exit::TookEffect.code(), 3);
         }
-        let wrapped = anyhow::Error::new(Refusal("no terminal".into())).context("approving");
+        let wrapped =
+            anyhow::Error::new(Refusal::new("not_a_terminal", "no terminal")).context("approving");
         assert_eq!(classify(&wrapped), Exit::Refused);
+        assert_eq!(code(&wrapped), "not_a_terminal");
+        let gate = anyhow::Error::new(approval_gate::Error::NotFound(id)).context("showing");
+        assert_eq!(code(&gate), "not_found");
+        assert_eq!(code(&io::Error::other("disk gone").into()), "io");
+        assert_eq!(code(&anyhow::anyhow!("something else")), "other");
         assert_eq!(classify(&anyhow::anyhow!("something else")), Exit::Failed);
     }
 }

@@ -93,7 +93,9 @@ pub struct Options {
     #[arg(
         long,
         value_name = "DIR",
-        help = "The approval store [default: $APPROVAL_GATE_DIR, else ~/.approval-gate]"
+        env = crate::store_dir::ENV,
+        value_parser = crate::store_dir::parser(),
+        help = "The approval store [default: ~/.approval-gate]"
     )]
     dir: Option<PathBuf>,
 }

@@ -214,10 +214,15 @@ fn audit_verify_reports_the_first_bad_line() {
     assert_exit(&broken, 2, "audit log broken at line 2");
     let broken = store.run(&["audit", "verify", "--json"]);
     assert_exit(&broken, 2, "audit log broken at line 2");
+    // A broken log is the command's error: one JSON document, the error object, which
+    // says where and what.
     let report: serde_json::Value = serde_json::from_slice(&broken.stdout).unwrap();
-    assert_eq!(report["ok"], serde_json::Value::Bool(false));
-    assert_eq!(report["line"], serde_json::Value::from(2));
-    assert!(report["problem"].as_str().unwrap().contains("altered"));
+    let error = &report["error"];
+    assert_eq!(error["code"], "audit_broken");
+    assert_eq!(error["line"], serde_json::Value::from(2));
+    assert!(error["problem"].as_str().unwrap().contains("altered"));
+    assert!(error["message"].as_str().unwrap().contains("line 2"));
+    assert_eq!(report.as_object().unwrap().len(), 1, "{report}");
 
     // Truncation is caught as well.
     let first_line = text.lines().next().unwrap();

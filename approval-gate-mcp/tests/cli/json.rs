@@ -1,16 +1,20 @@
-//! `--json` output parses, carries exactly the store's data, and pages visit every request
-//! exactly once.
+//! `--json` output parses, carries exactly the store's data, pages visit every request
+//! exactly once, and errors are JSON too.
 
 use std::collections::HashSet;
+use std::os::unix::fs::PermissionsExt;
+use std::process::Output;
+use std::time::Duration;
 
 use approval_gate::{
-    Binding, CanonicalPayload, Decision, EffectiveStatus, Gate, ListFilter, StatusReport,
+    Binding, CanonicalPayload, Decision, EffectiveStatus, Gate, ListFilter, NewRequest,
+    StatusReport,
 };
 use serde::Deserialize;
 use serde_json::Value;
 use serde_json::value::RawValue;
 
-use crate::support::{HOSTILE, Store, assert_success, json};
+use crate::support::{HOSTILE, Store, assert_clean, assert_success, json, stderr, stdout};
 
 /// The payload of an item exactly as printed, to check it against the canonical bytes.
 #[derive(Deserialize)]
@@ -185,4 +189,135 @@ fn audit_verify_json_matches_the_library() {
     assert_eq!(printed["lines"], Value::from(summary.lines));
     assert_eq!(printed["lastHash"], Value::from(summary.last_hash.as_str()));
     assert_success(&store.run(&["audit", "verify"]));
+}
+
+#[test]
+fn deny_and_revoke_json_print_the_request_as_show_does() {
+    let store = Store::new();
+    let hostile = HOSTILE[0];
+    let denied = store.ask_full(hostile, r#"{"to":"a@example.com"}"#);
+    let output = store.run(&["deny", denied.id().as_str(), "--json", "not", "today"]);
+    let printed = json(&output);
+    assert_clean("deny --json", &output.stdout);
+    assert_eq!(printed["effectiveStatus"], "denied");
+    assert_eq!(printed["decisionReason"], "not today");
+    assert_eq!(printed["action"], hostile);
+    assert_eq!(
+        printed,
+        json(&store.run(&["show", denied.id().as_str(), "--json"]))
+    );
+
+    let approved = store.ask("rotate the keys");
+    store
+        .gate()
+        .approve(approved.id(), &Decision::by("alice"))
+        .unwrap();
+    let printed = json(&store.run(&["revoke", approved.id().as_str(), "--json"]));
+    assert_eq!(printed["effectiveStatus"], "revoked");
+    assert_eq!(printed["authorizesExecution"], false);
+    assert_eq!(
+        printed,
+        json(&store.run(&["show", approved.id().as_str(), "--json"]))
+    );
+}
+
+#[test]
+fn archive_json_names_what_it_moves_and_a_dry_run_moves_nothing() {
+    let store = Store::new();
+    let old = store.gate_ago(Duration::from_secs(10 * 24 * 3600));
+    let id = old
+        .request_approval(NewRequest::new("old and denied", "r"))
+        .unwrap()
+        .request
+        .id();
+    old.deny(id, &Decision::by("alice")).unwrap();
+    store.ask("new and pending");
+    store.gate().list(ListFilter::All, None, 100).unwrap();
+
+    let before = store.snapshot();
+    let args = ["archive", "--older-than-days", "9", "--json"];
+    let dry = json(&store.run(&[&args[..], &["--dry-run"]].concat()));
+    let expected = serde_json::json!({ "dryRun": true, "archived": [id], "skipped": [] });
+    assert_eq!(dry, expected);
+    assert!(Store::changed(&before, &store.snapshot()).is_empty());
+
+    let done = json(&store.run(&args));
+    let expected = serde_json::json!({ "dryRun": false, "archived": [id], "skipped": [] });
+    assert_eq!(done, expected);
+    let gone = store.run(&["show", id.as_str(), "--json"]);
+    assert_eq!(gone.status.code(), Some(1));
+    assert_eq!(error_of(&gone)["code"], "archived");
+}
+
+/// The `error` object of a failed `--json` run: the only thing on stdout, with the same
+/// message as the line on stderr.
+fn error_of(output: &Output) -> Value {
+    assert_ne!(output.status.code(), Some(0));
+    let printed: Value = serde_json::from_slice(&output.stdout)
+        .unwrap_or_else(|e| panic!("stdout is not JSON ({e}): {}", stdout(output)));
+    assert_eq!(printed.as_object().unwrap().len(), 1, "{printed}");
+    let error = printed["error"].clone();
+    let message = error["message"].as_str().unwrap();
+    assert!(stderr(output).contains(message), "{}", stderr(output));
+    assert!(error["code"].is_string(), "{error}");
+    assert!(error.get("id").is_some(), "{error}");
+    error
+}
+
+#[test]
+fn with_json_errors_are_json_on_stdout_too() {
+    let store = Store::new();
+    let pending = store.ask("send the invoice").id();
+    let unknown = "0123456789ab";
+
+    let output = store.run(&["deny", unknown, "--json"]);
+    assert_eq!(output.status.code(), Some(1));
+    let expected = serde_json::json!({
+        "code": "not_found",
+        "message": format!("request {unknown} not found"),
+        "id": unknown,
+    });
+    assert_eq!(error_of(&output), expected);
+    assert_eq!(
+        stderr(&output),
+        format!("approval-gate: refused: request {unknown} not found\n")
+    );
+    // Without --json, stdout stays empty.
+    let plain = store.run(&["deny", unknown]);
+    assert_eq!(plain.status.code(), Some(1));
+    assert_eq!(stdout(&plain), "");
+
+    let revoke = store.run(&["revoke", pending.as_str(), "--json"]);
+    assert_eq!(revoke.status.code(), Some(1));
+    let error = error_of(&revoke);
+    assert_eq!(error["code"], "wrong_state");
+    assert_eq!(error["id"], pending.as_str());
+
+    let reanchor = store.run(&["audit", "reanchor", "--json"]);
+    assert_eq!(reanchor.status.code(), Some(1));
+    let error = error_of(&reanchor);
+    assert_eq!(error["code"], "not_reanchored");
+    assert_eq!(error["id"], Value::Null);
+
+    for args in [
+        vec!["show", "not-an-id", "--json"],
+        vec!["list", "--json", "--limit", "0"],
+        vec!["deny", "--json"],
+    ] {
+        let output = store.run(&args);
+        assert_eq!(output.status.code(), Some(2), "{args:?}");
+        let error = error_of(&output);
+        assert_eq!(error["code"], "usage", "{args:?}");
+        assert_eq!(error["id"], Value::Null);
+        assert!(!error["message"].as_str().unwrap().starts_with("error:"));
+    }
+    // After `--`, `--json` is a word of the reason, not a flag.
+    let words = store.run(&["deny", "not-an-id", "--", "--json"]);
+    assert_eq!(words.status.code(), Some(2));
+    assert_eq!(stdout(&words), "");
+
+    std::fs::set_permissions(&store.path, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let unsafe_store = store.run(&["list", "--json"]);
+    assert_eq!(unsafe_store.status.code(), Some(2));
+    assert_eq!(error_of(&unsafe_store)["code"], "unsafe_state");
 }

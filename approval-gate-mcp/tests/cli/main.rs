@@ -4,6 +4,7 @@ mod approve;
 mod damage;
 mod decide;
 mod display;
+mod generate;
 mod json;
 mod support;
 mod usage;

@@ -25,7 +25,11 @@ fn every_command_has_help() {
         vec!["archive"],
         vec!["audit"],
         vec!["audit", "verify"],
+        vec!["audit", "reanchor"],
+        vec!["doctor"],
         vec!["watch"],
+        vec!["completions"],
+        vec!["man"],
     ] {
         let mut args = command.clone();
         args.push("--help");
@@ -101,4 +105,59 @@ fn the_store_comes_from_the_environment_without_dir() {
         .unwrap();
     assert_success(&output);
     assert!(stdout(&output).contains("from the environment"));
+}
+
+const MCP: &str = env!("CARGO_BIN_EXE_approval-gate-mcp");
+
+/// Runs `program` with `HOME` in a fresh directory and `APPROVAL_GATE_DIR` as given; checks
+/// that no store appeared in that home, then returns the output.
+fn run_in_home(program: &str, env_dir: Option<&str>, args: &[&str]) -> std::process::Output {
+    let home = tempfile::tempdir().unwrap();
+    let mut command = Command::new(program);
+    command
+        .args(args)
+        .env("HOME", home.path())
+        .env_remove("APPROVAL_GATE_DIR")
+        .stdin(Stdio::null());
+    if let Some(dir) = env_dir {
+        command.env("APPROVAL_GATE_DIR", dir);
+    }
+    let output = command.output().unwrap();
+    assert!(
+        !home.path().join(".approval-gate").exists(),
+        "{program} {args:?} fell back to ~/.approval-gate"
+    );
+    output
+}
+
+#[test]
+fn an_empty_store_directory_is_a_usage_error_in_both_binaries() {
+    let empty = "the store directory is empty (from --dir or APPROVAL_GATE_DIR)";
+    for program in [BIN, MCP] {
+        // `list` for the CLI; the server takes no command.
+        let command: &[&str] = if program == BIN { &["list"] } else { &[] };
+        let flag = [&["--dir", ""][..], command].concat();
+        assert_exit(&run_in_home(program, None, &flag), 2, empty);
+        assert_exit(&run_in_home(program, Some(""), command), 2, empty);
+    }
+    // The CLI's --dir is accepted after the command too.
+    assert_exit(&run_in_home(BIN, None, &["list", "--dir", ""]), 2, empty);
+}
+
+#[test]
+fn an_explicit_dir_wins_over_an_empty_environment_variable() {
+    let store = Store::new();
+    let request = store.ask("explicit wins");
+    let dir = store.path.to_str().unwrap();
+    for args in [
+        vec!["--dir", dir, "show", request.id().as_str()],
+        vec!["show", request.id().as_str(), "--dir", dir],
+    ] {
+        let output = run_in_home(BIN, Some(""), &args);
+        assert_success(&output);
+        assert!(stdout(&output).contains("explicit wins"));
+    }
+    // The server reads stdin until it ends: null input, a clean exit.
+    let served = run_in_home(MCP, Some(""), &["--dir", dir]);
+    assert_success(&served);
 }
