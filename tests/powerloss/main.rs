@@ -1,8 +1,8 @@
 //! Power loss during each operation of the directory store: every state the disk could be
 //! left in, checked after reopening and recovery.
 //!
-//! SIGKILL (the crash matrix in `tests/faults`) leaves the page cache intact, so it cannot
-//! see a missing fsync. Here each operation runs once with `approval_gate::fs_trace`
+//! SIGKILL (the crash matrix of the conformance suite) leaves the page cache intact, so it
+//! cannot see a missing fsync. Here each operation runs once with `approval_gate::fs_trace`
 //! recording what it does to the disk; `model` works out every state a power loss at any
 //! point could leave (what no completed fsync covered may be lost, in per-file and
 //! per-directory order, the last append possibly torn); each distinct state is written out
