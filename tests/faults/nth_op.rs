@@ -13,7 +13,7 @@ use approval_gate::{
 };
 use fail::FailScenario;
 
-use crate::invariants;
+use approval_gate_tests::invariants;
 
 const T0: Timestamp = Timestamp::from_unix_millis(1_796_000_000_000);
 
@@ -80,7 +80,7 @@ fn a_fault_at_any_operation_of_execute_approved_leaves_a_valid_store_and_runs_at
                 Ok::<_, Error>(())
             })
         });
-        let seen = invariants::check(&dir, id, ran.get());
+        let seen = invariants::check_dir(&dir, id, ran.get());
         assert_eq!(
             seen.claim,
             reported_change(&result),
@@ -105,7 +105,7 @@ fn a_fault_at_any_operation_of_execute_approved_leaves_a_valid_store_and_runs_at
         // A spent approval stays spent even if nothing ran: at most once, never twice.
         let expected = if seen.claim { ran_under_fault } else { 1 };
         assert_eq!(ran.get(), expected, "n={n}");
-        invariants::check(&dir, id, ran.get());
+        invariants::check_dir(&dir, id, ran.get());
         if result.is_ok() {
             break;
         }
@@ -183,7 +183,7 @@ fn a_fault_at_any_operation_of_a_decision_leaves_one_clear_outcome() {
             if result.is_ok() {
                 break;
             }
-            invariants::check(&dir, id, 0);
+            invariants::check_dir(&dir, id, 0);
             // The human can always try again.
             let again = match decision {
                 "approve" => reopened.approve(id, &who),

@@ -1,5 +1,6 @@
-//! A careful forger rewrites a line and recomputes its own hash; malformed tails are refused
-//! with a reason, never a panic. Each test states what the chain and the anchor must catch
+//! Edits to the directory store's `audit.jsonl` and its anchor: an edited line is reported at
+//! that line; a careful forger rewrites a line and recomputes its own hash; malformed tails
+//! are refused with a reason, never a panic. Each test states what the chain and the anchor must catch
 //! whatever the implementation looks like.
 
 use approval_gate::{AuditEvent, Decision, Error};
@@ -193,4 +194,20 @@ fn an_anchor_naming_the_right_line_with_the_wrong_hash_is_refused_by_append() {
             .unwrap()
             .contains(&format!("{:?}", AuditEvent::Approved).to_lowercase())
     );
+}
+
+#[test]
+fn an_edited_log_is_reported_at_the_edited_line() {
+    let fx = Fixture::new();
+    for i in 0..4 {
+        let _ = fx.ask(&format!("req {i}"), None, None);
+    }
+    let path = fx.dir.join("audit.jsonl");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let edited = text.replacen("req 2", "req 9", 1);
+    std::fs::write(&path, edited).unwrap();
+    match fx.gate.verify_audit() {
+        Err(Error::AuditBroken { line, .. }) => assert_eq!(line, 3),
+        other => panic!("edit not detected: {other:?}"),
+    }
 }

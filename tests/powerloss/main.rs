@@ -1,13 +1,13 @@
 //! Power loss during each operation of the directory store: every state the disk could be
 //! left in, checked after reopening and recovery.
 //!
-//! SIGKILL (the crash matrix in `tests/faults`) leaves the page cache intact, so it cannot
-//! see a missing fsync. Here each operation runs once with `approval_gate::fs_trace`
+//! SIGKILL (the crash matrix of the conformance suite) leaves the page cache intact, so it
+//! cannot see a missing fsync. Here each operation runs once with `approval_gate::fs_trace`
 //! recording what it does to the disk; `model` works out every state a power loss at any
 //! point could leave (what no completed fsync covered may be lost, in per-file and
 //! per-directory order, the last append possibly torn); each distinct state is written out
 //! as a store, reopened (which runs recovery) and checked:
-//! - the invariants of the crash matrix (`tests/faults/invariants.rs`): at most one run, a
+//! - the invariants of the crash matrix (`tests/src/invariants.rs`): at most one run, a
 //!   claim iff `consumed` is logged, every start has an outcome, a start follows an
 //!   approval, terminal states stay terminal, the audit chain verifies, recovery is
 //!   idempotent;
@@ -19,8 +19,6 @@
 //!
 //! Every distinct state is checked: the whole enumeration takes a few seconds.
 
-#[path = "../faults/invariants.rs"]
-mod invariants;
 mod model;
 
 use std::cell::{Cell, RefCell};
@@ -33,6 +31,7 @@ use approval_gate::{
     AuditEvent, Binding, Decision, EffectiveStatus, Error, Gate, Grant, ListFilter, ManualClock,
     NewRequest, RequestId, Status, Timestamp,
 };
+use approval_gate_tests::invariants;
 
 use model::{Disk, Trace};
 
@@ -220,7 +219,7 @@ fn check_trace_is_complete(ops: &[FsOp]) {
 
 fn check_state(disk: &Disk, dir: &Path, id: RequestId, ran: usize, done: Option<&Case>) {
     model::materialize(disk, dir);
-    invariants::check(dir, id, ran);
+    invariants::check_dir(dir, id, ran);
     let gate = open(dir);
     // No state file is left half-written once the store has moved on from writing it: a
     // claim whose `consumed` line was written by the consume itself (not added by recovery)

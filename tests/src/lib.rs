@@ -1,16 +1,28 @@
-//! Shared helpers for the end-to-end tests: fresh stores, snapshots of what is on disk, and
-//! the path of the child-process binary used by the race tests.
+//! Shared helpers for the end-to-end tests: fresh stores, snapshots of what is on disk, the
+//! path of the child-process binary, and the conformance suite every backend passes
+//! ([`conformance!`], [`suite`], [`backend`]).
+
+pub mod backend;
+mod conformance;
+pub mod invariants;
+// Every case is a test: it panics when the backend fails it, and says why.
+#[allow(clippy::missing_panics_doc)]
+pub mod suite;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use approval_gate::{
-    Binding, CanonicalPayload, Decision, Gate, ManualClock, NewRequest, RequestId, Timestamp,
+    Binding, CanonicalPayload, Decision, Gate, Limits, ManualClock, NewRequest, RequestId,
+    Timestamp,
 };
 use tempfile::TempDir;
 
-/// A fresh store in a temporary directory, on a manual clock.
+use crate::backend::{Backend, Store};
+
+/// A fresh directory store in a temporary directory, on a manual clock: for the tests of the
+/// directory store itself. The conformance suite uses [`Subject`].
 pub struct Fixture {
     /// Keeps the directory alive.
     pub tmp: TempDir,
@@ -56,18 +68,7 @@ impl Fixture {
     /// If the request is refused.
     #[must_use]
     pub fn ask(&self, action: &str, operation: Option<&str>, payload: Option<&str>) -> RequestId {
-        let mut new = NewRequest::new(action, "test");
-        if let Some(op) = operation {
-            new = new.operation(op);
-        }
-        if let Some(p) = payload {
-            new = new.payload(CanonicalPayload::from_json_text(p).expect("payload"));
-        }
-        self.gate
-            .request_approval(new)
-            .expect("request")
-            .request
-            .id()
+        ask(&self.gate, action, operation, payload)
     }
 
     /// Files and approves a request; returns its id.
@@ -82,11 +83,7 @@ impl Fixture {
         operation: Option<&str>,
         payload: Option<&str>,
     ) -> RequestId {
-        let id = self.ask(action, operation, payload);
-        self.gate
-            .approve(id, &Decision::by("tester"))
-            .expect("approve");
-        id
+        approved(&self.gate, action, operation, payload)
     }
 
     /// Moves the clock forward.
@@ -99,6 +96,125 @@ impl Default for Fixture {
     fn default() -> Self {
         Self::new()
     }
+}
+
+/// A fresh store of some backend, on a manual clock at [`T0`]: what a conformance test
+/// works on.
+#[derive(Debug)]
+pub struct Subject {
+    /// The store; removed when dropped.
+    pub store: Store,
+    /// A gate on it.
+    pub gate: Gate,
+    /// The gate's clock.
+    pub clock: ManualClock,
+}
+
+impl Subject {
+    /// A new store of `backend` at [`T0`].
+    ///
+    /// # Panics
+    ///
+    /// If the store cannot be created.
+    #[must_use]
+    pub fn new(backend: &dyn Backend) -> Self {
+        let store = backend.fresh();
+        let clock = ManualClock::new(T0);
+        let gate = store.open(Some(clock.clone()), Limits::default());
+        Self { store, gate, clock }
+    }
+
+    /// Another gate on the same store and clock, as a process opening it anew would have
+    /// (opening runs recovery).
+    ///
+    /// # Panics
+    ///
+    /// If the store cannot be opened.
+    #[must_use]
+    pub fn reopen(&self) -> Gate {
+        self.store.open(Some(self.clock.clone()), Limits::default())
+    }
+
+    /// Files a request with the given action, operation and payload; returns its id.
+    ///
+    /// # Panics
+    ///
+    /// If the request is refused.
+    #[must_use]
+    pub fn ask(&self, action: &str, operation: Option<&str>, payload: Option<&str>) -> RequestId {
+        ask(&self.gate, action, operation, payload)
+    }
+
+    /// Files and approves a request; returns its id.
+    ///
+    /// # Panics
+    ///
+    /// If either step is refused.
+    #[must_use]
+    pub fn approved(
+        &self,
+        action: &str,
+        operation: Option<&str>,
+        payload: Option<&str>,
+    ) -> RequestId {
+        approved(&self.gate, action, operation, payload)
+    }
+
+    /// Moves the clock forward.
+    pub fn advance(&self, by: Duration) {
+        self.clock.advance(by);
+    }
+}
+
+fn ask(gate: &Gate, action: &str, operation: Option<&str>, payload: Option<&str>) -> RequestId {
+    let mut new = NewRequest::new(action, "test");
+    if let Some(op) = operation {
+        new = new.operation(op);
+    }
+    if let Some(p) = payload {
+        new = new.payload(CanonicalPayload::from_json_text(p).expect("payload"));
+    }
+    gate.request_approval(new).expect("request").request.id()
+}
+
+fn approved(
+    gate: &Gate,
+    action: &str,
+    operation: Option<&str>,
+    payload: Option<&str>,
+) -> RequestId {
+    let id = ask(gate, action, operation, payload);
+    gate.approve(id, &Decision::by("tester")).expect("approve");
+    id
+}
+
+/// The child-process binary (`src/bin/approval-gate-child.rs`): one `execute_approved` on
+/// a store, for the race and crash tests.
+///
+/// Cargo builds a package's binaries before its integration tests, into the directory above
+/// the `deps/` that holds the test executables; its `CARGO_BIN_EXE_*` variables reach only
+/// the test crates, not this library.
+///
+/// # Panics
+///
+/// If the binary is not there.
+#[must_use]
+pub fn child_binary() -> PathBuf {
+    let exe = std::env::current_exe().expect("the test executable's path");
+    let profile_dir = exe
+        .parent()
+        .and_then(|deps| deps.parent())
+        .expect("the test executable is in target/<profile>/deps");
+    let child = profile_dir.join(format!(
+        "approval-gate-child{}",
+        std::env::consts::EXE_SUFFIX
+    ));
+    assert!(
+        child.is_file(),
+        "the child binary is missing at {}: run the tests with cargo",
+        child.display()
+    );
+    child
 }
 
 /// The binding for an action, operation and payload text.
@@ -148,13 +264,14 @@ pub fn snapshot(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
     out
 }
 
-/// The paths that differ between two [`snapshot`]s (added, removed or changed), for short
+/// The names that differ between two [`snapshot`]s or backend
+/// [`contents`](backend::Backend::contents) (added, removed or changed), for short
 /// assertion messages.
 #[must_use]
-pub fn changed(
-    before: &BTreeMap<PathBuf, Vec<u8>>,
-    after: &BTreeMap<PathBuf, Vec<u8>>,
-) -> Vec<PathBuf> {
+pub fn changed<K: Ord + Clone>(
+    before: &BTreeMap<K, Vec<u8>>,
+    after: &BTreeMap<K, Vec<u8>>,
+) -> Vec<K> {
     before
         .keys()
         .chain(after.keys())

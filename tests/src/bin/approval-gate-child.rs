@@ -1,6 +1,9 @@
 //! A separate process for the race and crash tests: runs one `execute_approved` on a store.
 //!
-//! Usage: `approval-gate-child <dir> <id> <action> <runs-file> [operation] [payload-json]`
+//! Usage: `approval-gate-child <store> <id> <action> <runs-file> [operation] [payload-json]`
+//!
+//! `<store>` is a store location as `--store` takes it (a directory, or a URL of any
+//! backend this build has), so the same races and crashes run against every backend.
 //!
 //! The closure appends one line to `<runs-file>`, so the test can count executions across
 //! processes. `FAILPOINTS=<name>=return(kill)` kills it with SIGKILL at that failpoint.
@@ -11,7 +14,7 @@
 use std::io::Write;
 use std::process::ExitCode;
 
-use approval_gate::{Binding, CanonicalPayload, Error, Gate, Grant, RequestId};
+use approval_gate::{Binding, CanonicalPayload, Error, Gate, Grant, Location, RequestId};
 
 fn main() -> ExitCode {
     // Reads FAILPOINTS, e.g. `consume::after_claim=return(kill)`.
@@ -19,7 +22,7 @@ fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     if args.len() < 4 {
         eprintln!(
-            "usage: approval-gate-child <dir> <id> <action> <runs-file> [operation] [payload]"
+            "usage: approval-gate-child <store> <id> <action> <runs-file> [operation] [payload]"
         );
         return ExitCode::from(2);
     }
@@ -34,7 +37,7 @@ fn main() -> ExitCode {
 }
 
 fn run(args: &[String]) -> Result<(), Error> {
-    let gate = Gate::open(&args[0])?;
+    let gate = Gate::builder().store(Location::parse(&args[0])?).open()?;
     let id = RequestId::parse(&args[1])?;
     let mut binding = Binding::new(args[2].as_str());
     if let Some(op) = args.get(4).filter(|s| !s.is_empty()) {

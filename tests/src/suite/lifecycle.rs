@@ -8,17 +8,19 @@ use approval_gate::{
     AuditEvent, CanonicalPayload, Clock, Decision, EffectiveStatus, Error, Gate, Grant, Limits,
     NewRequest, Status, Timestamp,
 };
-use approval_gate_tests::{Fixture, T0, binding, changed, snapshot};
+
+use crate::backend::Backend;
+use crate::{Subject, T0, binding, changed};
 
 const HOUR: Duration = Duration::from_secs(3600);
 
-fn consume(fx: &Fixture, id: approval_gate::RequestId, action: &str) -> Result<Grant<()>, Error> {
+fn consume(fx: &Subject, id: approval_gate::RequestId, action: &str) -> Result<Grant<()>, Error> {
     fx.gate.consume::<()>(id, &binding(action, None, None))
 }
 
-#[test]
-fn a_request_starts_pending_and_never_authorizes() {
-    let fx = Fixture::new();
+/// A request starts pending and never authorizes.
+pub fn a_request_starts_pending_and_never_authorizes(backend: &dyn Backend) {
+    let fx = Subject::new(backend);
     let id = fx.ask(
         "delete the staging database",
         Some("db.drop"),
@@ -42,9 +44,9 @@ fn a_request_starts_pending_and_never_authorizes() {
     assert_eq!(report.request().expires_at(), T0.saturating_add(HOUR));
 }
 
-#[test]
-fn every_non_approved_state_refuses_consume_with_its_own_reason() {
-    let fx = Fixture::new();
+/// Every non approved state refuses consume with its own reason.
+pub fn every_non_approved_state_refuses_consume_with_its_own_reason(backend: &dyn Backend) {
+    let fx = Subject::new(backend);
 
     let pending = fx.ask("pending one", None, None);
     assert!(
@@ -97,6 +99,28 @@ fn every_non_approved_state_refuses_consume_with_its_own_reason() {
         refused, 5,
         "pending, denied, revoked, expired, approval expired"
     );
+    // Each with its reason code, as the caller was told it.
+    let reasons: Vec<_> = records
+        .iter()
+        .filter(|r| {
+            matches!(
+                r.event,
+                AuditEvent::ConsumeRefused | AuditEvent::ConsumeReplayed
+            )
+        })
+        .map(|r| (r.id, r.details["reason"].as_str().unwrap_or_default()))
+        .collect();
+    assert_eq!(
+        reasons,
+        [
+            (pending, "not_approved"),
+            (denied, "denied"),
+            (revoked, "revoked"),
+            (consumed, "already_consumed"),
+            (expired, "expired"),
+            (approved_late, "approval_expired"),
+        ]
+    );
     assert!(
         records
             .iter()
@@ -104,9 +128,9 @@ fn every_non_approved_state_refuses_consume_with_its_own_reason() {
     );
 }
 
-#[test]
-fn the_expiry_boundary_is_inclusive_and_recorded() {
-    let fx = Fixture::new();
+/// The expiry boundary is inclusive and recorded.
+pub fn the_expiry_boundary_is_inclusive_and_recorded(backend: &dyn Backend) {
+    let fx = Subject::new(backend);
     let at_edge = fx.approved("edge", None, None);
     let pending = fx.ask("pending edge", None, None);
     fx.advance(HOUR);
@@ -159,21 +183,18 @@ impl Clock for Scripted {
     }
 }
 
-fn scripted_gate(fx: &Fixture, jump_at: usize) -> (Gate, Arc<AtomicUsize>) {
+fn scripted_gate(fx: &Subject, jump_at: usize) -> (Gate, Arc<AtomicUsize>) {
     let reads = Arc::new(AtomicUsize::new(0));
     let clock = Scripted {
         reads: Arc::clone(&reads),
         jump_at,
     };
-    (
-        Gate::builder().dir(&fx.dir).clock(clock).open().unwrap(),
-        reads,
-    )
+    (fx.store.builder().clock(clock).open().unwrap(), reads)
 }
 
-#[test]
-fn a_clock_past_expiry_after_persistence_refuses_and_spends() {
-    let fx = Fixture::new();
+/// A clock past expiry after persistence refuses and spends.
+pub fn a_clock_past_expiry_after_persistence_refuses_and_spends(backend: &dyn Backend) {
+    let fx = Subject::new(backend);
     let probe = fx.approved("probe", None, None);
     let id = fx.approved("late", None, None);
     // The last clock read of a successful consume is the one after all persistence.
@@ -189,6 +210,19 @@ fn a_clock_past_expiry_after_persistence_refuses_and_spends() {
         matches!(result, Err(Error::ExpiredDuringConsume { .. })),
         "{result:?}"
     );
+    let records = fx.gate.audit_records().unwrap();
+    let mine: Vec<_> = records.iter().filter(|r| r.id == id).collect();
+    assert_eq!(
+        mine.iter().map(|r| r.event).collect::<Vec<_>>(),
+        [
+            AuditEvent::Requested,
+            AuditEvent::Approved,
+            AuditEvent::Consumed,
+            AuditEvent::ConsumeRefused
+        ],
+        "spent, then refused"
+    );
+    assert_eq!(mine[3].details["reason"], "expired_during_consume");
     // The approval is spent: even a clock back in range cannot use it now.
     assert!(matches!(
         consume(&fx, id, "late"),
@@ -200,9 +234,9 @@ fn a_clock_past_expiry_after_persistence_refuses_and_spends() {
     );
 }
 
-#[test]
-fn decisions_apply_only_to_the_right_states() {
-    let fx = Fixture::new();
+/// Decisions apply only to the right states.
+pub fn decisions_apply_only_to_the_right_states(backend: &dyn Backend) {
+    let fx = Subject::new(backend);
     let id = fx.ask("a", None, None);
     assert!(matches!(
         fx.gate.revoke(id, &Decision::by("h")),
@@ -255,11 +289,11 @@ fn decisions_apply_only_to_the_right_states() {
     ));
 }
 
-#[test]
-fn bad_input_is_refused_and_nothing_changes_on_disk() {
-    let fx = Fixture::new();
+/// Bad input is refused and nothing changes in the store.
+pub fn bad_input_is_refused_and_nothing_changes_in_the_store(backend: &dyn Backend) {
+    let fx = Subject::new(backend);
     let existing = fx.ask("already here", None, None);
-    let before = snapshot(&fx.dir);
+    let before = backend.contents(&fx.store);
     let bad_payloads = [
         "{\"a\":1,\"a\":2}".to_owned(),
         "9007199254740992".to_owned(),
@@ -301,15 +335,15 @@ fn bad_input_is_refused_and_nothing_changes_on_disk() {
         Err(Error::InvalidInput { .. })
     ));
     assert_eq!(
-        changed(&before, &snapshot(&fx.dir)),
-        Vec::<std::path::PathBuf>::new(),
+        changed(&before, &backend.contents(&fx.store)),
+        Vec::<String>::new(),
         "refused input changed the store"
     );
 }
 
-#[test]
-fn an_identical_pending_request_is_returned_not_duplicated() {
-    let fx = Fixture::new();
+/// An identical pending request is returned not duplicated.
+pub fn an_identical_pending_request_is_returned_not_duplicated(backend: &dyn Backend) {
+    let fx = Subject::new(backend);
     let ask = || {
         NewRequest::new("send report", "weekly")
             .requested_by("agent-1")
@@ -341,14 +375,10 @@ fn an_identical_pending_request_is_returned_not_duplicated() {
     assert!(!fx.gate.request_approval(ask()).unwrap().deduplicated);
 }
 
-#[test]
-fn queue_cap_and_creation_limit_fail_requests_never_decisions() {
-    let tmp = tempfile::tempdir().unwrap();
-    let gate = Gate::builder()
-        .dir(tmp.path().join("g"))
-        .limits(Limits::default().max_pending(3).max_requests(5))
-        .open()
-        .unwrap();
+/// Queue cap and creation limit fail requests never decisions.
+pub fn queue_cap_and_creation_limit_fail_requests_never_decisions(backend: &dyn Backend) {
+    let store = backend.fresh();
+    let gate = store.open(None, Limits::default().max_pending(3).max_requests(5));
     let ids: Vec<_> = (0..3)
         .map(|i| {
             gate.request_approval(NewRequest::new(format!("a{i}"), "r"))
@@ -389,9 +419,9 @@ fn queue_cap_and_creation_limit_fail_requests_never_decisions() {
     );
 }
 
-#[test]
-fn approve_as_shown_approves_only_the_record_the_human_saw() {
-    let fx = Fixture::new();
+/// Approve as shown approves only the record the human saw.
+pub fn approve_as_shown_approves_only_the_record_the_human_saw(backend: &dyn Backend) {
+    let fx = Subject::new(backend);
     let id = fx.ask("a", None, None);
     let shown = fx.gate.status(id).unwrap().into_request();
     // Someone else decides while the human reads: the shown record is stale.
@@ -431,16 +461,16 @@ fn approve_as_shown_approves_only_the_record_the_human_saw() {
     );
 }
 
-#[test]
-fn the_operators_default_ttl_applies_unless_the_request_asks_and_is_checked_at_open() {
-    let tmp = tempfile::tempdir().unwrap();
+/// The operators default ttl applies unless the request asks and is checked at open.
+pub fn the_operators_default_ttl_applies_unless_the_request_asks_and_is_checked_at_open(
+    backend: &dyn Backend,
+) {
+    let store = backend.fresh();
     let clock = approval_gate::ManualClock::new(T0);
-    let gate = Gate::builder()
-        .dir(tmp.path().join("g"))
-        .clock(clock.clone())
-        .limits(Limits::default().default_ttl(Duration::from_secs(120)))
-        .open()
-        .unwrap();
+    let gate = store.open(
+        Some(clock),
+        Limits::default().default_ttl(Duration::from_secs(120)),
+    );
     let unsaid = gate.request_approval(NewRequest::new("a", "r")).unwrap();
     assert_eq!(
         unsaid.request.expires_at(),
@@ -455,9 +485,10 @@ fn the_operators_default_ttl_applies_unless_the_request_asks_and_is_checked_at_o
     );
     // The default without any setting is an hour.
     assert_eq!(Limits::default().default_ttl, HOUR);
+    let never_made = backend.fresh();
     for bad in [Duration::from_secs(1), Duration::from_secs(8 * 24 * 3600)] {
-        let refused = Gate::builder()
-            .dir(tmp.path().join("h"))
+        let refused = never_made
+            .builder()
             .limits(Limits::default().default_ttl(bad))
             .open()
             .unwrap_err();
@@ -473,5 +504,8 @@ fn the_operators_default_ttl_applies_unless_the_request_asks_and_is_checked_at_o
         );
     }
     // A refused setting creates nothing.
-    assert!(!tmp.path().join("h").exists());
+    assert_eq!(
+        backend.contents(&never_made),
+        std::collections::BTreeMap::new()
+    );
 }

@@ -1,34 +1,26 @@
 //! Races between processes and threads: every one has exactly one winner.
 
-use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::sync::Barrier;
 use std::time::Duration;
 
-use approval_gate::{
-    AuditEvent, Decision, EffectiveStatus, Error, Gate, Grant, NewRequest, RequestId, Status,
-};
-use approval_gate_tests::{Fixture, binding};
+use approval_gate::{AuditEvent, Decision, EffectiveStatus, Error, Grant, NewRequest, Status};
 
-fn child_binary() -> PathBuf {
-    PathBuf::from(env!("CARGO_BIN_EXE_approval-gate-child"))
-}
+use super::count;
+use crate::backend::Backend;
+use crate::{Subject, binding, child_binary};
 
-fn count(gate: &Gate, id: RequestId, event: AuditEvent) -> usize {
-    gate.audit_records()
-        .unwrap()
-        .iter()
-        .filter(|r| r.id == id && r.event == event)
-        .count()
-}
-
-#[test]
-fn sixty_four_processes_race_to_execute_one_approval_and_exactly_one_runs() {
+/// 64 processes race to execute one approval, 100 times: exactly one closure runs, one
+/// `consumed` line, 63 `consume_replayed`.
+pub fn sixty_four_processes_race_to_execute_one_approval_and_exactly_one_runs(
+    backend: &dyn Backend,
+) {
     const PROCESSES: usize = 64;
     const TRIALS: usize = 100;
     let tmp = tempfile::tempdir().unwrap();
-    let dir = tmp.path().join("gate");
-    let gate = Gate::open(&dir).unwrap();
+    let store = backend.fresh();
+    let gate = store.gate();
+    let child = child_binary();
     let payload = r#"{"to":"alice@example.com","cents":100}"#;
     for trial in 0..TRIALS {
         let action = format!("pay alice, trial {trial}");
@@ -44,9 +36,9 @@ fn sixty_four_processes_race_to_execute_one_approval_and_exactly_one_runs() {
         let runs = tmp.path().join(format!("runs-{trial}"));
         let children: Vec<_> = (0..PROCESSES)
             .map(|_| {
-                Command::new(child_binary())
+                Command::new(&child)
                     .args([
-                        dir.as_os_str(),
+                        store.location().as_ref(),
                         id.as_str().as_ref(),
                         action.as_ref(),
                         runs.as_os_str(),
@@ -111,10 +103,10 @@ where
 
 const TRIALS: usize = 150;
 
-#[test]
-fn approve_versus_deny_has_one_winner() {
+/// Approve and deny at the same instant, 150 times: one wins, one line records it.
+pub fn approve_versus_deny_has_one_winner(backend: &dyn Backend) {
     for _ in 0..TRIALS {
-        let fx = Fixture::new();
+        let fx = Subject::new(backend);
         let id = fx.ask("a", None, None);
         let (approved, denied) = race(
             || fx.gate.approve(id, &Decision::by("alice")),
@@ -139,11 +131,11 @@ fn approve_versus_deny_has_one_winner() {
     }
 }
 
-#[test]
-fn revoke_versus_execute_never_both() {
+/// Revoke and execute at the same instant, 150 times: never both.
+pub fn revoke_versus_execute_never_both(backend: &dyn Backend) {
     let mut outcomes = [0usize; 2];
     for _ in 0..TRIALS {
-        let fx = Fixture::new();
+        let fx = Subject::new(backend);
         let id = fx.approved("a", None, None);
         let b = binding("a", None, None);
         let (revoked, executed) = race(
@@ -175,10 +167,11 @@ fn revoke_versus_execute_never_both() {
     assert_eq!(outcomes.iter().sum::<usize>(), TRIALS);
 }
 
-#[test]
-fn expiry_versus_consume_has_one_consistent_outcome() {
+/// A consume as the approval expires, 150 times: spent with its `consumed` line, or not
+/// spent and no line.
+pub fn expiry_versus_consume_has_one_consistent_outcome(backend: &dyn Backend) {
     for _ in 0..TRIALS {
-        let fx = Fixture::new();
+        let fx = Subject::new(backend);
         let id = fx.approved("a", None, None);
         fx.advance(Duration::from_secs(3600) - Duration::from_millis(1));
         let b = binding("a", None, None);
@@ -187,7 +180,12 @@ fn expiry_versus_consume_has_one_consistent_outcome() {
             || fx.gate.consume::<()>(id, &b),
             || clock.advance(Duration::from_millis(2)),
         );
-        let claim = fx.dir.join("claims").join(format!("{id}.used")).exists();
+        let claim = backend.claimed(&fx.store, id);
+        assert_eq!(
+            fx.gate.status(id).unwrap().effective_status() == EffectiveStatus::Consumed,
+            claim,
+            "the gate and the backend agree on the claim"
+        );
         let consumed_lines = count(&fx.gate, id, AuditEvent::Consumed);
         match consumed {
             Ok(_grant) => assert!(claim && consumed_lines == 1),
@@ -204,10 +202,10 @@ fn expiry_versus_consume_has_one_consistent_outcome() {
     }
 }
 
-#[test]
-fn approve_versus_expiry_has_one_outcome() {
+/// An approval as the request expires, 150 times: approved or expired, one line.
+pub fn approve_versus_expiry_has_one_outcome(backend: &dyn Backend) {
     for _ in 0..TRIALS {
-        let fx = Fixture::new();
+        let fx = Subject::new(backend);
         let id = fx.ask("a", None, None);
         fx.advance(Duration::from_secs(3600) - Duration::from_millis(1));
         let clock = fx.clock.clone();
@@ -225,55 +223,4 @@ fn approve_versus_expiry_has_one_outcome() {
             count(&fx.gate, id, AuditEvent::Approved) + count(&fx.gate, id, AuditEvent::Expired);
         assert_eq!(decisions, 1);
     }
-}
-
-#[test]
-fn a_process_that_dies_mid_execution_is_recorded_as_unknown_and_never_rerun() {
-    let fx = Fixture::new();
-    // The child uses the system clock; give it an approval that is valid now.
-    let gate = Gate::open(&fx.dir).unwrap();
-    let id = gate
-        .request_approval(NewRequest::new("wire 100 EUR", "crash test"))
-        .unwrap()
-        .request
-        .id();
-    gate.approve(id, &Decision::by("tester")).unwrap();
-    let runs = fx.tmp.path().join("runs");
-    let status = Command::new(child_binary())
-        .args([
-            fx.dir.as_os_str(),
-            id.as_str().as_ref(),
-            "wire 100 EUR".as_ref(),
-            runs.as_os_str(),
-        ])
-        .env("APPROVAL_GATE_CHILD_ABORT", "1")
-        .stderr(Stdio::null())
-        .status()
-        .unwrap();
-    assert!(!status.success(), "the child must have crashed");
-    assert_eq!(std::fs::read_to_string(&runs).unwrap().lines().count(), 1);
-    assert_eq!(count(&gate, id, AuditEvent::ExecutionStarted), 1);
-    assert_eq!(count(&gate, id, AuditEvent::ExecutionFinished), 0);
-
-    // Any later open recovers: outcome unknown, exactly once.
-    let reopened = Gate::open(&fx.dir).unwrap();
-    assert_eq!(count(&reopened, id, AuditEvent::ExecutionFinished), 1);
-    let last = reopened.audit_records().unwrap().pop().unwrap();
-    assert_eq!(last.details["outcome"], "unknown");
-    assert!(reopened.recover().unwrap().is_empty());
-
-    // And nothing runs again.
-    let retry = Command::new(child_binary())
-        .args([
-            fx.dir.as_os_str(),
-            id.as_str().as_ref(),
-            "wire 100 EUR".as_ref(),
-            runs.as_os_str(),
-        ])
-        .stderr(Stdio::null())
-        .status()
-        .unwrap();
-    assert_eq!(retry.code(), Some(3), "already consumed");
-    assert_eq!(std::fs::read_to_string(&runs).unwrap().lines().count(), 1);
-    reopened.verify_audit().unwrap();
 }

@@ -5,10 +5,13 @@
 use std::time::Duration;
 
 use approval_gate::{
-    AuditEvent, Binding, Decision, EffectiveStatus, Error, Gate, Grant, ManualClock, NewRequest,
-    RequestId, Timestamp,
+    AuditEvent, Binding, Decision, EffectiveStatus, Error, Gate, Grant, Limits, ManualClock,
+    NewRequest, RequestId, Timestamp,
 };
 use proptest::prelude::*;
+use proptest::test_runner::{Config, TestRunner};
+
+use crate::backend::{Backend, Store};
 
 const ACTIONS: [&str; 3] = ["send mail", "delete repo", "pay invoice"];
 const TTLS: [Duration; 3] = [
@@ -151,39 +154,21 @@ fn pick(reqs: &mut [Req], i: usize) -> Option<&mut Req> {
     if n == 0 { None } else { reqs.get_mut(i % n) }
 }
 
-fn scratch_dir() -> tempfile::TempDir {
-    // The model checks logic, not durability: use memory where the machine offers it.
-    let shm = std::path::Path::new("/dev/shm");
-    if shm.is_dir()
-        && let Ok(dir) = tempfile::tempdir_in(shm)
-    {
-        return dir;
-    }
-    tempfile::tempdir().unwrap()
-}
-
 /// The real gate and the model, side by side.
 struct Harness {
-    _tmp: tempfile::TempDir,
-    dir: std::path::PathBuf,
+    store: Store,
     clock: ManualClock,
     gate: Gate,
     reqs: Vec<Req>,
 }
 
 impl Harness {
-    fn new() -> Self {
-        let tmp = scratch_dir();
-        let dir = tmp.path().join("gate");
+    fn new(backend: &dyn Backend) -> Self {
+        let store = backend.fresh_for_logic();
         let clock = ManualClock::new(Timestamp::from_unix_millis(1_796_000_000_000));
-        let gate = Gate::builder()
-            .dir(&dir)
-            .clock(clock.clone())
-            .open()
-            .unwrap();
+        let gate = store.open(Some(clock.clone()), Limits::default());
         Self {
-            _tmp: tmp,
-            dir,
+            store,
             clock,
             gate,
             reqs: Vec::new(),
@@ -248,11 +233,7 @@ impl Harness {
             Op::Advance(k) => self.clock.advance(STEPS[*k]),
             Op::Archive(days) => self.archive(step, now, *days),
             Op::Reopen => {
-                self.gate = Gate::builder()
-                    .dir(&self.dir)
-                    .clock(self.clock.clone())
-                    .open()
-                    .unwrap();
+                self.gate = self.store.open(Some(self.clock.clone()), Limits::default());
             }
         }
     }
@@ -349,8 +330,8 @@ impl Harness {
     }
 }
 
-fn run(ops: &[Op]) {
-    let mut harness = Harness::new();
+fn run(backend: &dyn Backend, ops: &[Op]) {
+    let mut harness = Harness::new(backend);
     for (step, op) in ops.iter().enumerate() {
         harness.step(step, op);
         harness.check(step);
@@ -368,15 +349,26 @@ impl NowMillis for ManualClock {
     }
 }
 
-proptest! {
-    #![proptest_config(ProptestConfig {
-        cases: std::env::var("APPROVAL_GATE_MODEL_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(2000),
+/// Random sequences of up to 40 operations (`APPROVAL_GATE_MODEL_CASES` of them, 2000 by
+/// default), each checked against the model step by step, shrunk to the shortest failing
+/// one.
+pub fn the_gate_behaves_like_the_state_machine(backend: &dyn Backend) {
+    let cases = std::env::var("APPROVAL_GATE_MODEL_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(2000);
+    let mut runner = TestRunner::new(Config {
+        cases,
         max_shrink_iters: 2000,
-        ..ProptestConfig::default()
-    })]
-
-    #[test]
-    fn the_gate_behaves_like_the_state_machine(ops in prop::collection::vec(op(), 1..40)) {
-        run(&ops);
+        // Failing sequences are saved next to this file and replayed first next time.
+        source_file: Some(file!()),
+        ..Config::default()
+    });
+    let result = runner.run(&prop::collection::vec(op(), 1..40), |ops| {
+        run(backend, &ops);
+        Ok(())
+    });
+    if let Err(failure) = result {
+        panic!("{failure}");
     }
 }

@@ -5,7 +5,9 @@ use std::cell::Cell;
 use std::time::Duration;
 
 use approval_gate::{AuditEvent, Binding, Error, Grant};
-use approval_gate_tests::{Fixture, binding};
+
+use crate::backend::Backend;
+use crate::{Subject, binding};
 use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -25,7 +27,7 @@ fn mail() -> Mail {
 
 const ACTION: &str = "send invoice 1042 to alice";
 
-fn approved_mail(fx: &Fixture) -> approval_gate::RequestId {
+fn approved_mail(fx: &Subject) -> approval_gate::RequestId {
     let payload = serde_json::to_string(&mail()).unwrap();
     fx.approved(ACTION, Some("smtp.send"), Some(&payload))
 }
@@ -42,9 +44,9 @@ fn send(grant: &Grant<Mail>, outbox: &mut Vec<Mail>) {
     outbox.push(grant.payload().clone());
 }
 
-#[test]
-fn runs_once_with_the_frozen_payload_and_records_start_and_finish() {
-    let fx = Fixture::new();
+/// Runs once with the frozen payload and records start and finish.
+pub fn runs_once_with_the_frozen_payload_and_records_start_and_finish(backend: &dyn Backend) {
+    let fx = Subject::new(backend);
     let id = approved_mail(&fx);
     let mut outbox = Vec::new();
     let mut mine = mail();
@@ -89,15 +91,15 @@ fn runs_once_with_the_frozen_payload_and_records_start_and_finish() {
     fx.gate.verify_audit().unwrap();
 }
 
-#[test]
-fn a_payload_that_differs_in_any_field_never_runs() {
+/// A payload that differs in any field never runs.
+pub fn a_payload_that_differs_in_any_field_never_runs(backend: &dyn Backend) {
     #[derive(Serialize)]
     struct FloatMail<'a> {
         to: &'a str,
         subject: &'a str,
         cents: f64,
     }
-    let fx = Fixture::new();
+    let fx = Subject::new(backend);
     let id = approved_mail(&fx);
     let ran = Cell::new(0);
     for changed in [
@@ -134,9 +136,11 @@ fn a_payload_that_differs_in_any_field_never_runs() {
     assert!(matches!(float, Err(Error::InvalidPayload(_))));
 }
 
-#[test]
-fn an_approval_that_expires_before_the_side_effect_is_caught_by_assert_active() {
-    let fx = Fixture::new();
+/// An approval that expires before the side effect is caught by assert active.
+pub fn an_approval_that_expires_before_the_side_effect_is_caught_by_assert_active(
+    backend: &dyn Backend,
+) {
+    let fx = Subject::new(backend);
     let id = approved_mail(&fx);
     let clock = fx.clock.clone();
     let mut sent = 0;
@@ -161,9 +165,9 @@ fn an_approval_that_expires_before_the_side_effect_is_caught_by_assert_active() 
     assert_eq!(finished.details["outcome"], "error");
 }
 
-#[test]
-fn a_panicking_executor_leaves_an_unknown_outcome_and_no_second_chance() {
-    let fx = Fixture::new();
+/// A panicking executor leaves an unknown outcome and no second chance.
+pub fn a_panicking_executor_leaves_an_unknown_outcome_and_no_second_chance(backend: &dyn Backend) {
+    let fx = Subject::new(backend);
     let id = approved_mail(&fx);
     let gate = fx.gate.clone();
     let binding = mail_binding(&mail());
@@ -182,65 +186,69 @@ fn a_panicking_executor_leaves_an_unknown_outcome_and_no_second_chance() {
     assert!(matches!(retry, Err(Error::AlreadyConsumed(_))));
 }
 
-#[tokio::test]
-async fn the_async_form_runs_once_and_records_the_error_outcome() {
-    let fx = Fixture::new();
-    let id = approved_mail(&fx);
-    let result: Result<(), Error> = fx
-        .gate
-        .execute_approved_async(
-            id,
-            &mail_binding(&mail()),
-            async move |run: &Grant<Mail>| {
-                run.assert_active()?;
-                tokio::task::yield_now().await;
-                Err(Error::InvalidInput {
-                    field: "smtp",
-                    problem: format!("server rejected {}", run.payload().to),
-                })
-            },
-        )
-        .await;
-    assert!(matches!(result, Err(Error::InvalidInput { .. })));
-    let last = fx.gate.audit_records().unwrap().pop().unwrap();
-    assert_eq!(last.event, AuditEvent::ExecutionFinished);
-    assert_eq!(last.details["outcome"], "error");
-    assert!(
-        last.details["error"]
-            .as_str()
-            .unwrap()
-            .contains("server rejected alice@example.com")
-    );
-    let again = fx
-        .gate
-        .execute_approved_async(id, &mail_binding(&mail()), async |_: &Grant<Mail>| {
-            Ok::<_, Error>(())
-        })
-        .await;
-    assert!(matches!(again, Err(Error::AlreadyConsumed(_))));
+/// The async form runs once and records the error outcome.
+pub fn the_async_form_runs_once_and_records_the_error_outcome(backend: &dyn Backend) {
+    block_on(async {
+        let fx = Subject::new(backend);
+        let id = approved_mail(&fx);
+        let result: Result<(), Error> = fx
+            .gate
+            .execute_approved_async(
+                id,
+                &mail_binding(&mail()),
+                async move |run: &Grant<Mail>| {
+                    run.assert_active()?;
+                    tokio::task::yield_now().await;
+                    Err(Error::InvalidInput {
+                        field: "smtp",
+                        problem: format!("server rejected {}", run.payload().to),
+                    })
+                },
+            )
+            .await;
+        assert!(matches!(result, Err(Error::InvalidInput { .. })));
+        let last = fx.gate.audit_records().unwrap().pop().unwrap();
+        assert_eq!(last.event, AuditEvent::ExecutionFinished);
+        assert_eq!(last.details["outcome"], "error");
+        assert!(
+            last.details["error"]
+                .as_str()
+                .unwrap()
+                .contains("server rejected alice@example.com")
+        );
+        let again = fx
+            .gate
+            .execute_approved_async(id, &mail_binding(&mail()), async |_: &Grant<Mail>| {
+                Ok::<_, Error>(())
+            })
+            .await;
+        assert!(matches!(again, Err(Error::AlreadyConsumed(_))));
+    });
 }
 
-#[tokio::test]
-async fn dropping_the_async_execution_midway_records_an_unknown_outcome() {
-    let fx = Fixture::new();
-    let id = approved_mail(&fx);
-    let binding = mail_binding(&mail());
-    let never = fx
-        .gate
-        .execute_approved_async(id, &binding, async |_: &Grant<Mail>| {
-            std::future::pending::<()>().await;
-            Ok::<_, Error>(())
-        });
-    let timed_out = tokio::time::timeout(Duration::from_millis(50), never).await;
-    assert!(timed_out.is_err());
-    let last = fx.gate.audit_records().unwrap().pop().unwrap();
-    assert_eq!(last.event, AuditEvent::ExecutionFinished);
-    assert_eq!(last.details["outcome"], "unknown");
+/// Dropping the async execution midway records an unknown outcome.
+pub fn dropping_the_async_execution_midway_records_an_unknown_outcome(backend: &dyn Backend) {
+    block_on(async {
+        let fx = Subject::new(backend);
+        let id = approved_mail(&fx);
+        let binding = mail_binding(&mail());
+        let never = fx
+            .gate
+            .execute_approved_async(id, &binding, async |_: &Grant<Mail>| {
+                std::future::pending::<()>().await;
+                Ok::<_, Error>(())
+            });
+        let timed_out = tokio::time::timeout(Duration::from_millis(50), never).await;
+        assert!(timed_out.is_err());
+        let last = fx.gate.audit_records().unwrap().pop().unwrap();
+        assert_eq!(last.event, AuditEvent::ExecutionFinished);
+        assert_eq!(last.details["outcome"], "unknown");
+    });
 }
 
-#[test]
-fn binding_helper_matches_manual_canonical_text() {
-    let fx = Fixture::new();
+/// Binding helper matches manual canonical text.
+pub fn binding_helper_matches_manual_canonical_text(backend: &dyn Backend) {
+    let fx = Subject::new(backend);
     let id = approved_mail(&fx);
     let manual = binding(
         ACTION,
@@ -269,8 +277,8 @@ impl From<Error> for Failure {
 }
 
 /// What `execution_finished` records for an executor failing with `text`.
-fn recorded_error(text: &str) -> String {
-    let fx = Fixture::new();
+fn recorded_error(backend: &dyn Backend, text: &str) -> String {
+    let fx = Subject::new(backend);
     let id = fx.approved("a", None, None);
     let result = fx
         .gate
@@ -291,31 +299,55 @@ fn recorded_error(text: &str) -> String {
     finished.details["error"].as_str().unwrap().to_owned()
 }
 
-#[test]
-fn error_texts_up_to_1024_bytes_are_recorded_whole_and_longer_ones_cut_with_a_mark() {
+/// Error texts up to 1024 bytes are recorded whole and longer ones cut with a mark.
+pub fn error_texts_up_to_1024_bytes_are_recorded_whole_and_longer_ones_cut_with_a_mark(
+    backend: &dyn Backend,
+) {
     for len in [0, 1, 1023, 1024] {
         let text = "e".repeat(len);
-        assert_eq!(recorded_error(&text), text, "{len} bytes are kept whole");
+        assert_eq!(
+            recorded_error(backend, &text),
+            text,
+            "{len} bytes are kept whole"
+        );
     }
     for len in [1025, 1026, 5000] {
         let text = "e".repeat(len);
         assert_eq!(
-            recorded_error(&text),
+            recorded_error(backend, &text),
             format!("{}...", "e".repeat(1024)),
             "{len} bytes are cut to 1024 and marked"
         );
     }
 }
 
-#[test]
-fn a_long_error_text_is_cut_before_a_character_that_straddles_the_limit() {
+/// A long error text is cut before a character that straddles the limit.
+pub fn a_long_error_text_is_cut_before_a_character_that_straddles_the_limit(backend: &dyn Backend) {
     // "é" is two bytes: at 1023..1025 it would be split by a cut at 1024.
     let text = format!("{}é{}", "e".repeat(1023), "e".repeat(10));
-    assert_eq!(recorded_error(&text), format!("{}...", "e".repeat(1023)));
+    assert_eq!(
+        recorded_error(backend, &text),
+        format!("{}...", "e".repeat(1023))
+    );
     // A three-byte character at 1022..1025 is dropped whole too.
     let text = format!("{}€{}", "e".repeat(1022), "e".repeat(10));
-    assert_eq!(recorded_error(&text), format!("{}...", "e".repeat(1022)));
+    assert_eq!(
+        recorded_error(backend, &text),
+        format!("{}...", "e".repeat(1022))
+    );
     // One that ends exactly at the limit is kept.
     let text = format!("{}é{}", "e".repeat(1022), "e".repeat(10));
-    assert_eq!(recorded_error(&text), format!("{}é...", "e".repeat(1022)));
+    assert_eq!(
+        recorded_error(backend, &text),
+        format!("{}é...", "e".repeat(1022))
+    );
+}
+
+/// Runs `future` to completion on a runtime of its own, as `#[tokio::test]` would.
+fn block_on<F: std::future::Future>(future: F) -> F::Output {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("a tokio runtime")
+        .block_on(future)
 }

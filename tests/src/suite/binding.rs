@@ -2,14 +2,16 @@
 //! spent.
 
 use approval_gate::{AuditEvent, CanonicalPayload, Error};
-use approval_gate_tests::{Fixture, binding};
+
+use crate::backend::Backend;
+use crate::{Subject, binding, changed};
 
 const ACTION: &str = "send email to alice@example.com, subject: Invoice 1042";
 const OP: &str = "smtp.send";
 const PAYLOAD: &str = r#"{"to":"alice@example.com","subject":"Invoice 1042","amount":1,"body":"caf\u00e9","tags":["a","b"],"meta":{"retry":false}}"#;
 
 fn refused(
-    fx: &Fixture,
+    fx: &Subject,
     id: approval_gate::RequestId,
     action: &str,
     op: Option<&str>,
@@ -20,9 +22,9 @@ fn refused(
         .expect_err("must be refused")
 }
 
-#[test]
-fn any_change_to_action_operation_or_payload_refuses_without_spending() {
-    let fx = Fixture::new();
+/// Any change to action operation or payload refuses without spending.
+pub fn any_change_to_action_operation_or_payload_refuses_without_spending(backend: &dyn Backend) {
+    let fx = Subject::new(backend);
     let id = fx.approved(ACTION, Some(OP), Some(PAYLOAD));
 
     let action_changes = [
@@ -87,18 +89,25 @@ fn any_change_to_action_operation_or_payload_refuses_without_spending() {
     let one_point_oh = PAYLOAD.replace("\"amount\":1,", "\"amount\":1.0,");
     assert!(CanonicalPayload::from_json_text(&one_point_oh).is_err());
 
-    // None of this spent the approval, and all of it was audited.
-    let refusals = fx
-        .gate
-        .audit_records()
-        .unwrap()
+    // None of this spent the approval, and all of it was audited, each with its reason.
+    let records = fx.gate.audit_records().unwrap();
+    let refusals: Vec<_> = records
         .iter()
         .filter(|r| r.event == AuditEvent::ConsumeRefused && r.id == id)
-        .count();
+        .map(|r| r.details["reason"].as_str().unwrap_or_default())
+        .collect();
     assert_eq!(
-        refusals,
+        refusals.len(),
         action_changes.len() + 3 + payload_changes.len() + 1
     );
+    let expected: Vec<_> = std::iter::repeat_n("action_mismatch", action_changes.len())
+        .chain(std::iter::repeat_n("operation_mismatch", 3))
+        .chain(std::iter::repeat_n(
+            "payload_mismatch",
+            payload_changes.len() + 1,
+        ))
+        .collect();
+    assert_eq!(refusals, expected);
     let grant = fx
         .gate
         .consume::<serde_json::Value>(id, &binding(ACTION, Some(OP), Some(PAYLOAD)))
@@ -106,9 +115,9 @@ fn any_change_to_action_operation_or_payload_refuses_without_spending() {
     assert_eq!(grant.payload()["to"], "alice@example.com");
 }
 
-#[test]
-fn key_order_and_whitespace_do_not_matter() {
-    let fx = Fixture::new();
+/// Key order and whitespace do not matter.
+pub fn key_order_and_whitespace_do_not_matter(backend: &dyn Backend) {
+    let fx = Subject::new(backend);
     let id = fx.approved(ACTION, Some(OP), Some(PAYLOAD));
     let reordered = r#"  {
         "meta": { "retry": false },
@@ -125,9 +134,11 @@ fn key_order_and_whitespace_do_not_matter() {
     assert_eq!(grant.payload()["amount"], 1);
 }
 
-#[test]
-fn a_request_without_operation_or_payload_refuses_bindings_that_add_them() {
-    let fx = Fixture::new();
+/// A request without operation or payload refuses bindings that add them.
+pub fn a_request_without_operation_or_payload_refuses_bindings_that_add_them(
+    backend: &dyn Backend,
+) {
+    let fx = Subject::new(backend);
     let id = fx.approved("restart the web server", None, None);
     assert!(matches!(
         fx.gate.consume::<()>(
@@ -147,8 +158,8 @@ fn a_request_without_operation_or_payload_refuses_bindings_that_add_them() {
         .expect("exact binding");
 }
 
-#[test]
-fn a_lossy_executor_type_is_refused_before_anything_is_spent() {
+/// A lossy executor type is refused before anything is spent.
+pub fn a_lossy_executor_type_is_refused_before_anything_is_spent(backend: &dyn Backend) {
     #[derive(serde::Serialize, serde::Deserialize)]
     struct OnlyTo {
         to: String,
@@ -158,7 +169,7 @@ fn a_lossy_executor_type_is_refused_before_anything_is_spent() {
         to: String,
         subject: String,
     }
-    let fx = Fixture::new();
+    let fx = Subject::new(backend);
     let payload = r#"{"to":"a@example.com","subject":"hi"}"#;
     let id = fx.approved("mail", Some(OP), Some(payload));
     let result = fx
@@ -168,6 +179,12 @@ fn a_lossy_executor_type_is_refused_before_anything_is_spent() {
         matches!(result, Err(Error::PayloadType { .. })),
         "dropping `subject` would run less than was approved"
     );
+    let refused = fx.gate.audit_records().unwrap().pop().unwrap();
+    assert_eq!(
+        (refused.id, refused.event),
+        (id, AuditEvent::ConsumeRefused)
+    );
+    assert_eq!(refused.details["reason"], "payload_type");
     let grant = fx
         .gate
         .consume::<Exact>(id, &binding("mail", Some(OP), Some(payload)))
@@ -175,9 +192,11 @@ fn a_lossy_executor_type_is_refused_before_anything_is_spent() {
     assert_eq!(grant.payload().subject, "hi");
 }
 
-#[test]
-fn every_json_type_at_the_top_level_round_trips_and_null_is_refused_at_the_door() {
-    let fx = Fixture::new();
+/// Every json type at the top level round trips and null is refused at the door.
+pub fn every_json_type_at_the_top_level_round_trips_and_null_is_refused_at_the_door(
+    backend: &dyn Backend,
+) {
+    let fx = Subject::new(backend);
     for (i, text) in [
         r#"{"to":"a@example.com","cc":null}"#,
         r#"[1,"two",null]"#,
@@ -211,7 +230,7 @@ fn every_json_type_at_the_top_level_round_trips_and_null_is_refused_at_the_door(
     assert!(page.items.iter().all(|item| item.report().is_some()));
 
     // `null` is refused everywhere a payload is made, before any digest or file exists.
-    let before = approval_gate_tests::snapshot(&fx.dir);
+    let before = backend.contents(&fx.store);
     let refusals = [
         CanonicalPayload::from_json_text("null").map(drop),
         CanonicalPayload::from_json_text(" null\n").map(drop),
@@ -232,8 +251,8 @@ fn every_json_type_at_the_top_level_round_trips_and_null_is_refused_at_the_door(
             .contains("omit the payload instead of sending null")
     );
     assert_eq!(
-        approval_gate_tests::changed(&before, &approval_gate_tests::snapshot(&fx.dir)),
-        Vec::<std::path::PathBuf>::new()
+        changed(&before, &backend.contents(&fx.store)),
+        Vec::<String>::new()
     );
     // A request without a payload is still consumed with `()` or a JSON `null` value.
     let id = fx.approved("no payload", None, None);

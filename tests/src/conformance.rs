@@ -1,0 +1,84 @@
+//! The macro that holds a backend to the whole conformance suite.
+
+/// Expands to a module `$name` of `#[test]`s, one per case of the [`suite`](crate::suite),
+/// each run against the backend `$backend` (an expression of a type implementing
+/// [`Backend`](crate::backend::Backend)). Test names follow the suite:
+/// `$name::races::approve_versus_deny_has_one_winner`.
+///
+/// ```
+/// approval_gate_tests::conformance!(directory, approval_gate_tests::backend::Directory);
+/// # fn main() {}
+/// ```
+///
+/// Every backend runs every case: a case added here runs everywhere.
+#[macro_export]
+macro_rules! conformance {
+    ($name:ident, $backend:expr) => {
+        $crate::__conformance_cases! {
+            $name, $backend;
+            model: the_gate_behaves_like_the_state_machine;
+            races:
+                sixty_four_processes_race_to_execute_one_approval_and_exactly_one_runs,
+                approve_versus_deny_has_one_winner,
+                revoke_versus_execute_never_both,
+                expiry_versus_consume_has_one_consistent_outcome,
+                approve_versus_expiry_has_one_outcome;
+            lifecycle:
+                a_request_starts_pending_and_never_authorizes,
+                every_non_approved_state_refuses_consume_with_its_own_reason,
+                the_expiry_boundary_is_inclusive_and_recorded,
+                a_clock_past_expiry_after_persistence_refuses_and_spends,
+                decisions_apply_only_to_the_right_states,
+                bad_input_is_refused_and_nothing_changes_in_the_store,
+                an_identical_pending_request_is_returned_not_duplicated,
+                queue_cap_and_creation_limit_fail_requests_never_decisions,
+                approve_as_shown_approves_only_the_record_the_human_saw,
+                the_operators_default_ttl_applies_unless_the_request_asks_and_is_checked_at_open;
+            binding:
+                any_change_to_action_operation_or_payload_refuses_without_spending,
+                key_order_and_whitespace_do_not_matter,
+                a_request_without_operation_or_payload_refuses_bindings_that_add_them,
+                a_lossy_executor_type_is_refused_before_anything_is_spent,
+                every_json_type_at_the_top_level_round_trips_and_null_is_refused_at_the_door;
+            execute:
+                runs_once_with_the_frozen_payload_and_records_start_and_finish,
+                a_payload_that_differs_in_any_field_never_runs,
+                an_approval_that_expires_before_the_side_effect_is_caught_by_assert_active,
+                a_panicking_executor_leaves_an_unknown_outcome_and_no_second_chance,
+                the_async_form_runs_once_and_records_the_error_outcome,
+                dropping_the_async_execution_midway_records_an_unknown_outcome,
+                binding_helper_matches_manual_canonical_text,
+                error_texts_up_to_1024_bytes_are_recorded_whole_and_longer_ones_cut_with_a_mark,
+                a_long_error_text_is_cut_before_a_character_that_straddles_the_limit;
+            audit:
+                every_event_of_a_lifecycle_is_logged_and_the_chain_verifies,
+                a_workload_records_every_lifecycle_event_and_the_chain_verifies;
+            recovery:
+                sigkill_at_every_failpoint_never_executes_twice_and_recovers,
+                a_process_that_dies_mid_execution_is_recorded_as_unknown_and_never_rerun;
+        }
+    };
+}
+
+/// The expansion of [`conformance!`]: one module per area, one `#[test]` per case.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __conformance_cases {
+    ($name:ident, $backend:expr; $($area:ident: $($case:ident),+;)+) => {
+        mod $name {
+            fn backend() -> impl $crate::backend::Backend {
+                $backend
+            }
+            $(
+                mod $area {
+                    $(
+                        #[test]
+                        fn $case() {
+                            $crate::suite::$area::$case(&super::backend());
+                        }
+                    )+
+                }
+            )+
+        }
+    };
+}

@@ -1,0 +1,28 @@
+//! The conformance suite: what every backend must pass (SPEC §9). Each case is a function
+//! taking the [`Backend`](crate::backend::Backend) under test; [`conformance!`](crate::conformance)
+//! turns the whole list into `#[test]`s for one backend.
+//!
+//! Nothing here names a file, a table or any other part of a backend's layout: a case works
+//! through `Gate`, as every front end does, and through the backend's own two looks
+//! (`contents`, `claimed`). The directory store's tests of its layout (permissions,
+//! damaged files, power loss, edits to `audit.jsonl`) stay in `tests/it`, `tests/faults`
+//! and `tests/powerloss`.
+
+pub mod audit;
+pub mod binding;
+pub mod execute;
+pub mod lifecycle;
+pub mod model;
+pub mod races;
+pub mod recovery;
+
+use approval_gate::{AuditEvent, Gate, RequestId};
+
+/// How many audit records of `event` the gate has for `id`.
+fn count(gate: &Gate, id: RequestId, event: AuditEvent) -> usize {
+    gate.audit_records()
+        .unwrap()
+        .iter()
+        .filter(|r| r.id == id && r.event == event)
+        .count()
+}
