@@ -67,6 +67,8 @@ mod payload;
 mod recover;
 mod request;
 mod rules;
+#[cfg(feature = "schemars")]
+mod schema;
 mod status;
 mod store;
 mod time;
@@ -88,7 +90,8 @@ pub use list::{ListFilter, ListItem, Page, UnreadableRecord};
 pub use payload::{CanonicalPayload, PayloadDigest, PayloadError};
 pub use recover::Recovery;
 pub use request::{
-    Binding, Decision, EffectiveStatus, NewRequest, Request, Status, StatusReport, os_user,
+    Binding, Decision, EffectiveStatus, NewRequest, NotAuthorized, PayloadShown, ReportJson,
+    Request, Status, StatusReport, os_user,
 };
 pub use store::Location;
 pub use time::{Clock, ManualClock, SystemClock, Timestamp};

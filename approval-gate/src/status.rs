@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 /// Consumption is not a status: it is a separate, durable, single-use claim. See
 /// [`EffectiveStatus`] for the combined view.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum Status {
     /// Waiting for a human decision.
@@ -28,6 +29,7 @@ pub enum Status {
 ///
 /// None of these authorizes anything: only a successful consume does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum EffectiveStatus {
     /// Waiting for a human decision.

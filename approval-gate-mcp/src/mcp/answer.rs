@@ -7,13 +7,15 @@
 
 use std::borrow::Cow;
 
-use approval_gate::{EffectiveStatus, Error, ListItem, RequestId, StatusReport, UnreadableRecord};
+use approval_gate::{
+    EffectiveStatus, Error, ListItem, PayloadDigest, PayloadShown, ReportJson, RequestId, Status,
+    StatusReport, Timestamp, UnreadableRecord,
+};
 use rmcp::ErrorData;
 use rmcp::handler::server::tool::IntoCallToolResult;
 use rmcp::model::{CallToolResponse, CallToolResult};
 use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
 use serde::{Serialize, Serializer};
-use serde_json::Value;
 
 use super::agent_gate::Failure;
 
@@ -44,108 +46,12 @@ impl<const B: bool> JsonSchema for Const<B> {
 /// `authorizesExecution`: no answer over MCP ever authorizes execution.
 pub(crate) type NotAuthorized = Const<false>;
 
-const STATUSES: [&str; 5] = ["pending", "approved", "denied", "expired", "revoked"];
-const EFFECTIVE_STATUSES: [&str; 7] = [
-    "pending",
-    "approved_unconsumed",
-    "approved_expired",
-    "consumed",
-    "denied",
-    "expired",
-    "revoked",
-];
-
-fn status_schema(_: &mut SchemaGenerator) -> Schema {
-    json_schema!({ "type": "string", "enum": STATUSES })
-}
-
-fn effective_status_schema(_: &mut SchemaGenerator) -> Schema {
-    json_schema!({ "type": "string", "enum": EFFECTIVE_STATUSES })
-}
-
-/// A request and where it stands.
-#[derive(Debug, Serialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub(crate) struct RequestView {
-    /// The request id: 12 lowercase hex characters.
-    id: String,
-    /// The persisted status.
-    #[schemars(schema_with = "status_schema")]
-    status: &'static str,
-    /// Where the request stands, combining status, consumption and the clock. Only
-    /// `approved_unconsumed` can still be consumed; everything else means no.
-    #[schemars(schema_with = "effective_status_schema")]
-    effective_status: &'static str,
-    /// Always false: a status never authorizes execution.
-    authorizes_execution: NotAuthorized,
-    /// The exact action text the human reads and approves.
-    action: String,
-    /// Why the agent asked.
-    reason: String,
-    /// Who asked, as they said (not verified).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    requested_by: Option<String>,
-    /// The operation name the approval is bound to.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    operation: Option<String>,
-    /// BLAKE3 digest (64 hex characters) of the canonical payload the approval is bound to.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    payload_digest: Option<String>,
-    /// The payload the approval is bound to, as the human sees it.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    payload: Option<Value>,
-    /// When the request was filed (RFC 3339, UTC).
-    created_at: String,
-    /// When the request, and any approval of it, stops being usable (RFC 3339, UTC).
-    expires_at: String,
-    /// When it was decided (approved, denied, expired or revoked).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    decided_at: Option<String>,
-    /// Who decided.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    decided_by: Option<String>,
-    /// The reason given with the decision.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    decision_reason: Option<String>,
-}
-
-impl RequestView {
-    /// `with_payload`: include the payload itself, not only its digest.
-    pub(crate) fn of(report: &StatusReport, with_payload: bool) -> Self {
-        let request = report.request();
-        Self {
-            id: request.id().to_string(),
-            status: status_str(report),
-            effective_status: report.effective_status().as_str(),
-            authorizes_execution: NotAuthorized::default(),
-            action: request.action().to_owned(),
-            reason: request.reason().to_owned(),
-            requested_by: request.requested_by().map(str::to_owned),
-            operation: request.operation().map(str::to_owned),
-            payload_digest: request.payload_digest().map(|d| d.to_hex()),
-            payload: request
-                .payload()
-                .filter(|_| with_payload)
-                .map(approval_gate::CanonicalPayload::to_value),
-            created_at: request.created_at().to_string(),
-            expires_at: request.expires_at().to_string(),
-            decided_at: request.decided_at().map(|t| t.to_string()),
-            decided_by: request.decided_by().map(str::to_owned),
-            decision_reason: request.decision_reason().map(str::to_owned),
-        }
-    }
-}
-
-fn status_str(report: &StatusReport) -> &'static str {
-    report.request().status().as_str()
-}
-
 /// A request with a sentence on what its state means for the agent.
 #[derive(Debug, Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub(crate) struct StatusAnswer {
     #[serde(flatten)]
-    request: RequestView,
+    request: ReportJson,
     /// What this state means and what to do next.
     note: String,
 }
@@ -153,7 +59,7 @@ pub(crate) struct StatusAnswer {
 impl StatusAnswer {
     pub(crate) fn of(report: &StatusReport) -> Self {
         Self {
-            request: RequestView::of(report, true),
+            request: report.to_json(PayloadShown::Full),
             note: note(report.request().id(), report.effective_status()),
         }
     }
@@ -166,21 +72,19 @@ pub(crate) struct Requested {
     /// The request id: pass it to `wait_for_approval`, `check_approval` and `consume_approval`.
     pub(crate) id: String,
     /// Always `pending`.
-    #[schemars(schema_with = "status_schema")]
-    pub(crate) status: &'static str,
+    pub(crate) status: Status,
     /// Always `pending`.
-    #[schemars(schema_with = "effective_status_schema")]
-    pub(crate) effective_status: &'static str,
+    pub(crate) effective_status: EffectiveStatus,
     /// Always false: filing a request authorizes nothing.
     pub(crate) authorizes_execution: NotAuthorized,
     /// When the request, and any approval of it, stops being usable (RFC 3339, UTC).
-    pub(crate) expires_at: String,
+    pub(crate) expires_at: Timestamp,
     /// The operation name the approval is bound to.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) operation: Option<String>,
     /// BLAKE3 digest (64 hex characters) of the canonical payload the approval is bound to.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub(crate) payload_digest: Option<String>,
+    pub(crate) payload_digest: Option<PayloadDigest>,
     /// True if an identical request was already pending and is returned instead of a new one.
     pub(crate) deduplicated: bool,
     /// The command a human runs in their own terminal to approve this request.
@@ -193,14 +97,8 @@ pub(crate) struct Requested {
 #[derive(Debug, Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub(crate) struct UnreadableView {
-    /// The request id: 12 lowercase hex characters.
-    id: String,
-    /// Always true: this record cannot be read.
-    unreadable: Const<true>,
-    /// What is wrong with the record.
-    problem: String,
-    /// Always false.
-    authorizes_execution: NotAuthorized,
+    #[serde(flatten)]
+    record: UnreadableRecord,
     /// What this means for the agent.
     note: String,
 }
@@ -208,10 +106,7 @@ pub(crate) struct UnreadableView {
 impl UnreadableView {
     pub(crate) fn of(record: &UnreadableRecord) -> Self {
         Self {
-            id: record.id().to_string(),
-            unreadable: Const,
-            problem: record.problem().to_owned(),
-            authorizes_execution: NotAuthorized::default(),
+            record: record.clone(),
             note: "this request's record cannot be read, so it refuses everything (check, wait, consume, deny): not approved. A human has to repair or remove it; do not proceed with it, and file a new request if the action is still needed".to_owned(),
         }
     }
@@ -224,7 +119,7 @@ impl UnreadableView {
 #[serde(untagged)]
 pub(crate) enum PendingItem {
     /// A pending request.
-    Request(RequestView),
+    Request(ReportJson),
     /// A record the pending index names but that cannot be read.
     Unreadable(UnreadableView),
 }
@@ -232,7 +127,7 @@ pub(crate) enum PendingItem {
 impl PendingItem {
     pub(crate) fn of(item: &ListItem) -> Self {
         match item {
-            ListItem::Request(report) => Self::Request(RequestView::of(report, false)),
+            ListItem::Request(report) => Self::Request(report.to_json(PayloadShown::DigestOnly)),
             ListItem::Unreadable(record) => Self::Unreadable(UnreadableView::of(record)),
         }
     }
@@ -260,8 +155,7 @@ pub(crate) struct Consumed {
     /// The request.
     pub(crate) id: String,
     /// Always `consumed`.
-    #[schemars(schema_with = "effective_status_schema")]
-    pub(crate) effective_status: &'static str,
+    pub(crate) effective_status: EffectiveStatus,
     /// Always false: this answer is information for the agent's own policy, never proof of
     /// approval for trusted code.
     pub(crate) authorizes_execution: NotAuthorized,
@@ -285,8 +179,7 @@ pub(crate) struct Refusal {
     id: Option<String>,
     /// Where the request stands, if known.
     #[serde(skip_serializing_if = "Option::is_none")]
-    #[schemars(schema_with = "effective_status_schema")]
-    effective_status: Option<&'static str>,
+    effective_status: Option<EffectiveStatus>,
     /// Always false.
     authorizes_execution: NotAuthorized,
 }
@@ -309,7 +202,7 @@ impl Refusal {
     }
 
     pub(crate) fn status(mut self, status: EffectiveStatus) -> Self {
-        self.effective_status = Some(status.as_str());
+        self.effective_status = Some(status);
         self
     }
 
@@ -345,7 +238,7 @@ impl Refusal {
         refusal.id = error.request_id().map(|id| id.to_string());
         // Where a change took effect but was not made durable or recorded, the agent has to
         // ask again: the status is not known from the error.
-        refusal.effective_status = error.status().map(EffectiveStatus::as_str);
+        refusal.effective_status = error.status();
         refusal
     }
 }

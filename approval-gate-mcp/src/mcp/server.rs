@@ -175,12 +175,12 @@ impl Server {
         tracing::info!(%id, deduplicated = submitted.deduplicated, "request filed");
         Ok(Json(Requested {
             id: id.to_string(),
-            status: "pending",
-            effective_status: EffectiveStatus::Pending.as_str(),
+            status: approval_gate::Status::Pending,
+            effective_status: EffectiveStatus::Pending,
             authorizes_execution: NotAuthorized::default(),
-            expires_at: request.expires_at().to_string(),
+            expires_at: request.expires_at(),
             operation: request.operation().map(str::to_owned),
-            payload_digest: request.payload_digest().map(|d| d.to_hex()),
+            payload_digest: request.payload_digest(),
             deduplicated: submitted.deduplicated,
             approve_command: format!("approval-gate approve {id}"),
             note: format!(
@@ -373,7 +373,7 @@ impl Server {
         Ok(Json(Consumed {
             ok: Const,
             id: id.to_string(),
-            effective_status: EffectiveStatus::Consumed.as_str(),
+            effective_status: EffectiveStatus::Consumed,
             authorizes_execution: NotAuthorized::default(),
             note: format!(
                 "the approval of request {id} is now spent, by this call. Under your policy you \

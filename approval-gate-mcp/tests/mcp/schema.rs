@@ -128,3 +128,58 @@ async fn every_tool_has_schemas_and_honest_annotations() {
     );
     session.client.cancel().await.unwrap();
 }
+
+/// A request is one JSON shape: the MCP answers and `approval-gate --json` both serialize the
+/// library's report, so every field agrees, byte for byte, apart from the MCP answer's note.
+#[tokio::test]
+async fn the_cli_and_the_mcp_answers_show_a_request_in_one_shape() {
+    let session = Session::start().await;
+    let gate = session.gate();
+    let payload = approval_gate::CanonicalPayload::from_json_text(
+        r#"{"to":"alice@example.com","amount":1.5,"note":"caf\u00e9"}"#,
+    )
+    .unwrap();
+    let id = gate
+        .request_approval(
+            approval_gate::NewRequest::new("send the invoice", "it is due")
+                .requested_by("billing-agent")
+                .operation("smtp.send")
+                .payload(payload),
+        )
+        .unwrap()
+        .request
+        .id();
+    gate.approve(id, &approval_gate::Decision::by("alice").reason("fine"))
+        .unwrap();
+
+    let mut answer = session
+        .call("check_approval", json!({ "id": id.to_string() }))
+        .await
+        .ok();
+    assert!(answer["note"].is_string());
+    answer.as_object_mut().unwrap().remove("note");
+
+    let cli = std::process::Command::new(env!("CARGO_BIN_EXE_approval-gate"))
+        .args(["--dir"])
+        .arg(&session.store)
+        .args(["show", "--json", id.as_str()])
+        .output()
+        .unwrap();
+    assert!(
+        cli.status.success(),
+        "{}",
+        String::from_utf8_lossy(&cli.stderr)
+    );
+    let shown: Value = serde_json::from_slice(&cli.stdout).unwrap();
+    assert_eq!(shown, answer);
+    // And both are the library's own serialization.
+    let report = gate.status(id).unwrap();
+    assert_eq!(serde_json::to_value(&report).unwrap(), shown);
+    assert_eq!(shown["effectiveStatus"], "approved_unconsumed");
+    assert_eq!(shown["decidedBy"], "alice");
+    assert!(
+        shown.get("version").is_none(),
+        "the stored format stays inside"
+    );
+    session.client.cancel().await.unwrap();
+}

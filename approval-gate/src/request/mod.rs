@@ -14,7 +14,7 @@ pub use self::binding::Binding;
 pub use self::decision::{Decision, os_user};
 pub use self::new::NewRequest;
 pub(crate) use self::new::check_ttl;
-pub use self::report::StatusReport;
+pub use self::report::{NotAuthorized, PayloadShown, ReportJson, StatusReport};
 use crate::id::RequestId;
 use crate::payload::{CanonicalPayload, PayloadDigest};
 pub use crate::status::{EffectiveStatus, Status};

@@ -1,15 +1,19 @@
 //! A request together with where it stands.
 
-use serde::Serialize;
+use serde::{Serialize, Serializer};
 
 use super::Request;
-use crate::status::EffectiveStatus;
+use crate::id::RequestId;
+use crate::payload::{CanonicalPayload, PayloadDigest};
+use crate::status::{EffectiveStatus, Status};
+use crate::time::Timestamp;
 
 /// A request together with where it stands. Never an authorization.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "camelCase")]
+///
+/// Serialized as [`StatusReport::to_json`] with the full payload: the one JSON shape every
+/// front end shows (the stored record has its own format).
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StatusReport {
-    #[serde(flatten)]
     request: Request,
     effective_status: EffectiveStatus,
     authorizes_execution: bool,
@@ -47,4 +51,119 @@ impl StatusReport {
     pub fn into_request(self) -> Request {
         self.request
     }
+}
+
+/// How much of the payload a report's JSON carries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PayloadShown {
+    /// The payload itself, and its digest.
+    Full,
+    /// Only its digest: what a listing shows.
+    DigestOnly,
+}
+
+impl StatusReport {
+    /// The one JSON shape of a request and where it stands, shared by every front end
+    /// (`approval-gate --json`, the MCP answers). Fields without a value are left out.
+    #[must_use]
+    pub fn to_json(&self, payload: PayloadShown) -> ReportJson {
+        let request = &self.request;
+        ReportJson {
+            id: request.id(),
+            status: request.status(),
+            effective_status: self.effective_status,
+            authorizes_execution: NotAuthorized,
+            action: request.action().to_owned(),
+            reason: request.reason().to_owned(),
+            requested_by: request.requested_by().map(str::to_owned),
+            operation: request.operation().map(str::to_owned),
+            payload_digest: request.payload_digest(),
+            payload: request
+                .payload()
+                .filter(|_| payload == PayloadShown::Full)
+                .cloned(),
+            created_at: request.created_at(),
+            expires_at: request.expires_at(),
+            decided_at: request.decided_at(),
+            decided_by: request.decided_by().map(str::to_owned),
+            decision_reason: request.decision_reason().map(str::to_owned),
+        }
+    }
+}
+
+impl Serialize for StatusReport {
+    /// As [`StatusReport::to_json`] with the full payload.
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        self.to_json(PayloadShown::Full).serialize(serializer)
+    }
+}
+
+/// `authorizesExecution`: always `false`, and its schema says so.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct NotAuthorized;
+
+impl Serialize for NotAuthorized {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_bool(false)
+    }
+}
+
+#[cfg(feature = "schemars")]
+impl schemars::JsonSchema for NotAuthorized {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "False".into()
+    }
+
+    fn inline_schema() -> bool {
+        true
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({ "type": "boolean", "const": false })
+    }
+}
+
+/// A request and where it stands, as JSON: see [`StatusReport::to_json`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
+#[serde(rename_all = "camelCase")]
+pub struct ReportJson {
+    /// The request id: 12 lowercase hex characters.
+    id: RequestId,
+    /// The persisted status.
+    status: Status,
+    /// Where the request stands, combining status, consumption and the clock. Only
+    /// `approved_unconsumed` can still be consumed; everything else means no.
+    effective_status: EffectiveStatus,
+    /// Always false: a status never authorizes execution.
+    authorizes_execution: NotAuthorized,
+    /// The exact action text the human reads and approves.
+    action: String,
+    /// Why the agent asked.
+    reason: String,
+    /// Who asked, as they said (not verified).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    requested_by: Option<String>,
+    /// The operation name the approval is bound to.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    operation: Option<String>,
+    /// BLAKE3 digest (64 hex characters) of the canonical payload the approval is bound to.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    payload_digest: Option<PayloadDigest>,
+    /// The payload the approval is bound to, as the human sees it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    payload: Option<CanonicalPayload>,
+    /// When the request was filed (RFC 3339, UTC).
+    created_at: Timestamp,
+    /// When the request, and any approval of it, stops being usable (RFC 3339, UTC).
+    expires_at: Timestamp,
+    /// When it was decided (approved, denied, expired or revoked).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    decided_at: Option<Timestamp>,
+    /// Who decided.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    decided_by: Option<String>,
+    /// The reason given with the decision.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    decision_reason: Option<String>,
 }
