@@ -91,7 +91,7 @@ pub const LOG_ENV: &str = "APPROVAL_GATE_LOG";
         APPROVAL_GATE_MAX_REQUESTS, APPROVAL_GATE_DEFAULT_TTL, then the config file \
         (`approval-gate config --help`). Agents cannot change them.\n\n\
         Exit status: 0 when the client closes the connection, 1 when the server cannot start \
-        or keep serving, 2 on a usage error."
+        or keep serving, 2 on a usage error or a bad setting."
 )]
 pub struct Options {
     #[command(flatten)]
@@ -141,9 +141,12 @@ impl Usage {
 
 /// Serves the store over stdin and stdout until the client closes stdin.
 ///
+/// The store and its limits are the operator's settings, from `options`, the environment
+/// and the config file (see `approval-gate config --help`).
+///
 /// Exit code 0 when the client closes the connection, 1 when the store cannot be opened or
-/// the session fails. Logs go to stderr, filtered by [`LOG_ENV`], and to the client at the
-/// level it sets with `logging/setLevel`.
+/// the session fails, 2 for a bad setting (nothing is opened). Logs go to stderr, filtered
+/// by [`LOG_ENV`], and to the client at the level it sets with `logging/setLevel`.
 #[must_use]
 pub fn run(options: &Options) -> ExitCode {
     let log = ClientLog::new();
