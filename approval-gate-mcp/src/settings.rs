@@ -80,6 +80,7 @@ pub(crate) struct Flags {
         global = true,
         value_name = "DIR",
         value_hint = clap::ValueHint::DirPath,
+        value_parser = path_allowing_empty(),
         help = "The store directory (--store with a plain path)"
     )]
     pub(crate) dir: Option<PathBuf>,
@@ -89,11 +90,19 @@ pub(crate) struct Flags {
         global = true,
         value_name = "FILE",
         value_hint = clap::ValueHint::FilePath,
+        value_parser = path_allowing_empty(),
         help = "The operator's config file [default: $APPROVAL_GATE_CONFIG, else \
                 $XDG_CONFIG_HOME/approval-gate/config.toml, else \
                 ~/.config/approval-gate/config.toml]"
     )]
     pub(crate) config: Option<PathBuf>,
+}
+
+/// A path, the empty one included: it is refused when the settings are resolved, with the
+/// reason, rather than by clap with a generic "a value is required".
+fn path_allowing_empty() -> impl clap::builder::TypedValueParser<Value = PathBuf> {
+    use clap::builder::TypedValueParser as _;
+    clap::builder::OsStringValueParser::new().map(PathBuf::from)
 }
 
 /// Where a setting came from.

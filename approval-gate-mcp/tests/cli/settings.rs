@@ -335,3 +335,34 @@ fn a_store_named_by_a_file_url_is_used() {
     let listed = json(&operator.run(&["list", "all", "--json"]));
     assert_eq!(listed["items"][0]["id"], request.id().as_str());
 }
+
+#[test]
+fn a_bad_setting_is_a_usage_error_in_json_too() {
+    let operator = Operator::new();
+    let mut command = operator.command(&["config", "--json"]);
+    command.env("APPROVAL_GATE_MAX_PENDING", "-1");
+    let output = command.output().unwrap();
+    assert_exit(&output, 2, "APPROVAL_GATE_MAX_PENDING");
+    let body: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(body["error"]["code"], "usage", "{body}");
+    assert_eq!(
+        body["error"]["message"],
+        "APPROVAL_GATE_MAX_PENDING: \"-1\" is not a whole number from 1 up"
+    );
+}
+
+#[test]
+fn completions_and_man_need_no_settings() {
+    let operator = Operator::new();
+    let pages = operator.path("pages");
+    std::fs::create_dir(&pages).unwrap();
+    let pages = text(&pages);
+    for args in [
+        vec!["completions", "bash"],
+        vec!["man", "--out-dir", &pages],
+    ] {
+        let mut command = operator.command(&args);
+        command.env("APPROVAL_GATE_DEFAULT_TTL", "never");
+        assert_success(&command.output().unwrap());
+    }
+}
