@@ -26,4 +26,4 @@ pub mod display;
 /// The `approval-gate-mcp` server for agents: ask, check, wait, list, deny and consume over
 /// MCP, never approve.
 pub mod mcp;
-mod store_dir;
+mod settings;

@@ -1,7 +1,7 @@
 //! `approval-gate-mcp`: the approval-gate MCP server, over stdio, for agents.
 //!
 //! Exit status: 0 when the client closes the connection, 1 when the server cannot start or
-//! keep serving, 2 on a usage error.
+//! keep serving, 2 on a usage error or a bad setting.
 
 use std::process::ExitCode;
 

@@ -6,13 +6,13 @@
 
 use std::fmt::Write as _;
 use std::io::{self, BufRead, IsTerminal, Read};
-use std::path::Path;
 
 use approval_gate::limits::MAX_REASON_BYTES;
 use approval_gate::{EffectiveStatus, Error, Request, RequestId, StatusReport};
 
 use super::output::{self, Style};
 use super::{Exit, Refusal, decide, render};
+use crate::settings::Settings;
 
 /// Domain separation for the confirmation code: no other BLAKE3 use shares this key.
 const CODE_CONTEXT: &str = "approval-gate cli 2025 approve confirmation code v1";
@@ -21,7 +21,7 @@ const CODE_LEN: usize = 8;
 /// Longest answer read; a code is far shorter, and nothing longer can match.
 const MAX_ANSWER: u64 = 256;
 
-pub(crate) fn approve(dir: Option<&Path>, id: RequestId, reason: &str) -> anyhow::Result<Exit> {
+pub(crate) fn approve(settings: &Settings, id: RequestId, reason: &str) -> anyhow::Result<Exit> {
     // Only a human at a terminal may approve: never a pipe, a file or another program.
     if !io::stdin().is_terminal() || !io::stdout().is_terminal() {
         return Err(Refusal::new(
@@ -41,7 +41,7 @@ pub(crate) fn approve(dir: Option<&Path>, id: RequestId, reason: &str) -> anyhow
         }
         .into());
     }
-    let gate = super::open(dir)?;
+    let gate = settings.open()?;
     let shown = gate.status(id)?;
     require_pending(&shown)?;
 

@@ -8,8 +8,7 @@ use std::path::PathBuf;
 
 use approval_gate::limits::MAX_PAGE;
 use approval_gate::{ListFilter, RequestId};
-use clap::error::ErrorKind;
-use clap::{Args, CommandFactory as _, Parser, Subcommand, ValueEnum, ValueHint};
+use clap::{Args, Parser, Subcommand, ValueEnum, ValueHint};
 use clap_complete::Shell;
 
 const AFTER_HELP: &str = "\
@@ -39,29 +38,18 @@ others (a Cyrillic a in a Latin word, fullwidth forms), as visible escapes such 
 #[derive(Debug, Parser)]
 #[command(name = "approval-gate", version, after_help = AFTER_HELP)]
 pub struct Cli {
-    /// The store directory, never empty [default: $APPROVAL_GATE_DIR, else ~/.approval-gate].
-    #[arg(long, global = true, value_name = "DIR", env = crate::store_dir::ENV,
-          value_parser = crate::store_dir::parser_allowing_empty(),
-          value_hint = ValueHint::DirPath)]
-    pub(crate) dir: Option<PathBuf>,
+    #[command(flatten)]
+    pub(crate) settings: crate::settings::Flags,
 
     #[command(subcommand)]
     pub(crate) command: Command,
 }
 
 impl Cli {
-    /// Parses the command line, program name first, and refuses an empty store directory
-    /// (which clap's parser has to let through, see [`crate::store_dir`]).
+    /// Parses the command line, program name first. Empty or bad settings are refused when
+    /// they are resolved, before anything is opened (see [`crate::settings`]).
     pub(crate) fn parse_args(args: &[OsString]) -> Result<Self, clap::Error> {
-        let cli = Self::try_parse_from(args)?;
-        if cli
-            .dir
-            .as_ref()
-            .is_some_and(|dir| dir.as_os_str().is_empty())
-        {
-            return Err(Self::command().error(ErrorKind::InvalidValue, crate::store_dir::EMPTY));
-        }
-        Ok(cli)
+        Self::try_parse_from(args)
     }
 }
 
@@ -200,6 +188,15 @@ page per command (approval-gate-list.1, approval-gate-audit-verify.1, ...) for M
         #[arg(long, value_name = "DIR", value_hint = ValueHint::DirPath)]
         out_dir: Option<PathBuf>,
     },
+
+    /// Print the operator's settings (store, limits, default TTL) and where each came from.
+    #[command(after_help = CONFIG_HELP)]
+    Config {
+        /// Print {"config": {"path", "found", "source"}, "store": {"value", "source",
+        /// "from"}, "maxPending": ..., "maxRequests": ..., "defaultTtl": {..., "seconds"}}.
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 impl Command {
@@ -212,6 +209,7 @@ impl Command {
             | Self::Revoke { json, .. }
             | Self::Archive { json, .. }
             | Self::Doctor { json }
+            | Self::Config { json }
             | Self::Audit(AuditCommand::Verify { json } | AuditCommand::Reanchor { json, .. }) => {
                 *json
             }
@@ -232,6 +230,18 @@ impl Command {
         }
     }
 }
+
+const CONFIG_HELP: &str = "\
+Each setting comes from the first of: a flag, the environment, the config file, the default.
+  store         --store or --dir, APPROVAL_GATE_STORE, APPROVAL_GATE_DIR, `store`
+                (default ~/.approval-gate)
+  max_pending   APPROVAL_GATE_MAX_PENDING, `max_pending` (default 100)
+  max_requests  APPROVAL_GATE_MAX_REQUESTS, `max_requests` (default 10000)
+  default_ttl   APPROVAL_GATE_DEFAULT_TTL, `default_ttl`, such as 30m (default 1h)
+The config file is TOML: --config, else APPROVAL_GATE_CONFIG, else
+$XDG_CONFIG_HOME/approval-gate/config.toml, else ~/.config/approval-gate/config.toml.
+An unknown key or a bad value anywhere is an error (exit 2), even one overridden. config
+reads the settings only: it opens and creates nothing.";
 
 #[derive(Debug, Args)]
 pub(crate) struct ListArgs {

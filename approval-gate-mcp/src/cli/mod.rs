@@ -19,7 +19,6 @@
 
 use std::ffi::OsString;
 use std::io;
-use std::path::Path;
 use std::process::ExitCode;
 
 use approval_gate::{Gate, RequestId};
@@ -29,6 +28,7 @@ mod approve;
 mod archive;
 mod args;
 mod audit;
+mod config;
 mod decide;
 mod doctor;
 mod generate;
@@ -42,6 +42,7 @@ pub use args::Cli;
 use args::{AuditCommand, Command};
 
 use crate::display::escape;
+use crate::settings::{Settings, SettingsError};
 
 /// How a command ended; the process exit code is [`Exit::code`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -166,46 +167,34 @@ fn usage_error(error: &clap::Error, args: &[OsString]) -> Exit {
 }
 
 fn dispatch(cli: Cli) -> anyhow::Result<Exit> {
-    let Cli { dir, command } = cli;
-    let dir = dir.as_deref();
+    let Cli { settings, command } = cli;
+    // A bad setting stops every command that uses the store, before anything is opened.
+    let settings = || Settings::resolve(&settings);
+    let open = || -> anyhow::Result<Gate> { Ok(settings()?.open()?) };
     match command {
-        Command::List(args) => list::list(&open(dir)?, &args),
-        Command::Show { id, json } => show::show(&open(dir)?, id, json),
+        Command::List(args) => list::list(&open()?, &args),
+        Command::Show { id, json } => show::show(&open()?, id, json),
         // `approve` checks for a terminal before it even opens the store.
-        Command::Approve { id, reason } => approve::approve(dir, id, &reason.join(" ")),
-        Command::Deny { id, reason, json } => {
-            decide::deny(&open(dir)?, id, &reason.join(" "), json)
-        }
+        Command::Approve { id, reason } => approve::approve(&settings()?, id, &reason.join(" ")),
+        Command::Deny { id, reason, json } => decide::deny(&open()?, id, &reason.join(" "), json),
         Command::Revoke { id, reason, json } => {
-            decide::revoke(&open(dir)?, id, &reason.join(" "), json)
+            decide::revoke(&open()?, id, &reason.join(" "), json)
         }
         Command::Archive {
             older_than_days,
             dry_run,
             json,
-        } => archive::archive(&open(dir)?, older_than_days, dry_run, json),
-        Command::Audit(AuditCommand::Verify { json }) => audit::verify(&open(dir)?, json),
+        } => archive::archive(&open()?, older_than_days, dry_run, json),
+        Command::Audit(AuditCommand::Verify { json }) => audit::verify(&open()?, json),
         Command::Audit(AuditCommand::Reanchor { yes, json }) => {
-            audit::reanchor(&open(dir)?, yes, json)
+            audit::reanchor(&open()?, yes, json)
         }
-        Command::Watch(args) => watch::watch(&open(dir)?, &args),
-        Command::Doctor { json } => doctor::doctor(&open(dir)?, json),
+        Command::Watch(args) => watch::watch(&open()?, &args),
+        Command::Doctor { json } => doctor::doctor(&open()?, json),
+        Command::Config { json } => config::config(&settings()?, json),
         // Neither needs a store: they describe the command line itself.
         Command::Completions { shell } => generate::completions(shell),
         Command::Man { out_dir } => generate::man(out_dir.as_deref()),
-    }
-}
-
-/// Opens the store in `dir` (from `--dir` or `APPROVAL_GATE_DIR`), else in
-/// `~/.approval-gate`. An empty `dir` is refused, as [`run_args`] does before it gets here.
-pub(crate) fn open(dir: Option<&Path>) -> Result<Gate, approval_gate::Error> {
-    match dir {
-        Some(dir) if dir.as_os_str().is_empty() => Err(approval_gate::Error::InvalidInput {
-            field: "dir",
-            problem: crate::store_dir::EMPTY.to_owned(),
-        }),
-        Some(dir) => Gate::open(dir),
-        None => Gate::open_default(),
     }
 }
 
@@ -250,9 +239,13 @@ fn print_json_error(body: &Value) {
 }
 
 /// The stable code of an error: the CLI's own refusal code, the library's
-/// [`approval_gate::Error::code`], `io` for any other I/O error, else `other`.
+/// [`approval_gate::Error::code`], `usage` for a bad setting, `io` for any other I/O error,
+/// else `other`.
 fn code(error: &anyhow::Error) -> &'static str {
     for cause in error.chain() {
+        if cause.is::<SettingsError>() {
+            return "usage";
+        }
         if let Some(refusal) = cause.downcast_ref::<Refusal>() {
             return refusal.code;
         }

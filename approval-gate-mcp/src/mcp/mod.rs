@@ -69,6 +69,7 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use self::log::ClientLog;
 use self::server::Server;
 use self::transport::StrictTransport;
+use crate::settings::{Flags, Settings};
 
 /// The environment variable that sets the log filter (`tracing` `EnvFilter` syntax, e.g.
 /// `debug` or `approval_gate_mcp=debug`); logs go to stderr, and only errors by default.
@@ -85,19 +86,16 @@ pub const LOG_ENV: &str = "APPROVAL_GATE_LOG";
         approve. Humans decide with `approval-gate` in their own terminal.\n\n\
         Logs go to stderr (set APPROVAL_GATE_LOG, e.g. to `debug`); stdout carries only the \
         protocol.\n\n\
+        The operator sets the store, the queue cap, the creation limit and the default TTL: \
+        flags, then APPROVAL_GATE_STORE / APPROVAL_GATE_DIR, APPROVAL_GATE_MAX_PENDING, \
+        APPROVAL_GATE_MAX_REQUESTS, APPROVAL_GATE_DEFAULT_TTL, then the config file \
+        (`approval-gate config --help`). Agents cannot change them.\n\n\
         Exit status: 0 when the client closes the connection, 1 when the server cannot start \
-        or keep serving, 2 on a usage error."
+        or keep serving, 2 on a usage error or a bad setting."
 )]
 pub struct Options {
-    // Help text given as an attribute: it is terminal text, not rustdoc.
-    #[arg(
-        long,
-        value_name = "DIR",
-        env = crate::store_dir::ENV,
-        value_parser = crate::store_dir::parser(),
-        help = "The approval store [default: ~/.approval-gate]"
-    )]
-    dir: Option<PathBuf>,
+    #[command(flatten)]
+    settings: Flags,
 }
 
 impl Options {
@@ -114,11 +112,15 @@ impl Options {
         <Self as clap::Parser>::try_parse_from(args).map_err(Usage)
     }
 
-    /// Options that serve the store in `dir`.
+    /// Options that serve the store in `dir` (the other settings still come from the
+    /// environment and the config file).
     #[must_use]
     pub fn with_dir(dir: impl Into<PathBuf>) -> Self {
         Self {
-            dir: Some(dir.into()),
+            settings: Flags {
+                dir: Some(dir.into()),
+                ..Flags::default()
+            },
         }
     }
 }
@@ -139,18 +141,26 @@ impl Usage {
 
 /// Serves the store over stdin and stdout until the client closes stdin.
 ///
+/// The store and its limits are the operator's settings, from `options`, the environment
+/// and the config file (see `approval-gate config --help`).
+///
 /// Exit code 0 when the client closes the connection, 1 when the store cannot be opened or
-/// the session fails. Logs go to stderr, filtered by [`LOG_ENV`], and to the client at the
-/// level it sets with `logging/setLevel`.
+/// the session fails, 2 for a bad setting (nothing is opened). Logs go to stderr, filtered
+/// by [`LOG_ENV`], and to the client at the level it sets with `logging/setLevel`.
 #[must_use]
 pub fn run(options: &Options) -> ExitCode {
     let log = ClientLog::new();
     init_logging(&log);
-    let opened = match &options.dir {
-        Some(dir) => Gate::open(dir),
-        None => Gate::open_default(),
+    // The operator's settings, from this process's own flags, environment and config file;
+    // no tool call can change them. A bad one is a usage error, and nothing is opened.
+    let settings = match Settings::resolve(&options.settings) {
+        Ok(settings) => settings,
+        Err(e) => {
+            eprintln!("approval-gate-mcp: {e}");
+            return ExitCode::from(2);
+        }
     };
-    let gate = match opened {
+    let gate = match settings.open() {
         Ok(gate) => gate,
         Err(e) => {
             eprintln!("approval-gate-mcp: cannot open the approval store: {e}");

@@ -49,7 +49,7 @@ pub(crate) struct RequestApprovalArgs {
     #[schemars(length(min = 1, max = MAX_NAME_BYTES))]
     pub(crate) requested_by: Option<String>,
     /// How long the request, and an approval of it, stays usable, in seconds: 10 to 604800
-    /// (7 days). Default 3600.
+    /// (7 days). Default: the operator's setting, 3600 unless they chose another.
     #[serde(default, alias = "ttl_seconds")]
     #[schemars(range(min = MIN_TTL_SECONDS, max = MAX_TTL_SECONDS))]
     pub(crate) ttl_seconds: Option<u64>,

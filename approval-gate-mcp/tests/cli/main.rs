@@ -6,6 +6,7 @@ mod decide;
 mod display;
 mod generate;
 mod json;
+mod settings;
 mod support;
 mod usage;
 mod watch;

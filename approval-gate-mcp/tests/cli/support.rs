@@ -138,6 +138,7 @@ impl Store {
             .env_remove("APPROVAL_GATE_DIR")
             .env("NO_COLOR", "1")
             .env("TERM", "dumb");
+        operator_settings_of_this_test_only(&mut command, self.scratch());
         command
     }
 
@@ -174,6 +175,21 @@ impl Store {
             .map(|p| p.display().to_string())
             .collect()
     }
+}
+
+/// The operator's environment of the machine running the tests never reaches the binary;
+/// its default config file is `<config_home>/approval-gate/config.toml`.
+pub(crate) fn operator_settings_of_this_test_only(command: &mut Command, config_home: &Path) {
+    for name in [
+        "APPROVAL_GATE_STORE",
+        "APPROVAL_GATE_CONFIG",
+        "APPROVAL_GATE_MAX_PENDING",
+        "APPROVAL_GATE_MAX_REQUESTS",
+        "APPROVAL_GATE_DEFAULT_TTL",
+    ] {
+        command.env_remove(name);
+    }
+    command.env("XDG_CONFIG_HOME", config_home);
 }
 
 /// Parses a successful run's stdout as JSON.

@@ -30,6 +30,7 @@ fn every_command_has_help() {
         vec!["watch"],
         vec!["completions"],
         vec!["man"],
+        vec!["config"],
     ] {
         let mut args = command.clone();
         args.push("--help");
@@ -52,6 +53,9 @@ fn every_command_has_help() {
     );
     let watch = stdout(&run(&["watch", "--help"]));
     assert!(watch.contains("APPROVAL_GATE_ACTION"));
+    let config = stdout(&run(&["config", "--help"]));
+    assert!(config.contains("APPROVAL_GATE_DEFAULT_TTL"), "{config}");
+    assert!(stdout(&run(&["--help"])).contains("--store <STORE>"));
 }
 
 #[test]

@@ -6,6 +6,7 @@ mod hostile;
 mod logging;
 mod never_approves;
 mod schema;
+mod settings;
 mod support;
 mod tools;
 mod waits;

@@ -70,6 +70,15 @@ impl Session {
 
     /// With `log`, the server logs at that filter and its stderr is readable.
     pub(crate) async fn start_with_log(log: Option<&str>) -> Self {
+        Self::start_configured(log, |_, _| {}).await
+    }
+
+    /// `configure` adds to the server's command line and environment, given the store;
+    /// the default config file is `<store>/../approval-gate/config.toml`.
+    pub(crate) async fn start_configured(
+        log: Option<&str>,
+        configure: impl FnOnce(&mut tokio::process::Command, &Path),
+    ) -> Self {
         let dir = tempfile::tempdir().unwrap();
         let store = dir.path().join("store");
         // The human's side creates the store first, as `approval-gate` would.
@@ -78,9 +87,11 @@ impl Session {
         command
             .env("APPROVAL_GATE_DIR", &store)
             .env_remove("APPROVAL_GATE_LOG");
+        operator_settings_of_this_test_only(&mut command, dir.path());
         if let Some(log) = log {
             command.env("APPROVAL_GATE_LOG", log);
         }
+        configure(&mut command, &store);
         let (transport, stderr) = TokioChildProcess::builder(command)
             .stderr(if log.is_some() {
                 Stdio::piped()
@@ -239,6 +250,24 @@ impl Reply {
         );
         self.content
     }
+}
+
+/// The operator's environment of the machine running the tests never reaches the server;
+/// its default config file is `<config_home>/approval-gate/config.toml`.
+pub(crate) fn operator_settings_of_this_test_only(
+    command: &mut tokio::process::Command,
+    config_home: &Path,
+) {
+    for name in [
+        "APPROVAL_GATE_STORE",
+        "APPROVAL_GATE_CONFIG",
+        "APPROVAL_GATE_MAX_PENDING",
+        "APPROVAL_GATE_MAX_REQUESTS",
+        "APPROVAL_GATE_DEFAULT_TTL",
+    ] {
+        command.env_remove(name);
+    }
+    command.env("XDG_CONFIG_HOME", config_home);
 }
 
 /// Every file and directory under `root`, with file contents: to prove nothing changed.

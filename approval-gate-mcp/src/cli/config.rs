@@ -1,0 +1,102 @@
+//! `config`: the operator's effective settings and where each came from. It opens nothing.
+
+use std::fmt::Write as _;
+
+use serde_json::{Map, Value, json};
+
+use super::Exit;
+use super::output;
+use super::render;
+use crate::display::escape;
+use crate::settings::{Setting, Settings, Source};
+
+pub(crate) fn config(settings: &Settings, json: bool) -> anyhow::Result<Exit> {
+    let text = if json {
+        render::json(&as_json(settings))?
+    } else {
+        as_text(settings)
+    };
+    output::stdout(&text)?;
+    Ok(Exit::Done)
+}
+
+fn as_json(settings: &Settings) -> Value {
+    let file = &settings.config;
+    let mut ttl_entry = entry(&settings.default_ttl, json!(ttl(settings)));
+    ttl_entry.insert(
+        "seconds".into(),
+        settings.default_ttl.value.as_secs().into(),
+    );
+    json!({
+        "config": {
+            "path": file.path.as_ref().map(|path| path.to_string_lossy()),
+            "found": file.found,
+            "source": file.source.kind(),
+            "from": file.source.name(),
+        },
+        "store": entry(&settings.store, json!(settings.store.value.to_string())),
+        "maxPending": entry(&settings.max_pending, json!(settings.max_pending.value)),
+        "maxRequests": entry(&settings.max_requests, json!(settings.max_requests.value)),
+        "defaultTtl": ttl_entry,
+    })
+}
+
+/// `{"value", "source", "from"}`, `from` being the flag, variable or file (null for a
+/// default).
+fn entry<T>(setting: &Setting<T>, value: Value) -> Map<String, Value> {
+    let mut entry = Map::new();
+    entry.insert("value".into(), value);
+    entry.insert("source".into(), setting.source.kind().into());
+    entry.insert("from".into(), setting.source.name().into());
+    entry
+}
+
+fn ttl(settings: &Settings) -> String {
+    humantime::format_duration(settings.default_ttl.value).to_string()
+}
+
+fn as_text(settings: &Settings) -> String {
+    let file = &settings.config;
+    let config = match &file.path {
+        Some(path) => path.display().to_string(),
+        None => "none (no home directory)".to_owned(),
+    };
+    let config_source = match (&file.source, file.found) {
+        (Source::Default, false) => "default, not found".to_owned(),
+        (source, _) => source.to_string(),
+    };
+    let rows = [
+        ("config", config, config_source),
+        (
+            "store",
+            settings.store.value.to_string(),
+            settings.store.source.to_string(),
+        ),
+        (
+            "max_pending",
+            settings.max_pending.value.to_string(),
+            settings.max_pending.source.to_string(),
+        ),
+        (
+            "max_requests",
+            settings.max_requests.value.to_string(),
+            settings.max_requests.source.to_string(),
+        ),
+        (
+            "default_ttl",
+            ttl(settings),
+            settings.default_ttl.source.to_string(),
+        ),
+    ];
+    let rows = rows.map(|(name, value, source)| (name, escape(&value), escape(&source)));
+    let width = rows.iter().map(|(_, value, _)| value.chars().count()).max();
+    let mut text = String::new();
+    for (name, value, source) in rows {
+        let _ = writeln!(
+            text,
+            "{name:<12}  {value:<width$}  ({source})",
+            width = width.unwrap_or(0)
+        );
+    }
+    text
+}

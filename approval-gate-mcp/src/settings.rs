@@ -1,0 +1,1053 @@
+//! The operator's settings: which store the binaries open, and the limits it enforces.
+//!
+//! Limits and the default time to live are the operator's, never the agent's (SPEC §9): both
+//! binaries read them here, once, from their own command line, environment and config file,
+//! and the MCP server takes none of them from a tool call. A request's own `ttl_seconds`
+//! still applies, within the library's fixed range; the operator's default is for requests
+//! that do not say.
+//!
+//! Each setting comes from the first of these that gives it, and remembers which:
+//!
+//! | setting | flag | environment | config file key | default |
+//! |---|---|---|---|---|
+//! | store | `--store`, `--dir` | `APPROVAL_GATE_STORE`, then `APPROVAL_GATE_DIR` | `store` | `~/.approval-gate` |
+//! | queue cap | | `APPROVAL_GATE_MAX_PENDING` | `max_pending` | 100 |
+//! | creation limit | | `APPROVAL_GATE_MAX_REQUESTS` | `max_requests` | 10 000 |
+//! | default TTL | | `APPROVAL_GATE_DEFAULT_TTL` | `default_ttl` | 1 h |
+//!
+//! The config file is `--config`, else `APPROVAL_GATE_CONFIG`, else
+//! `$XDG_CONFIG_HOME/approval-gate/config.toml`, else `~/.config/approval-gate/config.toml`;
+//! only the default one may be missing. Every value given is checked, even one that a
+//! source higher up overrides: a mistake is reported, never hidden until the day the override
+//! goes away. An empty flag is refused, and so is a variable set but empty wherever it would
+//! be used: `APPROVAL_GATE_DIR=` must not quietly mean `~/.approval-gate`, since a script that
+//! meant a store of its own but built an empty path would read and decide another's requests.
+//!
+//! Resolving reads the environment and the config file and nothing else: it opens and
+//! creates nothing, so `approval-gate config` can show the settings of a store that does not
+//! exist yet, and a bad setting stops a binary before it touches the store.
+
+use std::ffi::OsString;
+use std::fmt;
+use std::io::Read as _;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use approval_gate::limits::{
+    DEFAULT_MAX_PENDING, DEFAULT_MAX_REQUESTS, DEFAULT_TTL, MAX_TTL, MIN_TTL,
+};
+use approval_gate::{Gate, Limits, Location};
+
+/// The store, as `--store` reads it: a directory or a `file:` URL.
+pub(crate) const STORE_ENV: &str = "APPROVAL_GATE_STORE";
+/// The store directory; `APPROVAL_GATE_STORE` wins when both are set.
+pub(crate) const DIR_ENV: &str = "APPROVAL_GATE_DIR";
+/// The config file, instead of the default one.
+pub(crate) const CONFIG_ENV: &str = "APPROVAL_GATE_CONFIG";
+/// The cap of the pending queue.
+pub(crate) const MAX_PENDING_ENV: &str = "APPROVAL_GATE_MAX_PENDING";
+/// The cap of the requests kept in the live store.
+pub(crate) const MAX_REQUESTS_ENV: &str = "APPROVAL_GATE_MAX_REQUESTS";
+/// The time to live of a request that does not say, such as `30m`.
+pub(crate) const DEFAULT_TTL_ENV: &str = "APPROVAL_GATE_DEFAULT_TTL";
+
+/// Why an empty store directory is refused, and what to do instead.
+pub(crate) const EMPTY_DIR: &str = "the store directory is empty (from --dir or \
+    APPROVAL_GATE_DIR); give a directory, or unset APPROVAL_GATE_DIR and leave out --dir to use \
+    ~/.approval-gate";
+
+/// Longer than any honest config file; read no further.
+const MAX_CONFIG_BYTES: u64 = 64 * 1024;
+/// The keys a config file may hold.
+const KEYS: [&str; 4] = ["store", "max_pending", "max_requests", "default_ttl"];
+
+/// The flags both binaries take. The help text is given as attributes: it is terminal text,
+/// not rustdoc.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub(crate) struct Flags {
+    #[arg(
+        long,
+        global = true,
+        value_name = "STORE",
+        conflicts_with = "dir",
+        help = "The approval store: a directory or a file: URL [default: $APPROVAL_GATE_STORE, \
+                else $APPROVAL_GATE_DIR, else `store` in the config file, else ~/.approval-gate]"
+    )]
+    pub(crate) store: Option<String>,
+
+    #[arg(
+        long,
+        global = true,
+        value_name = "DIR",
+        value_hint = clap::ValueHint::DirPath,
+        value_parser = path_allowing_empty(),
+        help = "The store directory (--store with a plain path)"
+    )]
+    pub(crate) dir: Option<PathBuf>,
+
+    #[arg(
+        long,
+        global = true,
+        value_name = "FILE",
+        value_hint = clap::ValueHint::FilePath,
+        value_parser = path_allowing_empty(),
+        help = "The operator's config file [default: $APPROVAL_GATE_CONFIG, else \
+                $XDG_CONFIG_HOME/approval-gate/config.toml, else \
+                ~/.config/approval-gate/config.toml]"
+    )]
+    pub(crate) config: Option<PathBuf>,
+}
+
+/// A path, the empty one included: it is refused when the settings are resolved, with the
+/// reason, rather than by clap with a generic "a value is required".
+fn path_allowing_empty() -> impl clap::builder::TypedValueParser<Value = PathBuf> {
+    use clap::builder::TypedValueParser as _;
+    clap::builder::OsStringValueParser::new().map(PathBuf::from)
+}
+
+/// Where a setting came from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Source {
+    /// A command-line flag, such as `--store`.
+    Flag(&'static str),
+    /// An environment variable.
+    Env(&'static str),
+    /// The config file at this path.
+    File(PathBuf),
+    /// Nothing set it.
+    Default,
+}
+
+impl Source {
+    /// `flag`, `env`, `file` or `default`.
+    pub(crate) fn kind(&self) -> &'static str {
+        match self {
+            Self::Flag(_) => "flag",
+            Self::Env(_) => "env",
+            Self::File(_) => "file",
+            Self::Default => "default",
+        }
+    }
+
+    /// The flag, variable or file; `None` for a default.
+    pub(crate) fn name(&self) -> Option<String> {
+        match self {
+            Self::Flag(name) | Self::Env(name) => Some((*name).to_owned()),
+            Self::File(path) => Some(path.to_string_lossy().into_owned()),
+            Self::Default => None,
+        }
+    }
+}
+
+impl fmt::Display for Source {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.name() {
+            Some(name) => write!(f, "{} {name}", self.kind()),
+            None => f.write_str(self.kind()),
+        }
+    }
+}
+
+/// A setting's value and where it came from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Setting<T> {
+    pub(crate) value: T,
+    pub(crate) source: Source,
+}
+
+impl<T> Setting<T> {
+    fn new(value: T, source: Source) -> Self {
+        Self { value, source }
+    }
+}
+
+/// Which config file was read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct ConfigFile {
+    /// `None` when there is no home directory to look in.
+    pub(crate) path: Option<PathBuf>,
+    /// `--config`, `APPROVAL_GATE_CONFIG` or the default.
+    pub(crate) source: Source,
+    /// Whether the file exists (only the default one may be missing).
+    pub(crate) found: bool,
+}
+
+/// Every effective setting, each with its source.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Settings {
+    pub(crate) config: ConfigFile,
+    pub(crate) store: Setting<Location>,
+    pub(crate) max_pending: Setting<usize>,
+    pub(crate) max_requests: Setting<usize>,
+    pub(crate) default_ttl: Setting<Duration>,
+}
+
+/// A setting that cannot be used: a usage error, and nothing was opened.
+#[derive(Debug)]
+pub(crate) struct SettingsError(String);
+
+impl fmt::Display for SettingsError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for SettingsError {}
+
+/// What the config file said, checked.
+#[derive(Debug, Default)]
+struct FileValues {
+    store: Option<Location>,
+    max_pending: Option<usize>,
+    max_requests: Option<usize>,
+    default_ttl: Option<Duration>,
+}
+
+impl Settings {
+    /// The settings from `flags`, this process's environment and the config file.
+    pub(crate) fn resolve(flags: &Flags) -> Result<Self, SettingsError> {
+        Self::resolve_with(flags, &|name| std::env::var_os(name))
+    }
+
+    /// The settings from `flags`, the environment `env` gives, and the config file.
+    fn resolve_with(
+        flags: &Flags,
+        env: &dyn Fn(&str) -> Option<OsString>,
+    ) -> Result<Self, SettingsError> {
+        let config = config_file(flags, env)?;
+        let file = match (&config.path, config.found) {
+            (Some(path), true) => read_file(path)?,
+            _ => FileValues::default(),
+        };
+        let file_source = || Source::File(config.path.clone().unwrap_or_default());
+
+        let store = resolve_store(flags, env, file.store.map(|s| (s, file_source())))?;
+        let max_pending = resolve_limit(
+            MAX_PENDING_ENV,
+            env,
+            file.max_pending.map(|n| (n, file_source())),
+            DEFAULT_MAX_PENDING,
+        )?;
+        let max_requests = resolve_limit(
+            MAX_REQUESTS_ENV,
+            env,
+            file.max_requests.map(|n| (n, file_source())),
+            DEFAULT_MAX_REQUESTS,
+        )?;
+        let default_ttl = match env(DEFAULT_TTL_ENV) {
+            Some(text) => Setting::new(
+                parse_ttl(&given(DEFAULT_TTL_ENV, text, "a duration such as 30m")?)
+                    .map_err(|problem| env_error(DEFAULT_TTL_ENV, &problem))?,
+                Source::Env(DEFAULT_TTL_ENV),
+            ),
+            None => match file.default_ttl {
+                Some(ttl) => Setting::new(ttl, file_source()),
+                None => Setting::new(DEFAULT_TTL, Source::Default),
+            },
+        };
+        Ok(Self {
+            config,
+            store,
+            max_pending,
+            max_requests,
+            default_ttl,
+        })
+    }
+
+    /// The limits the gate enforces.
+    pub(crate) fn limits(&self) -> Limits {
+        Limits::default()
+            .max_pending(self.max_pending.value)
+            .max_requests(self.max_requests.value)
+            .default_ttl(self.default_ttl.value)
+    }
+
+    /// Opens (and, for a directory store, creates) the store with these limits.
+    pub(crate) fn open(&self) -> Result<Gate, approval_gate::Error> {
+        Gate::builder()
+            .store(self.store.value.clone())
+            .limits(self.limits())
+            .open()
+    }
+}
+
+fn config_file(
+    flags: &Flags,
+    env: &dyn Fn(&str) -> Option<OsString>,
+) -> Result<ConfigFile, SettingsError> {
+    let (path, source) = if let Some(path) = &flags.config {
+        if path.as_os_str().is_empty() {
+            return Err(SettingsError("--config: is empty: give a file".into()));
+        }
+        (Some(path.clone()), Source::Flag("--config"))
+    } else if let Some(path) = env(CONFIG_ENV) {
+        if path.is_empty() {
+            return Err(env_error(
+                CONFIG_ENV,
+                "is empty: name a file, or unset it to use the default one",
+            ));
+        }
+        (Some(PathBuf::from(path)), Source::Env(CONFIG_ENV))
+    } else {
+        (default_config_path(env), Source::Default)
+    };
+    let found = match &path {
+        None => false,
+        Some(path) => match std::fs::symlink_metadata(path) {
+            Ok(_) => true,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound && source == Source::Default => {
+                false
+            }
+            Err(e) => {
+                return Err(SettingsError(format!(
+                    "config file {} ({source}): {e}",
+                    path.display()
+                )));
+            }
+        },
+    };
+    Ok(ConfigFile {
+        path,
+        source,
+        found,
+    })
+}
+
+/// `$XDG_CONFIG_HOME/approval-gate/config.toml` (an absolute `XDG_CONFIG_HOME` only, as the
+/// XDG spec says), else `$HOME/.config/approval-gate/config.toml`.
+fn default_config_path(env: &dyn Fn(&str) -> Option<OsString>) -> Option<PathBuf> {
+    let base = env("XDG_CONFIG_HOME")
+        .map(PathBuf::from)
+        .filter(|path| path.is_absolute())
+        .or_else(|| home(env).map(|home| home.join(".config")))?;
+    Some(base.join("approval-gate").join("config.toml"))
+}
+
+fn read_file(path: &Path) -> Result<FileValues, SettingsError> {
+    let fail = |problem: &dyn fmt::Display| {
+        SettingsError(format!("config file {}: {problem}", path.display()))
+    };
+    let file = std::fs::File::open(path).map_err(|e| fail(&e))?;
+    let metadata = file.metadata().map_err(|e| fail(&e))?;
+    if !metadata.is_file() {
+        return Err(fail(&"is not a regular file"));
+    }
+    check_owner(&metadata).map_err(|problem| fail(&problem))?;
+    let mut text = String::new();
+    file.take(MAX_CONFIG_BYTES + 1)
+        .read_to_string(&mut text)
+        .map_err(|e| fail(&e))?;
+    if text.len() as u64 > MAX_CONFIG_BYTES {
+        return Err(fail(&format!(
+            "is larger than {MAX_CONFIG_BYTES} bytes; a config file holds a few lines"
+        )));
+    }
+    let table: toml::Table = text.parse().map_err(|e: toml::de::Error| {
+        let line = e
+            .span()
+            .map(|span| text[..span.start.min(text.len())].matches('\n').count() + 1);
+        let message = e.message().trim_end();
+        match line {
+            Some(line) => fail(&format!("line {line}: {message}")),
+            None => fail(&message),
+        }
+    })?;
+    parse_table(&table).map_err(|problem| fail(&problem))
+}
+
+/// Whoever can write the config file chooses the store: only its owner (this user or root)
+/// may.
+#[cfg(unix)]
+fn check_owner(metadata: &std::fs::Metadata) -> Result<(), String> {
+    use std::os::unix::fs::MetadataExt as _;
+
+    let me = rustix::process::geteuid().as_raw();
+    if metadata.uid() != me && metadata.uid() != 0 {
+        return Err(format!(
+            "is owned by user {}, not by you ({me}) or root",
+            metadata.uid()
+        ));
+    }
+    if metadata.mode() & 0o022 != 0 {
+        return Err(format!(
+            "is writable by others (mode {:o}); run: chmod go-w on it",
+            metadata.mode() & 0o7777
+        ));
+    }
+    Ok(())
+}
+
+#[cfg(not(unix))]
+fn check_owner(_metadata: &std::fs::Metadata) -> Result<(), String> {
+    Ok(())
+}
+
+fn parse_table(table: &toml::Table) -> Result<FileValues, String> {
+    let mut values = FileValues::default();
+    for (key, value) in table {
+        let bad = |problem: &str| format!("{key}: {problem}");
+        match key.as_str() {
+            "store" => {
+                let text = value
+                    .as_str()
+                    .ok_or_else(|| bad(&expected("a path or file: URL in a string", value)))?;
+                let location = parse_location(text).map_err(|problem| bad(&problem))?;
+                if let Location::Dir(dir) = &location
+                    && dir.is_relative()
+                {
+                    return Err(bad(&format!(
+                        "{text:?} is relative: give an absolute path or a file:/// URL \
+                         (a relative one would depend on where each binary starts)"
+                    )));
+                }
+                values.store = Some(location);
+            }
+            "max_pending" | "max_requests" => {
+                let number = value
+                    .as_integer()
+                    .ok_or_else(|| bad(&expected("a whole number", value)))?;
+                let number = usize::try_from(number)
+                    .ok()
+                    .filter(|&n| n >= 1)
+                    .ok_or_else(|| bad(&format!("{number} is not a whole number from 1 up")))?;
+                if key == "max_pending" {
+                    values.max_pending = Some(number);
+                } else {
+                    values.max_requests = Some(number);
+                }
+            }
+            "default_ttl" => {
+                let text = value.as_str().ok_or_else(|| {
+                    bad(&expected("a duration in a string, such as \"30m\"", value))
+                })?;
+                values.default_ttl = Some(parse_ttl(text).map_err(|problem| bad(&problem))?);
+            }
+            other => {
+                return Err(format!(
+                    "unknown key {other:?}: the keys are {}",
+                    KEYS.join(", ")
+                ));
+            }
+        }
+    }
+    Ok(values)
+}
+
+fn expected(what: &str, value: &toml::Value) -> String {
+    format!("expected {what}, got {} {value}", value.type_str())
+}
+
+fn resolve_store(
+    flags: &Flags,
+    env: &dyn Fn(&str) -> Option<OsString>,
+    file: Option<(Location, Source)>,
+) -> Result<Setting<Location>, SettingsError> {
+    // Every one given is checked, not only the one that wins; an empty one only if used.
+    let from_env = match env(STORE_ENV) {
+        Some(text) if text.is_empty() => Some(None),
+        Some(text) => Some(Some(
+            parse_location(&utf8(STORE_ENV, text)?)
+                .map_err(|problem| env_error(STORE_ENV, &problem))?,
+        )),
+        None => None,
+    };
+    if let Some(text) = &flags.store {
+        let location =
+            parse_location(text).map_err(|problem| SettingsError(format!("--store: {problem}")))?;
+        return Ok(Setting::new(location, Source::Flag("--store")));
+    }
+    if let Some(dir) = &flags.dir {
+        if dir.as_os_str().is_empty() {
+            return Err(SettingsError(EMPTY_DIR.into()));
+        }
+        return Ok(Setting::new(
+            Location::Dir(dir.clone()),
+            Source::Flag("--dir"),
+        ));
+    }
+    match from_env {
+        Some(Some(location)) => return Ok(Setting::new(location, Source::Env(STORE_ENV))),
+        Some(None) => {
+            return Err(env_error(
+                STORE_ENV,
+                "is empty: give a directory or a file: URL, or unset it",
+            ));
+        }
+        None => {}
+    }
+    if let Some(dir) = env(DIR_ENV) {
+        if dir.is_empty() {
+            return Err(SettingsError(EMPTY_DIR.into()));
+        }
+        return Ok(Setting::new(
+            Location::Dir(dir.into()),
+            Source::Env(DIR_ENV),
+        ));
+    }
+    if let Some((location, source)) = file {
+        return Ok(Setting::new(location, source));
+    }
+    match home(env) {
+        Some(home) => Ok(Setting::new(
+            Location::Dir(home.join(".approval-gate")),
+            Source::Default,
+        )),
+        None => Err(SettingsError(format!(
+            "no store: HOME is not set; give --store, {STORE_ENV}, {DIR_ENV} or `store` in \
+             the config file"
+        ))),
+    }
+}
+
+fn resolve_limit(
+    name: &'static str,
+    env: &dyn Fn(&str) -> Option<OsString>,
+    file: Option<(usize, Source)>,
+    default: usize,
+) -> Result<Setting<usize>, SettingsError> {
+    if let Some(text) = env(name) {
+        let text = given(name, text, "a whole number")?;
+        let number = text
+            .parse::<usize>()
+            .ok()
+            .filter(|&n| n >= 1)
+            .ok_or_else(|| env_error(name, &format!("{text:?} is not a whole number from 1 up")))?;
+        return Ok(Setting::new(number, Source::Env(name)));
+    }
+    Ok(match file {
+        Some((number, source)) => Setting::new(number, source),
+        None => Setting::new(default, Source::Default),
+    })
+}
+
+/// A store location, with the library's problem as the message.
+fn parse_location(text: &str) -> Result<Location, String> {
+    Location::parse(text).map_err(|error| match error {
+        approval_gate::Error::InvalidInput { problem, .. } => problem,
+        other => other.to_string(),
+    })
+}
+
+/// A default TTL such as `30m` or `2h 30m`: whole seconds, within the library's range.
+fn parse_ttl(text: &str) -> Result<Duration, String> {
+    let ttl = humantime::parse_duration(text)
+        .map_err(|e| format!("{text:?} is not a duration such as \"30m\" or \"2h\": {e}"))?;
+    if ttl.subsec_nanos() != 0 {
+        return Err(format!("{text:?} is not a whole number of seconds"));
+    }
+    if ttl < MIN_TTL || ttl > MAX_TTL {
+        return Err(format!(
+            "{text:?} is outside {} to {}",
+            humantime::format_duration(MIN_TTL),
+            humantime::format_duration(MAX_TTL)
+        ));
+    }
+    Ok(ttl)
+}
+
+/// `$HOME`, unless unset or empty.
+fn home(env: &dyn Fn(&str) -> Option<OsString>) -> Option<PathBuf> {
+    env("HOME")
+        .filter(|home| !home.is_empty())
+        .map(PathBuf::from)
+}
+
+/// The text of a variable that is set: refused if empty or not UTF-8.
+fn given(name: &str, value: OsString, what: &str) -> Result<String, SettingsError> {
+    if value.is_empty() {
+        return Err(env_error(
+            name,
+            &format!("is empty: give {what}, or unset it"),
+        ));
+    }
+    utf8(name, value)
+}
+
+fn utf8(name: &str, value: OsString) -> Result<String, SettingsError> {
+    value
+        .into_string()
+        .map_err(|_| env_error(name, "is not UTF-8"))
+}
+
+fn env_error(name: &str, problem: &str) -> SettingsError {
+    SettingsError(format!("{name}: {problem}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::HashMap;
+
+    use super::*;
+
+    /// An environment of its own, and a home with a config file in the default place.
+    struct World {
+        _tmp: tempfile::TempDir,
+        home: PathBuf,
+        env: HashMap<String, OsString>,
+    }
+
+    impl World {
+        fn new() -> Self {
+            let tmp = tempfile::tempdir().unwrap();
+            let home = tmp.path().join("home");
+            std::fs::create_dir(&home).unwrap();
+            let env = HashMap::from([("HOME".to_owned(), OsString::from(&home))]);
+            Self {
+                _tmp: tmp,
+                home,
+                env,
+            }
+        }
+
+        fn default_config(&self) -> PathBuf {
+            self.home.join(".config/approval-gate/config.toml")
+        }
+
+        fn write_config(&self, text: &str) -> PathBuf {
+            let path = self.default_config();
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            write(&path, text);
+            path
+        }
+
+        fn set(&mut self, name: &str, value: impl Into<OsString>) -> &mut Self {
+            self.env.insert(name.to_owned(), value.into());
+            self
+        }
+
+        fn resolve(&self, flags: &Flags) -> Result<Settings, SettingsError> {
+            Settings::resolve_with(flags, &|name| self.env.get(name).cloned())
+        }
+
+        fn settings(&self, flags: &Flags) -> Settings {
+            self.resolve(flags).unwrap()
+        }
+
+        fn error(&self, flags: &Flags) -> String {
+            self.resolve(flags).unwrap_err().to_string()
+        }
+    }
+
+    /// Writes a config file only its owner can write, whatever the umask.
+    fn write(path: &Path, text: &str) {
+        std::fs::write(path, text).unwrap();
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt as _;
+            std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600)).unwrap();
+        }
+    }
+
+    fn flags() -> Flags {
+        Flags::default()
+    }
+
+    fn dir(path: &str) -> Location {
+        Location::Dir(PathBuf::from(path))
+    }
+
+    #[test]
+    fn nothing_set_gives_the_defaults() {
+        let world = World::new();
+        let settings = world.settings(&flags());
+        assert_eq!(
+            settings.store,
+            Setting::new(
+                Location::Dir(world.home.join(".approval-gate")),
+                Source::Default
+            )
+        );
+        assert_eq!(settings.limits(), Limits::default());
+        for source in [
+            &settings.max_pending.source,
+            &settings.max_requests.source,
+            &settings.default_ttl.source,
+        ] {
+            assert_eq!(source, &Source::Default);
+        }
+        assert_eq!(
+            settings.config,
+            ConfigFile {
+                path: Some(world.default_config()),
+                source: Source::Default,
+                found: false,
+            }
+        );
+    }
+
+    #[test]
+    fn the_store_comes_from_flag_then_env_then_file_then_default() {
+        let mut world = World::new();
+        let file = world.write_config("store = \"file:///from/file\"\n");
+        let file = Source::File(file);
+        assert_eq!(
+            world.settings(&flags()).store,
+            Setting::new(dir("/from/file"), file)
+        );
+
+        world.set(DIR_ENV, "/from/dir-env");
+        assert_eq!(
+            world.settings(&flags()).store,
+            Setting::new(dir("/from/dir-env"), Source::Env(DIR_ENV))
+        );
+        world.set(STORE_ENV, "file:///from/store-env");
+        assert_eq!(
+            world.settings(&flags()).store,
+            Setting::new(dir("/from/store-env"), Source::Env(STORE_ENV))
+        );
+        let with_dir = Flags {
+            dir: Some("/from/dir-flag".into()),
+            ..flags()
+        };
+        assert_eq!(
+            world.settings(&with_dir).store,
+            Setting::new(dir("/from/dir-flag"), Source::Flag("--dir"))
+        );
+        let with_store = Flags {
+            store: Some("file://localhost/from/store-flag".into()),
+            ..flags()
+        };
+        assert_eq!(
+            world.settings(&with_store).store,
+            Setting::new(dir("/from/store-flag"), Source::Flag("--store"))
+        );
+    }
+
+    #[test]
+    fn each_limit_comes_from_env_then_file_then_default() {
+        let mut world = World::new();
+        let path =
+            world.write_config("max_pending = 5\nmax_requests = 50\ndefault_ttl = \"2h 30m\"\n");
+        let settings = world.settings(&flags());
+        assert_eq!(
+            settings.max_pending,
+            Setting::new(5, Source::File(path.clone()))
+        );
+        assert_eq!(
+            settings.max_requests,
+            Setting::new(50, Source::File(path.clone()))
+        );
+        assert_eq!(
+            settings.default_ttl,
+            Setting::new(Duration::from_secs(9000), Source::File(path.clone()))
+        );
+        assert!(settings.config.found);
+        assert_eq!(
+            settings.limits(),
+            Limits::default()
+                .max_pending(5)
+                .max_requests(50)
+                .default_ttl(Duration::from_secs(9000))
+        );
+
+        world
+            .set(MAX_PENDING_ENV, "7")
+            .set(MAX_REQUESTS_ENV, "70")
+            .set(DEFAULT_TTL_ENV, "10m");
+        let settings = world.settings(&flags());
+        assert_eq!(
+            settings.max_pending,
+            Setting::new(7, Source::Env(MAX_PENDING_ENV))
+        );
+        assert_eq!(
+            settings.max_requests,
+            Setting::new(70, Source::Env(MAX_REQUESTS_ENV))
+        );
+        assert_eq!(
+            settings.default_ttl,
+            Setting::new(Duration::from_secs(600), Source::Env(DEFAULT_TTL_ENV))
+        );
+    }
+
+    #[test]
+    fn an_empty_variable_is_refused_where_it_would_be_used() {
+        for (name, needle) in [
+            (STORE_ENV, "APPROVAL_GATE_STORE: is empty"),
+            (DIR_ENV, EMPTY_DIR),
+            (
+                MAX_PENDING_ENV,
+                "APPROVAL_GATE_MAX_PENDING: is empty: give a whole number",
+            ),
+            (MAX_REQUESTS_ENV, "APPROVAL_GATE_MAX_REQUESTS: is empty"),
+            (
+                DEFAULT_TTL_ENV,
+                "APPROVAL_GATE_DEFAULT_TTL: is empty: give a duration",
+            ),
+            (CONFIG_ENV, "APPROVAL_GATE_CONFIG: is empty"),
+        ] {
+            let mut world = World::new();
+            world.set(name, "");
+            let error = world.error(&flags());
+            assert!(error.starts_with(needle), "{error}");
+        }
+        // A flag above it wins, as an explicit --dir wins over APPROVAL_GATE_DIR=.
+        let mut world = World::new();
+        world
+            .set(STORE_ENV, "")
+            .set(DIR_ENV, "")
+            .set(CONFIG_ENV, "");
+        let named = world.home.join("named.toml");
+        write(&named, "");
+        let settings = world.settings(&Flags {
+            dir: Some("/explicit".into()),
+            config: Some(named),
+            ..flags()
+        });
+        assert_eq!(settings.store.value, dir("/explicit"));
+        // An empty HOME or XDG_CONFIG_HOME is unset, as the XDG spec says.
+        let mut world = World::new();
+        world.set("XDG_CONFIG_HOME", "").set(DIR_ENV, "/d");
+        assert_eq!(
+            world.settings(&flags()).config.path,
+            Some(world.default_config())
+        );
+        world.set("HOME", "");
+        assert_eq!(world.settings(&flags()).config.path, None);
+    }
+
+    #[test]
+    fn the_config_file_comes_from_flag_then_env_then_xdg_then_home() {
+        let mut world = World::new();
+        let xdg = world.home.join("xdg");
+        world.set("XDG_CONFIG_HOME", &xdg);
+        assert_eq!(
+            world.settings(&flags()).config.path,
+            Some(xdg.join("approval-gate/config.toml"))
+        );
+        // The XDG spec says a relative XDG_CONFIG_HOME is to be ignored.
+        world.set("XDG_CONFIG_HOME", "relative");
+        assert_eq!(
+            world.settings(&flags()).config.path,
+            Some(world.default_config())
+        );
+
+        let env_file = world.home.join("env.toml");
+        write(&env_file, "max_pending = 3\n");
+        world.set(CONFIG_ENV, &env_file);
+        let settings = world.settings(&flags());
+        assert_eq!(settings.config.source, Source::Env(CONFIG_ENV));
+        assert_eq!(settings.max_pending.value, 3);
+
+        let flag_file = world.home.join("flag.toml");
+        write(&flag_file, "max_pending = 4\n");
+        let settings = world.settings(&Flags {
+            config: Some(flag_file.clone()),
+            ..flags()
+        });
+        assert_eq!(settings.config.source, Source::Flag("--config"));
+        assert_eq!(
+            settings.max_pending,
+            Setting::new(4, Source::File(flag_file))
+        );
+    }
+
+    #[test]
+    fn a_named_config_file_must_exist() {
+        let mut world = World::new();
+        let missing = world.home.join("missing.toml");
+        world.set(CONFIG_ENV, &missing);
+        let error = world.error(&flags());
+        assert!(error.contains("missing.toml"), "{error}");
+        assert!(error.contains(CONFIG_ENV), "{error}");
+    }
+
+    #[test]
+    fn bad_files_name_the_file_and_the_key() {
+        let world = World::new();
+        for (text, needle) in [
+            ("max_pendng = 5\n", "unknown key \"max_pendng\""),
+            ("[limits]\nmax_pending = 5\n", "unknown key \"limits\""),
+            (
+                "max_pending = 0\n",
+                "max_pending: 0 is not a whole number from 1 up",
+            ),
+            ("max_requests = -1\n", "max_requests: -1 is not"),
+            (
+                "max_pending = \"5\"\n",
+                "max_pending: expected a whole number, got string",
+            ),
+            (
+                "max_requests = 1.5\n",
+                "max_requests: expected a whole number, got float",
+            ),
+            (
+                "default_ttl = 600\n",
+                "default_ttl: expected a duration in a string",
+            ),
+            (
+                "default_ttl = \"5s\"\n",
+                "default_ttl: \"5s\" is outside 10s to 7days",
+            ),
+            ("default_ttl = \"8days\"\n", "is outside"),
+            (
+                "default_ttl = \"10s 500ms\"\n",
+                "not a whole number of seconds",
+            ),
+            (
+                "default_ttl = \"soon\"\n",
+                "default_ttl: \"soon\" is not a duration",
+            ),
+            (
+                "store = \"relative/dir\"\n",
+                "store: \"relative/dir\" is relative",
+            ),
+            (
+                "store = \"postgres://db/x\"\n",
+                "store: the scheme \"postgres\"",
+            ),
+            (
+                "store = 5\n",
+                "store: expected a path or file: URL in a string",
+            ),
+            ("\n\nmax_pending = [\n", "line 3: "),
+        ] {
+            let path = world.write_config(text);
+            let error = world.error(&flags());
+            let file = format!("config file {}: ", path.display());
+            assert!(error.starts_with(&file), "{text:?}: {error}");
+            assert!(error.contains(needle), "{text:?}: {error}");
+        }
+    }
+
+    #[test]
+    fn a_bad_file_fails_even_when_overridden() {
+        let mut world = World::new();
+        world.write_config("max_pending = 0\n");
+        world.set(MAX_PENDING_ENV, "5");
+        assert!(world.error(&flags()).contains("max_pending"));
+    }
+
+    #[test]
+    fn bad_variables_name_the_variable() {
+        for (name, value, needle) in [
+            (
+                MAX_PENDING_ENV,
+                "many",
+                "\"many\" is not a whole number from 1 up",
+            ),
+            (MAX_PENDING_ENV, "0", "\"0\" is not a whole number"),
+            (MAX_REQUESTS_ENV, "-3", "\"-3\" is not a whole number"),
+            (DEFAULT_TTL_ENV, "1 fortnight", "is not a duration"),
+            (DEFAULT_TTL_ENV, "9s", "is outside 10s to 7days"),
+            (STORE_ENV, "postgres://db/x", "the scheme \"postgres\""),
+            (STORE_ENV, "file://elsewhere/x", "names the host"),
+        ] {
+            let mut world = World::new();
+            world.set(name, value);
+            let error = world.error(&flags());
+            assert!(error.starts_with(&format!("{name}: ")), "{error}");
+            assert!(error.contains(needle), "{error}");
+        }
+        // Checked even when a flag overrides it.
+        let mut world = World::new();
+        world.set(STORE_ENV, "postgres://db/x");
+        let error = world.error(&Flags {
+            dir: Some("/x".into()),
+            ..flags()
+        });
+        assert!(error.starts_with(STORE_ENV), "{error}");
+    }
+
+    #[test]
+    fn bad_flags_name_the_flag() {
+        let world = World::new();
+        for (flags, needle) in [
+            (
+                Flags {
+                    store: Some("ftp://x".into()),
+                    ..flags()
+                },
+                "--store: the scheme \"ftp\"",
+            ),
+            (
+                Flags {
+                    store: Some(String::new()),
+                    ..flags()
+                },
+                "--store: is empty",
+            ),
+            (
+                Flags {
+                    dir: Some(PathBuf::new()),
+                    ..flags()
+                },
+                EMPTY_DIR,
+            ),
+            (
+                Flags {
+                    config: Some(PathBuf::new()),
+                    ..flags()
+                },
+                "--config: is empty",
+            ),
+        ] {
+            let error = world.error(&flags);
+            assert!(error.starts_with(needle), "{error}");
+        }
+    }
+
+    #[test]
+    fn without_a_home_the_store_must_be_named() {
+        let mut world = World::new();
+        world.env.remove("HOME");
+        let error = world.error(&flags());
+        assert!(error.contains("HOME is not set"), "{error}");
+        world.set(DIR_ENV, "/somewhere");
+        let settings = world.settings(&flags());
+        assert_eq!(settings.config.path, None);
+        assert!(!settings.config.found);
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_config_file_others_can_write_is_refused() {
+        use std::os::unix::fs::PermissionsExt as _;
+
+        let world = World::new();
+        let path = world.write_config("max_pending = 5\n");
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o664)).unwrap();
+        let error = world.error(&flags());
+        assert!(
+            error.contains("is writable by others (mode 664)"),
+            "{error}"
+        );
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).unwrap();
+        assert_eq!(world.settings(&flags()).max_pending.value, 5);
+    }
+
+    #[test]
+    fn resolving_creates_nothing() {
+        let world = World::new();
+        world.write_config("max_pending = 5\n");
+        let settings = world.settings(&flags());
+        let Location::Dir(store) = &settings.store.value else {
+            panic!("a directory store");
+        };
+        assert!(!store.exists());
+    }
+
+    #[test]
+    fn the_settings_open_a_gate_with_their_limits() {
+        let world = World::new();
+        let store = world.home.join("store");
+        world.write_config(&format!(
+            "store = {:?}\nmax_pending = 1\ndefault_ttl = \"15m\"\n",
+            store.display().to_string()
+        ));
+        let gate = world.settings(&flags()).open().unwrap();
+        assert_eq!(gate.location(), &Location::Dir(store));
+        assert_eq!(gate.limits().max_pending, 1);
+        let ask = || approval_gate::NewRequest::new("one", "the test needs it");
+        let filed = gate.request_approval(ask()).unwrap().request;
+        let ttl = filed.created_at().millis_until(filed.expires_at());
+        assert_eq!(ttl, 15 * 60 * 1000);
+        let second = gate.request_approval(approval_gate::NewRequest::new("two", "again"));
+        assert!(
+            matches!(
+                second,
+                Err(approval_gate::Error::QueueFull { limit: 1, .. })
+            ),
+            "{second:?}"
+        );
+    }
+}
