@@ -66,6 +66,7 @@ mod request;
 mod retention;
 mod store;
 mod time;
+mod wait;
 
 #[doc(hidden)]
 pub use approval::__private;
@@ -91,6 +92,10 @@ pub use request::{
 pub use retention::{ArchiveReport, MIN_ARCHIVE_AGE_DAYS};
 pub use store::{Gate, GateBuilder, Limits, Submitted};
 pub use time::{Clock, ManualClock, SystemClock, Timestamp};
+pub use wait::{
+    Arrivals, Change, Changes, Closer, FALLBACK, FALLBACK_WITHOUT_EVENTS, WatchBuilder, Waited,
+    Waiting, Watch,
+};
 
 /// Entry points for the fuzz targets in `fuzz/`. Not a public API.
 #[doc(hidden)]
