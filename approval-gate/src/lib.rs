@@ -93,8 +93,8 @@ pub use retention::{ArchiveReport, MIN_ARCHIVE_AGE_DAYS};
 pub use store::{Gate, GateBuilder, Limits, Submitted};
 pub use time::{Clock, ManualClock, SystemClock, Timestamp};
 pub use wait::{
-    Arrivals, Change, Changes, Closer, FALLBACK, FALLBACK_WITHOUT_EVENTS, WatchBuilder, Waited,
-    Waiting, Watch,
+    Arrivals, Change, Changes, Closer, FALLBACK, FALLBACK_WITHOUT_EVENTS, Waited, Waiting, Watch,
+    WatchBuilder,
 };
 
 /// Entry points for the fuzz targets in `fuzz/`. Not a public API.

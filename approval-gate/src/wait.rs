@@ -45,8 +45,8 @@ use std::time::{Duration, Instant};
 use notify::{EventKind, RecursiveMode, Watcher};
 
 pub use arrivals::Arrivals;
-pub use changes::{Change, Changes, Closer};
 use changes::Subscribers;
+pub use changes::{Change, Changes, Closer};
 pub use waiting::Waiting;
 
 use crate::error::Error;
@@ -158,7 +158,9 @@ struct Inner {
 
 enum Source {
     // Held only to keep it running.
-    Events { _watcher: notify::RecommendedWatcher },
+    Events {
+        _watcher: notify::RecommendedWatcher,
+    },
     Polling(String),
 }
 

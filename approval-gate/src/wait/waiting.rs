@@ -13,7 +13,7 @@ use std::task::{Context, Poll, Waker};
 use std::thread;
 use std::time::Duration;
 
-use super::{Closer, Watch, Waited, wait};
+use super::{Closer, Waited, Watch, wait};
 use crate::error::Error;
 use crate::id::RequestId;
 
@@ -90,6 +90,42 @@ impl Drop for Waiting {
     fn drop(&mut self) {
         if let Some(closer) = &self.closer {
             closer.close();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Instant;
+
+    use super::*;
+    use crate::request::NewRequest;
+    use crate::store::Gate;
+
+    /// Subscriptions alive on `watch` besides its own handle on the watcher.
+    fn subscriptions(watch: &Watch) -> usize {
+        Arc::strong_count(&watch.inner.source) - 1
+    }
+
+    #[test]
+    fn dropping_the_future_ends_its_thread_and_subscription() {
+        let dir = tempfile::tempdir().unwrap();
+        let gate = Gate::open(dir.path().join("g")).unwrap();
+        let id = gate
+            .request_approval(NewRequest::new("wait", "test"))
+            .unwrap()
+            .request
+            .id();
+        let watch = gate.watcher().fallback(Duration::from_secs(60)).start();
+        let mut waiting = watch.wait_for_decision_async(id, Duration::from_secs(600));
+        let mut cx = Context::from_waker(Waker::noop());
+        assert!(Pin::new(&mut waiting).poll(&mut cx).is_pending());
+        assert_eq!(subscriptions(&watch), 1, "the wait's thread subscribed");
+        drop(waiting);
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while subscriptions(&watch) > 0 {
+            assert!(Instant::now() < deadline, "the thread is still waiting");
+            thread::sleep(Duration::from_millis(5));
         }
     }
 }
