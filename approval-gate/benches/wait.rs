@@ -51,6 +51,7 @@ enum Form {
 }
 
 struct Bench {
+    gate: Gate,
     watch: Watch,
     runtime: tokio::runtime::Runtime,
     _dir: tempfile::TempDir,
@@ -73,6 +74,7 @@ impl Bench {
             .build()
             .unwrap();
         Self {
+            gate,
             watch,
             runtime,
             _dir: dir,
@@ -82,7 +84,7 @@ impl Bench {
     /// One decision: from `approve` called to the wait's return, and the wait's return
     /// relative to `approve` returning (signed nanoseconds).
     fn once(&self, form: Form) -> (Duration, i128) {
-        let gate = self.watch.gate();
+        let gate = &self.gate;
         let id = gate
             .request_approval(NewRequest::new("bench action", "latency"))
             .unwrap()

@@ -1,37 +1,6 @@
-//! Waiting for a human: for a decision on one request, or for new requests to decide.
-//!
-//! A [`Watch`] is one watcher of the store, shared by everything that waits on it: on the
-//! file store an inotify (or the platform's equivalent) watch on the directory of request
-//! records, which every filing, decision, recorded expiry and archive renames a file into or
-//! out of, whichever process made it. Its events are turned into [`Change`] hints and fanned
-//! out to every [`Changes`] subscription.
-//!
-//! Hints are never evidence. Whoever wakes reads the store again and believes only that; a
-//! subscription also wakes on a fallback interval, in case an event was lost or the watcher
-//! could not start at all (then the watch polls, and says why). A wait for a decision also
-//! wakes just after the request's own expiry, since nobody writes an expiry to the store
-//! until someone looks.
-//!
-//! ```
-//! use std::time::Duration;
-//! use approval_gate::{Decision, EffectiveStatus, Gate, NewRequest, Waited};
-//!
-//! # let dir = tempfile::tempdir()?;
-//! let gate = Gate::open(dir.path().join("approvals"))?;
-//! let id = gate.request_approval(NewRequest::new("deploy v2", "release day"))?.request.id();
-//!
-//! // A human decides, here from another thread; usually from another process.
-//! let human = gate.clone();
-//! std::thread::spawn(move || human.deny(id, &Decision::by("alice").reason("not today")));
-//!
-//! match gate.wait_for_decision(id, Duration::from_secs(60))? {
-//!     Waited::Decided(report) => assert_eq!(report.effective_status(), EffectiveStatus::Denied),
-//!     Waited::TimedOut(_) => unreachable!("no human within a minute: not approved"),
-//! }
-//! # Ok::<(), Box<dyn std::error::Error>>(())
-//! ```
-//!
-//! Whatever a wait returns, it authorizes nothing: only a consume does.
+//! Waiting for a human: for a decision on one request, or for new requests to decide. The
+//! one place front ends learn that the store changed, so none of them watches the store's
+//! files itself; see [`Watch`].
 
 mod arrivals;
 mod changes;
@@ -140,8 +109,61 @@ impl WatchBuilder {
     }
 }
 
-/// One watcher of a store, shared by every wait on it: cheap to clone, cheap to subscribe
-/// to. It stops when the last clone, subscription and wait is dropped.
+/// One watcher of a store, shared by everything that waits on it: on the
+/// file store an inotify (or the platform's equivalent) watch on the directory of request
+/// records, which every filing, decision, recorded expiry and archive renames a file into or
+/// out of, whichever process made it. Its events are turned into [`Change`] hints and fanned
+/// out to every [`Changes`] subscription.
+///
+/// Hints are never evidence. Whoever wakes reads the store again and believes only that; a
+/// subscription also wakes on a fallback interval, in case an event was lost or the watcher
+/// could not start at all (then the watch polls, and says why). A wait for a decision also
+/// wakes just after the request's own expiry, since nobody writes an expiry to the store
+/// until someone looks.
+///
+/// ```
+/// use std::time::Duration;
+/// use approval_gate::{Decision, EffectiveStatus, Gate, NewRequest, Waited};
+///
+/// # let dir = tempfile::tempdir()?;
+/// let gate = Gate::open(dir.path().join("approvals"))?;
+/// let id = gate.request_approval(NewRequest::new("deploy v2", "release day"))?.request.id();
+///
+/// let watch = gate.watch(); // one per process is enough
+///
+/// // A human decides, here from another thread; usually from another process.
+/// let human = gate.clone();
+/// std::thread::spawn(move || human.deny(id, &Decision::by("alice").reason("not today")));
+///
+/// match watch.wait_for_decision(id, Duration::from_secs(60))? {
+///     Waited::Decided(report) => assert_eq!(report.effective_status(), EffectiveStatus::Denied),
+///     Waited::TimedOut(_) => unreachable!("no human within a minute: not approved"),
+/// }
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+///
+/// From async code, on any runtime, the same wait is a future:
+///
+/// ```
+/// # use std::time::Duration;
+/// # use approval_gate::{Gate, NewRequest, Waited};
+/// # let dir = tempfile::tempdir()?;
+/// # let gate = Gate::open(dir.path().join("approvals"))?;
+/// # let id = gate.request_approval(NewRequest::new("deploy v2", "release day"))?.request.id();
+/// let watch = gate.watch();
+/// # let runtime = tokio::runtime::Builder::new_current_thread().enable_time().build()?;
+/// # runtime.block_on(async {
+/// let waited = watch.wait_for_decision_async(id, Duration::from_millis(50)).await?;
+/// assert!(matches!(waited, Waited::TimedOut(_))); // nobody decided: not approved
+/// # Ok::<(), approval_gate::Error>(())
+/// # })?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+///
+/// Whatever a wait returns, it authorizes nothing: only a consume does.
+///
+/// Cheap to clone (clones share the watcher) and cheap to subscribe to. It stops when the
+/// last clone, subscription and wait is dropped.
 #[derive(Debug, Clone)]
 #[must_use = "a watch stops when dropped"]
 pub struct Watch {
@@ -202,9 +224,9 @@ impl Gate {
 }
 
 impl Watch {
-    /// The gate this watches.
-    #[must_use]
-    pub fn gate(&self) -> &Gate {
+    // Not public: a front end that narrows what its callers may do with the gate (the MCP
+    // server, which must never approve) can hand out a watch without handing out the gate.
+    fn gate(&self) -> &Gate {
         &self.inner.gate
     }
 
