@@ -140,8 +140,8 @@ fn a_revocation_in_another_process_is_a_hint_for_its_request() {
     let deadline = Instant::now() + PROMPTLY;
     loop {
         match changes.next_before(deadline) {
-            Some(Change::Request(changed)) if changed == id => break,
-            Some(Change::Request(changed)) => assert_ne!(changed, other),
+            Some(Change::Request(hinted)) if hinted == id => break,
+            Some(Change::Request(hinted)) => assert_ne!(hinted, other),
             Some(other) => panic!("unexpected {other:?}"),
             None => panic!("no hint within {PROMPTLY:?}"),
         }
