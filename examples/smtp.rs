@@ -30,16 +30,13 @@ mod smtp_sink;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::sync::mpsc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use approval_gate::{
-    CanonicalPayload, Claim, EffectiveStatus, Gate, NewRequest, RequestId, StatusReport,
-    requires_approval,
+    Claim, CanonicalPayload, EffectiveStatus, Gate, NewRequest, requires_approval,
 };
 use lettre::message::header::ContentType;
 use lettre::{Message, SmtpTransport, Transport};
-use notify::Watcher;
 use serde::{Deserialize, Serialize};
 
 /// The email, as the human sees it in `approval-gate show` and as the executor sends it.
@@ -151,7 +148,9 @@ fn run() -> Result<bool, Box<dyn std::error::Error>> {
         submitted.request.expires_at()
     );
 
-    let decided = wait_for_decision(&gate, id)?;
+    // No deadline of our own: the request's expiry ends the wait, as "expired". The library
+    // wakes on the decision itself, from whichever process makes it.
+    let decided = gate.wait_for_decision(id, Duration::MAX)?.into_report();
     if decided.effective_status() != EffectiveStatus::ApprovedUnconsumed {
         println!("not sent: the request is {}", decided.effective_status());
         return Ok(false);
@@ -218,31 +217,4 @@ fn transport()
         sink.outbox().display()
     );
     Ok((transport, destination, Some(sink)))
-}
-
-/// Waits until the request is no longer pending: woken by file events in the store, with a
-/// slow fallback tick because events are only hints, and a timer for the request's expiry.
-fn wait_for_decision(
-    gate: &Gate,
-    id: RequestId,
-) -> Result<StatusReport, Box<dyn std::error::Error>> {
-    let (tx, rx) = mpsc::channel();
-    let mut watcher = notify::recommended_watcher(move |_event| {
-        let _ = tx.send(());
-    })?;
-    if let Some(dir) = gate.dir() {
-        watcher.watch(&dir.join("requests"), notify::RecursiveMode::NonRecursive)?;
-    }
-    loop {
-        let report = gate.status(id)?;
-        if report.effective_status() != EffectiveStatus::Pending {
-            return Ok(report);
-        }
-        let until_expiry = gate.now().millis_until(report.request().expires_at()) + 1;
-        let expiry = Duration::from_millis(u64::try_from(until_expiry).unwrap_or(0));
-        let deadline = Instant::now() + expiry.min(Duration::from_secs(2));
-        // Drain a burst of events, then re-read.
-        let _ = rx.recv_timeout(deadline.saturating_duration_since(Instant::now()));
-        while rx.try_recv().is_ok() {}
-    }
 }

@@ -3,10 +3,13 @@
 //!
 //! Each iteration files a request, starts `wait_for_approval` on a running
 //! `approval-gate-mcp` (over stdio, with rmcp's client), waits until the wait reports
-//! progress (it is then watching), and has a separate process decide the request. The time
-//! measured runs from the decision being durable (the deciding process reads the clock right
-//! after the library's `approve` returned, everything fsynced) to the wait's answer arriving
-//! here. The Node predecessor polled every 5 s, so it averaged about 2.5 s.
+//! progress (it is then watching), and has a separate process decide the request. Criterion
+//! times from starting that process to the wait's answer arriving here (process start-up and
+//! the decision's fsyncs included); the summary gives the answer's arrival relative to the
+//! decision being durable (the deciding process reads the clock right after the library's
+//! `approve` returned, everything fsynced), negative when the answer came first, as it
+//! usually does: a decision is visible once its record is renamed into place, before its
+//! audit line is made durable. The Node predecessor polled every 5 s, about 2.5 s on average.
 //!
 //! ```text
 //! cargo bench -p approval-gate-mcp --bench wait_latency
@@ -136,8 +139,9 @@ impl Bench {
         }
     }
 
-    /// One decision, start to answer.
-    fn once(&mut self) -> Duration {
+    /// One decision: from starting the deciding process to the answer, and the answer's
+    /// arrival relative to the decision being durable.
+    fn once(&mut self) -> (Duration, i128) {
         let id = self
             .gate
             .request_approval(NewRequest::new("bench action", "latency"))
@@ -166,18 +170,27 @@ impl Bench {
                 }
             }
             let store = self.store.clone();
-            let durable = tokio::task::spawn_blocking(move || decide_elsewhere(&store, id))
-                .await
-                .unwrap();
-            handle.await_response().await.unwrap();
-            SystemTime::now()
-                .duration_since(durable)
-                .unwrap_or_default()
+            let spawned = SystemTime::now();
+            let decide = tokio::task::spawn_blocking(move || decide_elsewhere(&store, id));
+            // The answer's arrival is taken as it happens, not after the helper has exited:
+            // the wait usually answers before the decision's audit line is durable.
+            let answered = async {
+                handle.await_response().await.unwrap();
+                SystemTime::now()
+            };
+            let (durable, answered) = tokio::join!(async { decide.await.unwrap() }, answered);
+            let nanos = |time: SystemTime| i128::try_from(unix_nanos(time)).unwrap();
+            (
+                answered.duration_since(spawned).unwrap_or_default(),
+                nanos(answered) - nanos(durable),
+            )
         })
     }
 }
 
-static LATENCIES: Mutex<Vec<Duration>> = Mutex::new(Vec::new());
+/// Per decision: how far the answer arrived after the decision became durable (signed
+/// nanoseconds: negative when it arrived before the deciding process's `approve` returned).
+static LATENCIES: Mutex<Vec<i128>> = Mutex::new(Vec::new());
 
 fn wait_latency(c: &mut Criterion) {
     let mut bench = Bench::start();
@@ -185,8 +198,8 @@ fn wait_latency(c: &mut Criterion) {
         b.iter_custom(|iterations| {
             let mut total = Duration::ZERO;
             for _ in 0..iterations {
-                let latency = bench.once();
-                LATENCIES.lock().unwrap().push(latency);
+                let (latency, after_durable) = bench.once();
+                LATENCIES.lock().unwrap().push(after_durable);
                 total += latency;
             }
             total
@@ -211,15 +224,18 @@ fn report() {
     if latencies.is_empty() {
         return;
     }
-    latencies.sort();
-    let at = |percent: usize| latencies[(latencies.len() - 1) * percent / 100];
+    latencies.sort_unstable();
+    let at = |percent: usize| {
+        let nanos = latencies[(latencies.len() - 1) * percent / 100];
+        format!("{} µs", nanos / 1000)
+    };
     let from = if std::env::var_os(CLI_ENV).is_some() {
         "`approval-gate deny` started"
     } else {
         "decision durable"
     };
     eprintln!(
-        "{from} -> wait answer over {} decisions: min {:?}, median {:?}, p95 {:?}, max {:?} \
+        "wait answer relative to {from}, over {} decisions: min {}, median {}, p95 {}, max {} \
          (the Node predecessor polled every 5 s: about 2.5 s on average)",
         latencies.len(),
         at(0),

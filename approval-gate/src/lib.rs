@@ -72,6 +72,7 @@ mod schema;
 mod status;
 mod store;
 mod time;
+mod wait;
 
 #[cfg(feature = "macros")]
 pub use approval_gate_macros::requires_approval;
@@ -95,6 +96,10 @@ pub use request::{
 };
 pub use store::Location;
 pub use time::{Clock, ManualClock, SystemClock, Timestamp};
+pub use wait::{
+    Arrivals, Change, Changes, Closer, FALLBACK, FALLBACK_WITHOUT_EVENTS, Waited, Waiting, Watch,
+    WatchBuilder,
+};
 
 /// Entry points for the fuzz targets in `fuzz/`. Not a public API.
 #[doc(hidden)]

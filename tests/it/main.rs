@@ -11,3 +11,4 @@ mod smtp_example;
 mod smtp_sink;
 mod smtp_tls;
 mod unanchored;
+mod wait;

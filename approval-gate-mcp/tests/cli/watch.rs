@@ -169,3 +169,20 @@ fn closing_its_output_stops_it() {
     drop(child.stdout.take());
     assert_eq!(wait(&mut child, Duration::from_secs(10)), 0);
 }
+
+#[test]
+fn a_failing_notify_command_is_reported_on_stderr() {
+    let store = Store::new();
+    let waiting = store.ask("notify me");
+    let (mut child, mut stderr) = start(&store, &["--exit-after", "1", "--notify-cmd", "exit 3"]);
+    assert_eq!(wait(&mut child, Duration::from_secs(10)), 0);
+    let mut errors = String::new();
+    stderr.read_to_string(&mut errors).unwrap();
+    assert!(
+        errors.contains(&format!(
+            "request {}: the notify command failed",
+            waiting.id()
+        )),
+        "{errors}"
+    );
+}

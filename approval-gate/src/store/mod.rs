@@ -268,4 +268,14 @@ pub(crate) trait Store: Send + Sync + fmt::Debug {
 
     /// Entries the store did not write, for a human to look at (relative names).
     fn stray_entries(&self) -> Result<Vec<PathBuf>, Error>;
+
+    // --------------------------------------------------------------------- watch
+
+    /// Starts sending change hints to `sink` (from the store's own thread) until the
+    /// returned value is dropped; `Err` saying why if it cannot, and then waits poll. Hints
+    /// may be lost or spurious: whoever wakes reads the store again.
+    fn watch(&self, sink: ChangeSink) -> Result<Held, String>;
 }
+
+/// Where a store sends change hints.
+pub(crate) type ChangeSink = Box<dyn Fn(crate::wait::Change) + Send + Sync>;

@@ -20,13 +20,14 @@
 mod audit_log;
 pub(crate) mod fs;
 mod health;
+mod watch;
 
 use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value, json};
 
 use self::audit_log::AuditLog;
-use super::{Held, Location, Store};
+use super::{ChangeSink, Held, Location, Store};
 use crate::audit::{AuditEvent, AuditRecord, AuditSummary, Reanchored};
 use crate::error::Error;
 use crate::faults::failpoint;
@@ -420,5 +421,24 @@ impl Store for DirStore {
 
     fn stray_entries(&self) -> Result<Vec<PathBuf>, Error> {
         health::stray_entries(&self.layout.root)
+    }
+
+    fn watch(&self, sink: ChangeSink) -> Result<Held, String> {
+        watch::watch_records(&self.layout.requests_dir(), sink)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_watched_directory_is_where_requests_are_saved() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = DirStore::open(dir.path().join("g")).unwrap();
+        let id = RequestId::parse("a1b2c3d4e5f6").unwrap();
+        let record = store.layout.request(id);
+        assert_eq!(record.parent(), Some(store.layout.requests_dir().as_path()));
+        assert_eq!(watch::request_of(&record), Some(id));
     }
 }
