@@ -4,11 +4,9 @@
 //! private to this module, so no tool code can even name `approve`. Every call runs on
 //! tokio's blocking pool: the store does synchronous file I/O with fsyncs and locks.
 
-use std::path::PathBuf;
-
 use approval_gate::{
     Binding, Decision, Error, Gate, ListFilter, NewRequest, Page, RequestId, StatusReport,
-    Submitted, Timestamp,
+    Submitted,
 };
 
 /// Why a store call produced no answer.
@@ -35,19 +33,6 @@ pub(crate) struct AgentGate {
 impl AgentGate {
     pub(crate) fn new(gate: Gate) -> Self {
         Self { gate }
-    }
-
-    /// The directory whose entries change when any request is decided, expired or archived.
-    pub(crate) fn requests_dir(&self) -> PathBuf {
-        self.gate
-            .dir()
-            .map(|dir| dir.join("requests"))
-            .unwrap_or_default()
-    }
-
-    /// The gate's clock, which decides expiry.
-    pub(crate) fn now(&self) -> Timestamp {
-        self.gate.now()
     }
 
     pub(crate) async fn request(&self, new: NewRequest) -> Result<Submitted, Failure> {

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use approval_gate::{
     Binding, CanonicalPayload, Decision, EffectiveStatus, Error, Gate, NewRequest, RequestId,
-    StatusReport,
+    StatusReport, Watch,
 };
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::handler::server::tool::{Extension, ToolCallContext};
@@ -35,7 +35,7 @@ use super::tools::{
     DecideApprovalArgs, ListPendingArgs, MAX_PAGE, MAX_WAIT_SECONDS, RequestApprovalArgs,
     WaitForApprovalArgs, output_schema,
 };
-use super::wait::{Changes, Progress, WaitEnd, Waiter};
+use super::wait::{Progress, WaitEnd, Waiter};
 
 /// The agent policy of the seed README, sent to the client as the server's instructions.
 pub(crate) const INSTRUCTIONS: &str = "approval-gate makes consequential actions wait for a \
@@ -76,7 +76,8 @@ pub(crate) struct Server {
 #[derive(Debug)]
 struct Shared {
     gate: AgentGate,
-    changes: Changes,
+    /// One watcher of the store, shared by every wait.
+    watch: Watch,
     router: ToolRouter<Server>,
     /// The tools in the order `tools/list` gives them.
     listed: Vec<Tool>,
@@ -101,8 +102,15 @@ type Answer<T> = Result<Json<T>, Refusal>;
 
 impl Server {
     pub(crate) fn new(gate: Gate, shutdown: CancellationToken, log: ClientLog) -> Self {
+        let watch = gate.watch();
+        match watch.polling() {
+            None => tracing::debug!("watching for decisions"),
+            Some(why) => tracing::warn!(
+                "waits poll every {:?} instead of following events: {why}",
+                watch.fallback()
+            ),
+        }
         let gate = AgentGate::new(gate);
-        let changes = Changes::watch(&gate.requests_dir());
         let router = Self::tool_router();
         let mut listed = router.list_all();
         listed.sort_by_key(|tool| {
@@ -114,7 +122,7 @@ impl Server {
         Self {
             shared: Arc::new(Shared {
                 gate,
-                changes,
+                watch,
                 router,
                 listed,
                 log,
@@ -254,8 +262,7 @@ impl Server {
             token,
         });
         let waiter = Waiter {
-            gate: self.gate(),
-            changes: &self.shared.changes,
+            watch: &self.shared.watch,
             shutdown: &self.shared.shutdown,
         };
         let end = waiter
