@@ -33,7 +33,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use approval_gate::{
-    Claim, CanonicalPayload, EffectiveStatus, Gate, NewRequest, requires_approval,
+    CanonicalPayload, Claim, EffectiveStatus, Gate, NewRequest, requires_approval,
 };
 use lettre::message::header::ContentType;
 use lettre::{Message, SmtpTransport, Transport};

@@ -46,6 +46,10 @@
 //! running as the same OS user: see `docs/threat-model.md`. The states and their transitions
 //! are in `docs/authorization-states.md`.
 
+// The lifecycle (ask, decide, consume, execute, list, archive, recover, wait) states the rules
+// once, with `rules` and over `gate::Gate`; `store` is the trait a backend implements and
+// `store::dir` the directory store. `request`, `status`, `id`, `payload`, `time`, `limits`
+// and `error` are the vocabulary, and import nothing from the lifecycle.
 mod archive;
 mod ask;
 mod audit;

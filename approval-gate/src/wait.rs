@@ -10,16 +10,15 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-
 pub use arrivals::Arrivals;
 use changes::Subscribers;
 pub use changes::{Change, Changes, Closer};
 pub use waiting::Waiting;
 
 use crate::error::Error;
+use crate::gate::Gate;
 use crate::id::RequestId;
 use crate::request::{EffectiveStatus, StatusReport};
-use crate::gate::Gate;
 use crate::store::Held;
 
 /// Re-read this often even without events, while the watcher runs.
@@ -87,7 +86,11 @@ impl WatchBuilder {
         let subscribers = Arc::new(Subscribers::default());
         let source = if self.events {
             let sink = Arc::clone(&subscribers);
-            match self.gate.store().watch(Box::new(move |change| sink.send(change))) {
+            match self
+                .gate
+                .store()
+                .watch(Box::new(move |change| sink.send(change)))
+            {
                 Ok(watcher) => Source::Events { _watcher: watcher },
                 Err(problem) => Source::Polling(problem),
             }
@@ -180,9 +183,7 @@ struct Inner {
 
 enum Source {
     // Held only to keep it running.
-    Events {
-        _watcher: Held,
-    },
+    Events { _watcher: Held },
     Polling(String),
 }
 

@@ -15,8 +15,8 @@ use std::time::{Duration, Instant};
 
 use approval_gate::limits::MIN_TTL;
 use approval_gate::{
-    Change, Clock, Decision, EffectiveStatus, Error, Gate, NewRequest, RequestId,
-    SystemClock, Timestamp, Waited, Watch,
+    Change, Clock, Decision, EffectiveStatus, Error, Gate, NewRequest, RequestId, SystemClock,
+    Timestamp, Waited, Watch,
 };
 
 /// Far enough that a test finishing in time proves events (or the expiry timer) woke it.

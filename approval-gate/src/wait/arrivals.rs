@@ -4,10 +4,10 @@ use std::collections::{HashSet, VecDeque};
 
 use super::{Changes, Closer};
 use crate::error::Error;
+use crate::gate::Gate;
 use crate::id::RequestId;
 use crate::limits::MAX_PAGE;
 use crate::list::{ListFilter, ListItem};
-use crate::gate::Gate;
 
 /// Every pending request once: those already waiting (oldest first, unreadable records
 /// first), then each new one as it arrives; from [`Watch::arrivals`](crate::Watch::arrivals).

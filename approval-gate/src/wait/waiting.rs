@@ -64,7 +64,13 @@ impl Waiting {
                 }
             })
             .map(drop)
-            .map_err(|e| Error::io("starting a thread to wait in", watch.gate().location().to_string(), e))
+            .map_err(|e| {
+                Error::io(
+                    "starting a thread to wait in",
+                    watch.gate().location().to_string(),
+                    e,
+                )
+            })
     }
 }
 
@@ -99,8 +105,8 @@ mod tests {
     use std::time::Instant;
 
     use super::*;
-    use crate::request::NewRequest;
     use crate::gate::Gate;
+    use crate::request::NewRequest;
 
     /// Subscriptions alive on `watch` besides its own handle on the watcher.
     fn subscriptions(watch: &Watch) -> usize {
