@@ -471,3 +471,31 @@ fn a_state_directory_swapped_for_a_symlink_after_open_is_refused_when_synced() {
         "{result:?}"
     );
 }
+
+#[test]
+fn a_long_lived_request_is_archived_only_once_its_expiry_is_8_days_past() {
+    let fx = Fixture::new();
+    let week = Duration::from_secs(7 * 24 * 3600);
+    let id = fx
+        .gate
+        .request_approval(approval_gate::NewRequest::new("long lived", "r").ttl(week))
+        .unwrap()
+        .request
+        .id();
+    fx.gate.deny(id, &Decision::by("h")).unwrap();
+    // Created 9 days ago, expired 2 days ago: old enough by creation, not by expiry.
+    fx.advance(9 * DAY);
+    assert_eq!(
+        fx.gate.plan_archive(8).unwrap().archived,
+        Vec::<RequestId>::new()
+    );
+    assert_eq!(
+        fx.gate.archive(8).unwrap().archived,
+        Vec::<RequestId>::new()
+    );
+    assert!(fx.gate.status(id).is_ok(), "still live");
+    // 15 days after creation the expiry is 8 days past.
+    fx.advance(6 * DAY);
+    assert_eq!(fx.gate.archive(8).unwrap().archived, vec![id]);
+    assert!(matches!(fx.gate.status(id), Err(Error::Archived(_))));
+}
