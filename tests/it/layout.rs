@@ -499,3 +499,56 @@ fn a_long_lived_request_is_archived_only_once_its_expiry_is_8_days_past() {
     assert_eq!(fx.gate.archive(8).unwrap().archived, vec![id]);
     assert!(matches!(fx.gate.status(id), Err(Error::Archived(_))));
 }
+
+#[test]
+fn filing_again_after_expiry_or_a_decision_files_anew_even_with_a_stale_index_entry() {
+    let fx = Fixture::new();
+    let ask = || approval_gate::NewRequest::new("rotate the key", "r");
+    // Expired while pending: the same ask is a new request, and the old one is recorded
+    // expired on the way.
+    let first = fx.gate.request_approval(ask()).unwrap().request.id();
+    fx.advance(2 * 3600 * std::time::Duration::from_secs(1));
+    let second = fx.gate.request_approval(ask()).unwrap();
+    assert!(!second.deduplicated);
+    assert_ne!(second.request.id(), first);
+    assert_eq!(
+        fx.gate.status(first).unwrap().effective_status(),
+        EffectiveStatus::Expired
+    );
+    // Denied, with its index entry left behind (a crash between the decision and the
+    // cleanup): the same ask is still a new request, and the stale entry goes.
+    let second = second.request.id();
+    fx.gate.deny(second, &Decision::by("h")).unwrap();
+    let stale = fx.dir.join("pending").join(second.as_str());
+    std::fs::write(&stale, b"").unwrap();
+    std::fs::set_permissions(&stale, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let third = fx.gate.request_approval(ask()).unwrap();
+    assert!(
+        !third.deduplicated,
+        "a denied request is never handed out again"
+    );
+    assert_ne!(third.request.id(), second);
+    assert!(
+        !stale.exists(),
+        "the stale entry of a decided request is removed"
+    );
+}
+
+#[test]
+fn an_index_entry_without_its_record_is_left_to_filing_not_removed_by_a_listing() {
+    let fx = Fixture::new();
+    // What a filing in progress looks like between its index entry and its record.
+    let id: RequestId = "0123456789ab".parse().unwrap();
+    let entry = fx.dir.join("pending").join(id.as_str());
+    std::fs::write(&entry, b"").unwrap();
+    std::fs::set_permissions(&entry, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let page = fx.gate.list(ListFilter::Pending, None, 10).unwrap();
+    assert!(page.items.is_empty());
+    assert!(
+        entry.exists(),
+        "a listing may run during a filing: it leaves the entry"
+    );
+    // Filing holds the filing lock, so no filing is in progress: the entry goes.
+    fx.ask("something else", None, None);
+    assert!(!entry.exists(), "filing removes an entry without a record");
+}
