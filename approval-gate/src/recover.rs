@@ -106,3 +106,24 @@ impl Gate {
         Ok(recovery)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_recovery_is_empty_only_when_it_repaired_nothing() {
+        assert!(Recovery::default().is_empty());
+        let id: RequestId = "a1b2c3d4e5f6".parse().unwrap();
+        let consumed = Recovery {
+            consumed: vec![id],
+            ..Recovery::default()
+        };
+        assert!(!consumed.is_empty());
+        let unknown = Recovery {
+            unknown_outcomes: vec![id],
+            ..Recovery::default()
+        };
+        assert!(!unknown.is_empty());
+    }
+}
