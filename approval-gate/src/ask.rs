@@ -60,22 +60,21 @@ impl Gate {
             });
         }
         let id = self.fresh_id()?;
-        let request = Request::new(id, new, now, ttl);
+        let required = self.required_approvals(new.operation.as_deref(), 1);
+        let request = Request::new(id, new, now, ttl, required);
         let saved = self.store().insert(&request);
-        self.record_after(
-            saved,
-            id,
-            "request",
-            AuditEvent::Requested,
-            json!({
+        let mut fields = json!({
                 "action": request.action(),
                 "reason": request.reason(),
                 "requestedBy": request.requested_by(),
                 "operation": request.operation(),
                 "payloadDigest": request.payload_digest(),
                 "expiresAt": request.expires_at(),
-            }),
-        )?;
+        });
+        if required > 1 {
+            fields["requiredApprovals"] = required.into();
+        }
+        self.record_after(saved, id, "request", AuditEvent::Requested, fields)?;
         Ok(Submitted {
             request,
             deduplicated: false,

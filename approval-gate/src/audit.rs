@@ -21,8 +21,10 @@ use crate::time::Timestamp;
 pub enum AuditEvent {
     /// A request was filed.
     Requested,
-    /// A human approved a request.
+    /// A human approved a request (the last approval it needed, under a quorum policy).
     Approved,
+    /// One approver of several signed; the request stays pending until enough have.
+    ApprovalAdded,
     /// A request was denied.
     Denied,
     /// A human revoked an approval.

@@ -18,7 +18,9 @@ use crate::rules;
 impl Gate {
     /// Consumes an approval: the only thing that authorizes acting.
     ///
-    /// Succeeds once, and only if, in this order: the request exists; it is approved; it
+    /// Succeeds once, and only if, in this order: the request exists; it is approved (under
+    /// a [`Policy`](crate::Policy): its stored approvals carry signatures, each verified here
+    /// against the request as stored, by enough distinct approvers the policy trusts); it
     /// has not been consumed or revoked; the clock is at or before its expiry; the action
     /// text is byte-for-byte equal; the operation is equal; the payload is equal as
     /// canonical JSON; and the approved payload round-trips through `T` exactly. Then the
@@ -33,7 +35,8 @@ impl Gate {
     ///
     /// # Errors
     ///
-    /// One variant per refusal: [`Error::NotApproved`], [`Error::Denied`], [`Error::Expired`],
+    /// One variant per refusal: [`Error::NotApproved`], [`Error::InsufficientApprovals`],
+    /// [`Error::BadSignature`], [`Error::UntrustedSigner`], [`Error::Denied`], [`Error::Expired`],
     /// [`Error::Revoked`], [`Error::AlreadyConsumed`], [`Error::ApprovalExpired`],
     /// [`Error::ActionMismatch`], [`Error::OperationMismatch`], [`Error::PayloadMismatch`],
     /// [`Error::PayloadType`], [`Error::ExpiredDuringConsume`]; [`Error::AuditBroken`] if the
@@ -49,7 +52,12 @@ impl Gate {
         let _lock = self.store().lock(id)?;
         let now = self.now();
         let (request, claimed) = self.refresh_locked(id, now)?;
-        let payload = match rules::check_consumable::<T>(&request, claimed, binding, now) {
+        let policy = self.policy().map(|policy| {
+            let required =
+                self.required_approvals(request.operation(), request.required_approvals());
+            (policy, required)
+        });
+        let payload = match rules::check_consumable::<T>(&request, claimed, binding, policy, now) {
             Ok(payload) => payload,
             Err(refusal) => {
                 // The refusal stands whether or not its record can be written.

@@ -2,12 +2,15 @@
 
 use serde_json::json;
 
+use crate::audit::AuditEvent;
 use crate::error::Error;
 use crate::faults::failpoint;
 use crate::gate::Gate;
 use crate::id::RequestId;
-use crate::request::{Decision, Request, StatusReport};
+use crate::policy;
+use crate::request::{Decision, Request, Status, StatusReport};
 use crate::rules::{Order, Verdict};
+use crate::time::Timestamp;
 
 impl Gate {
     /// Approves a pending request. Only a human, out of band, should ever call this.
@@ -68,18 +71,50 @@ impl Gate {
         let now = self.now();
         let (mut request, claimed) = self.refresh_locked(id, now)?;
         verdict.check(id, request.effective(claimed, now))?;
-        if shown.is_some_and(|shown| *shown != request) {
+        // What the human saw is the request; approvals others added since do not change it.
+        if shown.is_some_and(|shown| !shown.same_as_shown(&request)) {
             return Err(Error::Changed(id));
         }
         let operation = verdict.operation();
-        request.decide(verdict.status(), now, Some(decision));
-        let record = json!({
-            "decidedBy": request.decided_by(),
-            "reason": request.decision_reason(),
+        let mut event = verdict.event();
+        let mut record = json!({
+            "decidedBy": decision.decided_by(),
+            "reason": decision.decision_reason(),
         });
+        if verdict == Verdict::Approve {
+            let required =
+                self.required_approvals(request.operation(), request.required_approvals());
+            match &decision.signed {
+                Some(signed) => {
+                    self.check_new_approval(&request, &signed.principal, &signed.signature, now)?;
+                    request.add_approval(policy::approval_record(
+                        &signed.principal,
+                        decision.decided_by(),
+                        now,
+                        &signed.signature,
+                    ));
+                    let count = u32::try_from(request.approvals().len()).unwrap_or(u32::MAX);
+                    record["principal"] = signed.principal.clone().into();
+                    record["signature"] = signed.signature.trim().into();
+                    record["approvals"] = count.into();
+                    record["requiredApprovals"] = required.into();
+                    if count < required {
+                        event = AuditEvent::ApprovalAdded;
+                    } else {
+                        request.decide(verdict.status(), now, Some(decision));
+                    }
+                }
+                None if required > 1 || self.policy().is_some() => {
+                    return Err(Error::SignatureRequired { id, required });
+                }
+                None => request.decide(verdict.status(), now, Some(decision)),
+            }
+        } else {
+            request.decide(verdict.status(), now, Some(decision));
+        }
         match verdict.order() {
             Order::RecordFirst => {
-                self.audit(verdict.event(), id, record)?;
+                self.audit(event, id, record)?;
                 failpoint!("decide::between_record_and_effect");
                 self.store().save(&request, operation)?;
             }
@@ -87,15 +122,53 @@ impl Gate {
                 let saved = self.store().save(&request, operation).and_then(|()| {
                     Self::between_effect_and_record().map_err(|e| e.after_effect(id, operation))
                 });
-                self.record_after(saved, id, operation, verdict.event(), record)?;
+                self.record_after(saved, id, operation, event, record)?;
             }
         }
         // From here the decision has taken effect: nothing below may report a failure. An
         // index entry left behind is removed by the next scan of the pending index, and the
         // report needs no further read (a decided request was not claimed: we hold its lock).
-        let _ = self.store().unindex(id);
+        if request.status() != Status::Pending {
+            let _ = self.store().unindex(id);
+        }
         let effective = request.effective(claimed, now);
-        Ok(StatusReport::new(request, effective))
+        let required = self.required_approvals(request.operation(), request.required_approvals());
+        Ok(StatusReport::new(request, effective, required))
+    }
+
+    /// Checks an approver's signature before it is recorded: each principal and each key
+    /// approves once; the signature verifies over this request's statement; and, under a
+    /// policy, its key is trusted for the principal. Nothing is written when it fails.
+    fn check_new_approval(
+        &self,
+        request: &Request,
+        principal: &str,
+        signature: &str,
+        now: Timestamp,
+    ) -> Result<(), Error> {
+        let id = request.id();
+        let key = policy::check_signature(request, principal, signature).map_err(|problem| {
+            Error::BadSignature {
+                id,
+                principal: principal.to_owned(),
+                problem,
+            }
+        })?;
+        for earlier in request.approvals() {
+            let same_key =
+                policy::check_signature(request, earlier.principal(), earlier.signature())
+                    .is_ok_and(|earlier_key| earlier_key.key_data() == key.key_data());
+            if earlier.principal() == principal || same_key {
+                return Err(Error::AlreadySigned {
+                    id,
+                    principal: earlier.principal().to_owned(),
+                });
+            }
+        }
+        match self.policy() {
+            Some(policy) => policy.check_new(request, principal, signature, now),
+            None => Ok(()),
+        }
     }
 
     // Fails only at its failpoint, which exists only with the `failpoints` feature.

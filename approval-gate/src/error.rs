@@ -143,6 +143,68 @@ pub enum Error {
         expected: String,
     },
 
+    /// Under a policy, the approvals of the request do not add up to the distinct trusted
+    /// approvers it needs (every signature that is there verified and is trusted).
+    #[error(
+        "request {id} has {valid} valid signed approvals of the {required} its policy requires: nothing is authorized"
+    )]
+    InsufficientApprovals {
+        /// The request.
+        id: RequestId,
+        /// Distinct trusted approvers whose signatures verify.
+        valid: u32,
+        /// How many the policy requires.
+        required: u32,
+    },
+
+    /// A stored or offered signature does not verify against the request as it stands.
+    #[error("the approval of request {id} by {principal} has a bad signature: {problem}")]
+    BadSignature {
+        /// The request.
+        id: RequestId,
+        /// The principal the approval claims.
+        principal: String,
+        /// What is wrong with it.
+        problem: String,
+    },
+
+    /// A signature verifies, but the policy does not trust its key for its principal.
+    #[error(
+        "the approval of request {id} by {principal} is signed by {key}, which the policy does not trust for {principal}"
+    )]
+    UntrustedSigner {
+        /// The request.
+        id: RequestId,
+        /// The principal the approval claims.
+        principal: String,
+        /// The key's SHA256 fingerprint.
+        key: String,
+    },
+
+    /// An approval without a signature, where signed approvals are required.
+    #[error(
+        "request {id} needs signed approvals ({required} distinct approvers): approve with an approver's key"
+    )]
+    SignatureRequired {
+        /// The request.
+        id: RequestId,
+        /// How many distinct approvers it needs.
+        required: u32,
+    },
+
+    /// The principal, or the key, already approved this request: each approver counts once.
+    #[error("{principal} already approved request {id}: each approver counts once")]
+    AlreadySigned {
+        /// The request.
+        id: RequestId,
+        /// Who approved it before.
+        principal: String,
+    },
+
+    /// Signing a decision statement failed.
+    #[error("signing failed: {0}")]
+    Signing(String),
+
     /// The request is no longer the one the human was shown.
     #[error("request {0} changed since it was shown: nothing was approved")]
     Changed(RequestId),
@@ -336,6 +398,12 @@ impl Error {
             Self::ActionMismatch(_) => ErrorCode::ActionMismatch,
             Self::OperationMismatch { .. } => ErrorCode::OperationMismatch,
             Self::PayloadMismatch { .. } => ErrorCode::PayloadMismatch,
+            Self::InsufficientApprovals { .. } => ErrorCode::InsufficientApprovals,
+            Self::BadSignature { .. } => ErrorCode::BadSignature,
+            Self::UntrustedSigner { .. } => ErrorCode::UntrustedSigner,
+            Self::SignatureRequired { .. } => ErrorCode::SignatureRequired,
+            Self::AlreadySigned { .. } => ErrorCode::AlreadySigned,
+            Self::Signing(_) => ErrorCode::Signing,
             Self::Changed(_) => ErrorCode::Changed,
             Self::WrongState { .. } => ErrorCode::WrongState,
             Self::UnsafeState { .. } => ErrorCode::UnsafeState,
@@ -369,6 +437,11 @@ impl Error {
             | Self::OperationMismatch { id, .. }
             | Self::PayloadMismatch { id, .. }
             | Self::WrongState { id, .. }
+            | Self::InsufficientApprovals { id, .. }
+            | Self::BadSignature { id, .. }
+            | Self::UntrustedSigner { id, .. }
+            | Self::SignatureRequired { id, .. }
+            | Self::AlreadySigned { id, .. }
             | Self::Unreadable { id, .. }
             | Self::DurabilityUnknown { id, .. }
             | Self::NotRecorded { id, .. } => Some(*id),
@@ -441,6 +514,18 @@ pub enum ErrorCode {
     OperationMismatch,
     /// [`Error::PayloadMismatch`]: the payload differs from the approved one.
     PayloadMismatch,
+    /// [`Error::InsufficientApprovals`]: fewer valid signed approvals than the policy needs.
+    InsufficientApprovals,
+    /// [`Error::BadSignature`]: a signature does not verify against the request.
+    BadSignature,
+    /// [`Error::UntrustedSigner`]: a signature by a key the policy does not trust.
+    UntrustedSigner,
+    /// [`Error::SignatureRequired`]: an unsigned approval where signatures are required.
+    SignatureRequired,
+    /// [`Error::AlreadySigned`]: the approver already approved.
+    AlreadySigned,
+    /// [`Error::Signing`]: signing a decision statement failed.
+    Signing,
     /// [`Error::Changed`]: the request changed after it was shown.
     Changed,
     /// [`Error::WrongState`]: the request is not in a state that allows this.
@@ -486,6 +571,12 @@ impl ErrorCode {
         Self::ActionMismatch,
         Self::OperationMismatch,
         Self::PayloadMismatch,
+        Self::InsufficientApprovals,
+        Self::BadSignature,
+        Self::UntrustedSigner,
+        Self::SignatureRequired,
+        Self::AlreadySigned,
+        Self::Signing,
         Self::Changed,
         Self::WrongState,
         Self::UnsafeState,
@@ -521,6 +612,12 @@ impl ErrorCode {
             Self::ActionMismatch => "action_mismatch",
             Self::OperationMismatch => "operation_mismatch",
             Self::PayloadMismatch => "payload_mismatch",
+            Self::InsufficientApprovals => "insufficient_approvals",
+            Self::BadSignature => "bad_signature",
+            Self::UntrustedSigner => "untrusted_signer",
+            Self::SignatureRequired => "signature_required",
+            Self::AlreadySigned => "already_signed",
+            Self::Signing => "signing",
             Self::Changed => "changed",
             Self::WrongState => "wrong_state",
             Self::UnsafeState => "unsafe_state",
@@ -561,7 +658,7 @@ mod tests {
             assert_eq!(json, serde_json::Value::from(name));
             assert_eq!(serde_json::from_value::<ErrorCode>(json).unwrap(), *code);
         }
-        assert_eq!(seen.len(), 29);
+        assert_eq!(seen.len(), 35);
     }
 
     #[test]

@@ -10,6 +10,7 @@ use crate::error::Error;
 use crate::id::RequestId;
 use crate::limits::Limits;
 use crate::list::UnreadableRecord;
+use crate::policy::Policy;
 use crate::request::{Decision, Request, Status, StatusReport, check_ttl};
 use crate::store::dir::DirStore;
 use crate::store::{Location, Store};
@@ -31,6 +32,7 @@ pub struct GateBuilder {
     location: Option<Location>,
     clock: Option<Arc<dyn Clock>>,
     limits: Limits,
+    policy: Option<Policy>,
 }
 
 impl GateBuilder {
@@ -63,6 +65,16 @@ impl GateBuilder {
         self
     }
 
+    /// The quorum policy (default: none). Under a policy an approval counts only with the
+    /// signatures of enough distinct trusted approvers, checked in this process whenever an
+    /// approval is consumed; approvals must be signed, and new requests record how many
+    /// approvers they need. See [`Policy`].
+    #[must_use]
+    pub fn policy(mut self, policy: Policy) -> Self {
+        self.policy = Some(policy);
+        self
+    }
+
     /// Opens the store (a directory store creates its directories `0700` if needed), then
     /// runs [`Gate::recover`].
     ///
@@ -86,6 +98,7 @@ impl GateBuilder {
                 store,
                 clock: self.clock.unwrap_or_else(|| Arc::new(SystemClock)),
                 limits: self.limits,
+                policy: self.policy,
             }),
         };
         match gate.recover() {
@@ -102,6 +115,7 @@ struct Inner {
     store: Box<dyn Store>,
     clock: Arc<dyn Clock>,
     limits: Limits,
+    policy: Option<Policy>,
 }
 
 /// The approval gate: requests, decisions and single-use consumes, over a store.
@@ -230,6 +244,20 @@ impl Gate {
         self.inner.limits
     }
 
+    /// The quorum policy this gate holds, if any.
+    #[must_use]
+    pub fn policy(&self) -> Option<&Policy> {
+        self.inner.policy.as_ref()
+    }
+
+    /// How many distinct approvers a request for `operation` needs: the larger of what was
+    /// `recorded` with it and what this gate's policy says.
+    pub(crate) fn required_approvals(&self, operation: Option<&str>, recorded: u32) -> u32 {
+        self.policy()
+            .map_or(1, |policy| policy.required_approvals(operation))
+            .max(recorded)
+    }
+
     /// The clock every expiry decision of this gate reads.
     pub(crate) fn clock(&self) -> &Arc<dyn Clock> {
         &self.inner.clock
@@ -333,7 +361,8 @@ impl Gate {
         let claimed =
             request.status() == Status::Approved && self.store().is_claimed(request.id())?;
         let effective = request.effective(claimed, now);
-        Ok(StatusReport::new(request, effective))
+        let required = self.required_approvals(request.operation(), request.required_approvals());
+        Ok(StatusReport::new(request, effective, required))
     }
 
     // ------------------------------------------------------------------ audit

@@ -68,6 +68,7 @@ mod id;
 pub mod limits;
 mod list;
 mod payload;
+mod policy;
 mod recover;
 mod request;
 mod rules;
@@ -93,10 +94,12 @@ pub use id::{InvalidId, RequestId};
 pub use limits::Limits;
 pub use list::{ListFilter, ListItem, Page, UnreadableRecord};
 pub use payload::{CanonicalPayload, PayloadDigest, PayloadError};
+pub use policy::{Policy, sign_with_ssh_keygen};
 pub use recover::Recovery;
 pub use request::{
-    Binding, Decision, EffectiveStatus, NewRequest, NotAuthorized, PayloadShown, ReportJson,
-    Request, Status, StatusReport, os_user,
+    ApprovalJson, Binding, Decision, EffectiveStatus, NewRequest, NotAuthorized, PayloadShown,
+    ReportJson, Request, SIGNATURE_NAMESPACE, STATEMENT_VERSION, SignedApproval, Status,
+    StatusReport, os_user,
 };
 pub use store::Location;
 pub use time::{Clock, ManualClock, SystemClock, Timestamp};

@@ -16,6 +16,11 @@ pub const MAX_REASON_BYTES: usize = 4096;
 pub const MAX_NAME_BYTES: usize = 256;
 /// Longest accepted operation name, in bytes.
 pub const MAX_OPERATION_BYTES: usize = 128;
+/// Most distinct approvers a policy may require of one request.
+pub const MAX_QUORUM: u32 = 16;
+/// Longest accepted armored signature of one approval, in bytes (an RSA-4096 SSHSIG is about
+/// 1.6 KiB).
+pub const MAX_SIGNATURE_BYTES: usize = 8 * 1024;
 /// Default time to live of a request, unless the operator sets another.
 pub const DEFAULT_TTL: Duration = Duration::from_secs(3600);
 /// Shortest accepted time to live.

@@ -10,6 +10,7 @@ use serde::de::DeserializeOwned;
 use crate::audit::AuditEvent;
 use crate::error::Error;
 use crate::payload::CanonicalPayload;
+use crate::policy::Policy;
 use crate::request::{Binding, EffectiveStatus, Request, Status};
 use crate::time::Timestamp;
 
@@ -95,7 +96,8 @@ impl Verdict {
 }
 
 /// The checks of a consume before anything is spent, in the order of SPEC §3: the request
-/// is approved; not consumed; not expired; the action text is byte-for-byte equal; the
+/// is approved (under a `policy`, by the signatures of enough distinct trusted approvers:
+/// `(policy, required)`); not consumed; not expired; the action text is byte-for-byte equal; the
 /// operation is equal; the payload is equal as canonical JSON; and the approved payload
 /// round-trips through `T` exactly. Returns the payload as `T`.
 ///
@@ -106,6 +108,7 @@ pub(crate) fn check_consumable<T>(
     request: &Request,
     claimed: bool,
     binding: &Binding,
+    policy: Option<(&Policy, u32)>,
     now: Timestamp,
 ) -> Result<T, Error>
 where
@@ -118,6 +121,9 @@ where
         Status::Expired => return Err(Error::Expired(id)),
         Status::Revoked => return Err(Error::Revoked(id)),
         Status::Approved => {}
+    }
+    if let Some((policy, required)) = policy {
+        policy.verify(request, required, now)?;
     }
     if claimed {
         return Err(Error::AlreadyConsumed(id));

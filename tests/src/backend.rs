@@ -33,6 +33,12 @@ pub trait Backend: Send + Sync {
 
     /// Whether `store` holds a spent claim on `id`, read from the backend's own storage.
     fn claimed(&self, store: &Store, id: RequestId) -> bool;
+
+    /// Rewrites the live record of `id` as someone who can write the store directly (but
+    /// holds no approver's key) could: `edit` gets the record in the directory store's JSON
+    /// form (`status`, `decidedAt`, `approvals`: `[{principal, decidedBy, decidedAt,
+    /// signature}]`, …) and changes it; the backend stores the result as it is.
+    fn tamper(&self, store: &Store, id: RequestId, edit: &mut dyn FnMut(&mut serde_json::Value));
 }
 
 /// A store to test: where it is, and whatever keeps it alive until dropped.
@@ -192,5 +198,15 @@ impl Backend for Directory {
             .join("claims")
             .join(format!("{id}.used"))
             .exists()
+    }
+
+    fn tamper(&self, store: &Store, id: RequestId, edit: &mut dyn FnMut(&mut serde_json::Value)) {
+        let path = Self::dir(store).join("requests").join(format!("{id}.json"));
+        let mut record: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(&path).expect("read the record"))
+                .expect("a JSON record");
+        edit(&mut record);
+        std::fs::write(&path, serde_json::to_vec(&record).expect("JSON"))
+            .expect("write the record");
     }
 }

@@ -56,6 +56,13 @@ macro_rules! conformance {
             recovery:
                 sigkill_at_every_failpoint_never_executes_twice_and_recovers,
                 a_process_that_dies_mid_execution_is_recorded_as_unknown_and_never_rerun;
+            signed:
+                a_quorum_of_signed_approvals_runs_exactly_once,
+                each_approver_counts_once_and_only_signed_trusted_approvals_are_taken,
+                one_denial_or_expiry_ends_a_quorum_in_progress,
+                two_approvers_at_the_same_moment_both_count_once,
+                forged_approvals_are_refused_with_their_reason_and_spend_nothing,
+                an_approval_without_the_executors_quorum_is_refused;
         }
     };
 }

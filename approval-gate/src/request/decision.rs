@@ -2,13 +2,21 @@
 
 use super::new::{Blank, check_text};
 use crate::error::Error;
-use crate::limits::{MAX_NAME_BYTES, MAX_REASON_BYTES};
+use crate::limits::{MAX_NAME_BYTES, MAX_REASON_BYTES, MAX_SIGNATURE_BYTES};
 
 /// Who decides, and why: the input to approve, deny and revoke.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Decision {
     pub(super) decided_by: String,
     pub(super) reason: Option<String>,
+    pub(crate) signed: Option<Signed>,
+}
+
+/// An approver's signature offered with an approval.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Signed {
+    pub(crate) principal: String,
+    pub(crate) signature: String,
 }
 
 impl Decision {
@@ -18,6 +26,7 @@ impl Decision {
         Self {
             decided_by: decided_by.into(),
             reason: None,
+            signed: None,
         }
     }
 
@@ -35,6 +44,36 @@ impl Decision {
         self
     }
 
+    /// Signs an approval: `signature` is the armored SSHSIG (namespace `approval-gate`) of
+    /// [`Request::decision_statement`](crate::Request::decision_statement) for `principal`,
+    /// the approver's identity in the policy's `allowed_signers`. Deny and revoke ignore it.
+    #[must_use]
+    pub fn signed(mut self, principal: impl Into<String>, signature: impl Into<String>) -> Self {
+        self.signed = Some(Signed {
+            principal: principal.into(),
+            signature: signature.into(),
+        });
+        self
+    }
+
+    /// Who decides.
+    #[must_use]
+    pub fn decided_by(&self) -> &str {
+        &self.decided_by
+    }
+
+    /// The reason given, if any.
+    #[must_use]
+    pub fn decision_reason(&self) -> Option<&str> {
+        self.reason.as_deref()
+    }
+
+    /// The principal of the signature, if the decision is signed.
+    #[must_use]
+    pub fn principal(&self) -> Option<&str> {
+        self.signed.as_ref().map(|s| s.principal.as_str())
+    }
+
     pub(crate) fn validate(&self) -> Result<(), Error> {
         check_text(
             "decided_by",
@@ -44,6 +83,21 @@ impl Decision {
         )?;
         if let Some(reason) = &self.reason {
             check_text("decision reason", reason, MAX_REASON_BYTES, Blank::Allowed)?;
+        }
+        if let Some(signed) = &self.signed {
+            check_text(
+                "principal",
+                &signed.principal,
+                MAX_NAME_BYTES,
+                Blank::Refused,
+            )?;
+            let len = signed.signature.trim().len();
+            if len == 0 || len > MAX_SIGNATURE_BYTES {
+                return Err(Error::InvalidInput {
+                    field: "signature",
+                    problem: format!("must be 1 to {MAX_SIGNATURE_BYTES} bytes of armored SSHSIG"),
+                });
+            }
         }
         Ok(())
     }

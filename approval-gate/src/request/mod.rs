@@ -1,6 +1,7 @@
 //! Requests: the stored record and its report, and the inputs that create, decide and bind
 //! them.
 
+mod approval;
 mod binding;
 mod decision;
 mod new;
@@ -10,12 +11,14 @@ use std::time::Duration;
 
 use serde::{Deserialize, Deserializer, Serialize};
 
+pub use self::approval::{SIGNATURE_NAMESPACE, STATEMENT_VERSION, SignedApproval};
 pub use self::binding::Binding;
 pub use self::decision::{Decision, os_user};
 pub use self::new::NewRequest;
 pub(crate) use self::new::check_ttl;
-pub use self::report::{NotAuthorized, PayloadShown, ReportJson, StatusReport};
+pub use self::report::{ApprovalJson, NotAuthorized, PayloadShown, ReportJson, StatusReport};
 use crate::id::RequestId;
+use crate::limits::{MAX_QUORUM, MAX_SIGNATURE_BYTES};
 use crate::payload::{CanonicalPayload, PayloadDigest};
 pub use crate::status::{EffectiveStatus, Status};
 use crate::time::Timestamp;
@@ -39,6 +42,21 @@ pub struct Request {
     decided_at: Option<Timestamp>,
     decision_reason: Option<String>,
     decided_by: Option<String>,
+    /// How many distinct approvers must sign (1 unless a policy asked for more at filing).
+    #[serde(default = "one", skip_serializing_if = "is_one")]
+    required_approvals: u32,
+    /// The signed approvals so far, in the order they came.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    approvals: Vec<SignedApproval>,
+}
+
+fn one() -> u32 {
+    1
+}
+
+#[allow(clippy::trivially_copy_pass_by_ref)] // serde's skip_serializing_if passes a reference
+fn is_one(n: &u32) -> bool {
+    *n == 1
 }
 
 /// A stored payload must already be canonical: re-canonicalizing it must give the same bytes.
@@ -63,7 +81,13 @@ fn unsupported_version(version: u32) -> String {
 }
 
 impl Request {
-    pub(crate) fn new(id: RequestId, new: NewRequest, now: Timestamp, ttl: Duration) -> Self {
+    pub(crate) fn new(
+        id: RequestId,
+        new: NewRequest,
+        now: Timestamp,
+        ttl: Duration,
+        required_approvals: u32,
+    ) -> Self {
         let payload_digest = new.payload.as_ref().map(CanonicalPayload::digest);
         Self {
             version: FORMAT_VERSION,
@@ -80,6 +104,8 @@ impl Request {
             decided_at: None,
             decision_reason: None,
             decided_by: None,
+            required_approvals: required_approvals.max(1),
+            approvals: Vec::new(),
         }
     }
 
@@ -121,6 +147,24 @@ impl Request {
         }
         if self.expires_at <= self.created_at {
             return Err("expires before it was created".into());
+        }
+        if !(1..=MAX_QUORUM).contains(&self.required_approvals) {
+            return Err(format!(
+                "requires {} approvals (1 to {MAX_QUORUM} are possible)",
+                self.required_approvals
+            ));
+        }
+        if self.approvals.len() > MAX_QUORUM as usize {
+            return Err(format!("holds {} approvals", self.approvals.len()));
+        }
+        // Duplicates are left to the policy, which counts each principal and key once.
+        for approval in &self.approvals {
+            if approval.signature().len() > MAX_SIGNATURE_BYTES {
+                return Err(format!(
+                    "the signature of {} is over {MAX_SIGNATURE_BYTES} bytes",
+                    approval.principal()
+                ));
+            }
         }
         let decided = self.decided_at.is_some();
         if decided == (self.status == Status::Pending) {
@@ -198,6 +242,21 @@ impl Request {
         self.decided_by.as_deref()
     }
 
+    /// How many distinct approvers must sign, as recorded when it was filed.
+    #[must_use]
+    pub fn required_approvals(&self) -> u32 {
+        self.required_approvals
+    }
+    /// The signed approvals so far, oldest first.
+    #[must_use]
+    pub fn approvals(&self) -> &[SignedApproval] {
+        &self.approvals
+    }
+
+    pub(crate) fn add_approval(&mut self, approval: SignedApproval) {
+        self.approvals.push(approval);
+    }
+
     pub(crate) fn is_past_expiry(&self, now: Timestamp) -> bool {
         now > self.expires_at
     }
@@ -207,6 +266,16 @@ impl Request {
         self.decided_at = Some(now);
         self.decision_reason = decision.and_then(|d| d.reason.clone());
         self.decided_by = decision.map(|d| d.decided_by.clone());
+    }
+
+    /// The same request as `shown`, approvals added since aside: what a human approving it
+    /// saw is still what it is.
+    pub(crate) fn same_as_shown(&self, shown: &Request) -> bool {
+        let strip = |r: &Request| Request {
+            approvals: Vec::new(),
+            ..r.clone()
+        };
+        strip(self) == strip(shown)
     }
 
     /// Same request as far as de-duplication goes.
@@ -241,7 +310,7 @@ mod tests {
     fn effective_status_combines_claim_and_clock() {
         let id = RequestId::parse("0123456789ab").unwrap();
         let t0 = Timestamp::from_unix_millis(1_000_000);
-        let mut r = Request::new(id, NewRequest::new("a", "b"), t0, MIN_TTL);
+        let mut r = Request::new(id, NewRequest::new("a", "b"), t0, MIN_TTL, 1);
         let before = t0.saturating_add(MIN_TTL);
         let after = before.saturating_add(Duration::from_millis(1));
         assert_eq!(r.effective(false, before), EffectiveStatus::Pending);

@@ -26,7 +26,7 @@ pub struct NewRequest {
     pub(super) action: String,
     pub(super) reason: String,
     pub(super) requested_by: Option<String>,
-    pub(super) operation: Option<String>,
+    pub(crate) operation: Option<String>,
     pub(super) payload: Option<CanonicalPayload>,
     pub(crate) ttl: Option<Duration>,
 }

@@ -16,14 +16,20 @@ use crate::time::Timestamp;
 pub struct StatusReport {
     request: Request,
     effective_status: EffectiveStatus,
+    required_approvals: u32,
     authorizes_execution: bool,
 }
 
 impl StatusReport {
-    pub(crate) fn new(request: Request, effective_status: EffectiveStatus) -> Self {
+    pub(crate) fn new(
+        request: Request,
+        effective_status: EffectiveStatus,
+        required_approvals: u32,
+    ) -> Self {
         Self {
             request,
             effective_status,
+            required_approvals,
             authorizes_execution: false,
         }
     }
@@ -38,6 +44,14 @@ impl StatusReport {
     #[must_use]
     pub fn effective_status(&self) -> EffectiveStatus {
         self.effective_status
+    }
+
+    /// How many distinct approvers must sign it: the larger of what it recorded when filed
+    /// and what the reporting gate's policy says. With [`Request::approvals`] this is the
+    /// "k of M" a human is shown.
+    #[must_use]
+    pub fn required_approvals(&self) -> u32 {
+        self.required_approvals
     }
 
     /// Always `false`: a status never authorizes execution. Only a successful consume does.
@@ -87,6 +101,16 @@ impl StatusReport {
             decided_at: request.decided_at(),
             decided_by: request.decided_by().map(str::to_owned),
             decision_reason: request.decision_reason().map(str::to_owned),
+            required_approvals: self.required_approvals,
+            approvals: request
+                .approvals()
+                .iter()
+                .map(|a| ApprovalJson {
+                    principal: a.principal().to_owned(),
+                    decided_by: a.decided_by().to_owned(),
+                    decided_at: a.decided_at(),
+                })
+                .collect(),
         }
     }
 }
@@ -166,4 +190,30 @@ pub struct ReportJson {
     /// The reason given with the decision.
     #[serde(skip_serializing_if = "Option::is_none")]
     decision_reason: Option<String>,
+    /// How many distinct approvers must sign; left out when one approval is enough.
+    #[serde(skip_serializing_if = "is_one")]
+    required_approvals: u32,
+    /// The signed approvals so far, oldest first; left out when there are none. A request
+    /// needing more than these stays `pending`.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    approvals: Vec<ApprovalJson>,
+}
+
+#[allow(clippy::trivially_copy_pass_by_ref)] // serde's skip_serializing_if passes a reference
+fn is_one(n: &u32) -> bool {
+    *n == 1
+}
+
+/// One signed approval in a report: who signed, as whom, when (the signature itself stays in
+/// the record and the audit log).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
+#[serde(rename_all = "camelCase")]
+pub struct ApprovalJson {
+    /// The approver's principal, as in the policy's `allowed_signers`.
+    principal: String,
+    /// Who approved, as the store recorded it.
+    decided_by: String,
+    /// When.
+    decided_at: Timestamp,
 }

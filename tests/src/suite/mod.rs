@@ -15,6 +15,7 @@ pub mod lifecycle;
 pub mod model;
 pub mod races;
 pub mod recovery;
+pub mod signed;
 
 use approval_gate::{AuditEvent, Gate, RequestId};
 
