@@ -1,0 +1,221 @@
+//! Signing with the approver's real tools: keys held by a real `ssh-agent` (the private key
+//! file gone), `ssh-add -c` per-use confirmation, every key type ssh-keygen makes by default;
+//! and what ssh-keygen signs, the executor takes, and what we store, ssh-keygen verifies.
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+
+use approval_gate::{
+    CanonicalPayload, Decision, EffectiveStatus, Error, ErrorCode, Gate, Grant, NewRequest,
+    RequestId, SIGNATURE_NAMESPACE,
+};
+use approval_gate_tests::ssh::{Agent, Approver, Keys, ssh_keygen_sign, ssh_keygen_verifies};
+use approval_gate_tests::{Fixture, binding};
+use serde_json::Value;
+
+const ACTION: &str = "deploy v2 to production";
+const OP: &str = "deploy.production";
+
+fn file(gate: &Gate) -> RequestId {
+    let new = NewRequest::new(ACTION, "release day")
+        .operation(OP)
+        .payload(CanonicalPayload::from_json_text(r#"{"version":"2.0.0"}"#).unwrap());
+    gate.request_approval(new).unwrap().request.id()
+}
+
+fn runs(gate: &Gate, id: RequestId) -> Result<u32, Error> {
+    let mut runs = 0;
+    gate.execute_approved(
+        id,
+        &binding(ACTION, Some(OP), Some(r#"{"version":"2.0.0"}"#)),
+        |_: &Grant<Value>| {
+            runs += 1;
+            Ok::<_, Error>(())
+        },
+    )?;
+    Ok(runs)
+}
+
+/// A gate on a fresh store holding a policy of `approvers`, `quorum` of them for deploys.
+fn gate(fx: &Fixture, keys: &Keys, approvers: &[&Approver], quorum: u32) -> Gate {
+    Gate::builder()
+        .dir(&fx.dir)
+        .clock(fx.clock.clone())
+        .policy(keys.policy(approvers).require("deploy.*", quorum).unwrap())
+        .open()
+        .unwrap()
+}
+
+fn approve_with(
+    gate: &Gate,
+    id: RequestId,
+    principal: &str,
+    signature: String,
+) -> Result<EffectiveStatus, Error> {
+    gate.approve(id, &Decision::by("tester").signed(principal, signature))
+        .map(|r| r.effective_status())
+}
+
+#[test]
+fn a_key_held_only_by_ssh_agent_signs_approvals_the_executor_takes() {
+    let keys = Keys::new();
+    let alice = keys.approver("alice@example.com");
+    let agent = Agent::start();
+    agent.add(&alice.key, false);
+    // The private key is gone from disk: only the agent can sign now.
+    std::fs::remove_file(&alice.key).unwrap();
+    let fx = Fixture::new();
+    let gate = gate(&fx, &keys, &[&alice], 1);
+    let id = file(&gate);
+    let statement = gate
+        .status(id)
+        .unwrap()
+        .request()
+        .decision_statement(&alice.principal)
+        .unwrap();
+    let signature = ssh_keygen_sign(
+        &alice.public_file(),
+        SIGNATURE_NAMESPACE,
+        &statement,
+        Some(agent.socket()),
+    );
+    assert_eq!(
+        approve_with(&gate, id, &alice.principal, signature.clone()).unwrap(),
+        EffectiveStatus::ApprovedUnconsumed
+    );
+    assert!(ssh_keygen_verifies(
+        &keys.allowed_signers(&[&alice]),
+        &alice.principal,
+        &signature,
+        &statement
+    ));
+    assert_eq!(runs(&gate, id).unwrap(), 1);
+}
+
+/// `ssh-add -c`: the agent asks (through `SSH_ASKPASS`) before every signature; a "no"
+/// means no signature, so no approval.
+#[test]
+fn ssh_add_confirm_asks_before_each_signature_and_a_no_signs_nothing() {
+    let keys = Keys::new();
+    let alice = keys.approver("alice@example.com");
+    let answers = keys.dir().join("answers");
+    let asked = keys.dir().join("asked");
+    let askpass = keys.dir().join("askpass");
+    // Exits with the answer in `answers` ("0": yes) and counts the questions.
+    std::fs::write(
+        &askpass,
+        format!(
+            "#!/bin/sh\necho asked >> '{}'\nexit \"$(cat '{}')\"\n",
+            asked.display(),
+            answers.display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&askpass, std::fs::Permissions::from_mode(0o700)).unwrap();
+    let agent = Agent::start_with_askpass(&askpass);
+    agent.add(&alice.key, true);
+    std::fs::remove_file(&alice.key).unwrap();
+
+    let fx = Fixture::new();
+    let gate = gate(&fx, &keys, &[&alice], 1);
+    let id = file(&gate);
+    let statement = gate
+        .status(id)
+        .unwrap()
+        .request()
+        .decision_statement(&alice.principal)
+        .unwrap();
+
+    std::fs::write(&answers, "1").unwrap();
+    let refused = ssh_keygen_try_sign(&alice.public_file(), &statement, agent.socket());
+    assert!(refused.is_none(), "a refused confirmation signs nothing");
+    assert_eq!(
+        gate.status(id).unwrap().effective_status(),
+        EffectiveStatus::Pending
+    );
+
+    std::fs::write(&answers, "0").unwrap();
+    let signature = ssh_keygen_try_sign(&alice.public_file(), &statement, agent.socket())
+        .expect("a confirmed use signs");
+    approve_with(&gate, id, &alice.principal, signature).unwrap();
+    assert_eq!(
+        std::fs::read_to_string(&asked).unwrap().lines().count(),
+        2,
+        "asked each time"
+    );
+    assert_eq!(runs(&gate, id).unwrap(), 1);
+}
+
+fn ssh_keygen_try_sign(public: &Path, statement: &[u8], agent: &Path) -> Option<String> {
+    use std::io::Write;
+    use std::process::{Command, Stdio};
+    let mut child = Command::new("ssh-keygen")
+        .args(["-q", "-Y", "sign", "-n", SIGNATURE_NAMESPACE, "-f"])
+        .arg(public)
+        .env("SSH_AUTH_SOCK", agent)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(statement).unwrap();
+    let out = child.wait_with_output().unwrap();
+    out.status
+        .success()
+        .then(|| String::from_utf8(out.stdout).unwrap())
+}
+
+/// Every key type ssh-keygen makes without hardware verifies here; a quorum of three
+/// different types runs once.
+#[test]
+fn ed25519_ecdsa_and_rsa_signatures_from_ssh_keygen_all_verify() {
+    let keys = Keys::new();
+    let team: Vec<Approver> = [("a@x", "ed25519"), ("b@x", "ecdsa"), ("c@x", "rsa")]
+        .iter()
+        .map(|(p, t)| keys.approver_of_type(p, t))
+        .collect();
+    let fx = Fixture::new();
+    let refs: Vec<&Approver> = team.iter().collect();
+    let gate = gate(&fx, &keys, &refs, 3);
+    let id = file(&gate);
+    for (n, approver) in team.iter().enumerate() {
+        let request = gate.status(id).unwrap().into_request();
+        let signature = approver.sign(&request.decision_statement(&approver.principal).unwrap());
+        let status = approve_with(&gate, id, &approver.principal, signature).unwrap();
+        let expected = if n < 2 {
+            EffectiveStatus::Pending
+        } else {
+            EffectiveStatus::ApprovedUnconsumed
+        };
+        assert_eq!(status, expected, "after {}", approver.principal);
+    }
+    assert_eq!(runs(&gate, id).unwrap(), 1);
+}
+
+/// A store edited by hand (the record's own file) to "approved", with no signature: the
+/// executor under a policy refuses; nothing is spent, and the genuine path still works.
+#[test]
+fn a_record_edited_by_hand_to_approved_is_refused_by_the_executor() {
+    let keys = Keys::new();
+    let alice = keys.approver("alice@example.com");
+    let fx = Fixture::new();
+    let gate = gate(&fx, &keys, &[&alice], 1);
+    let id = file(&gate);
+    let path = fx.dir.join("requests").join(format!("{id}.json"));
+    let text = std::fs::read_to_string(&path).unwrap();
+    let edited = text
+        .replace(r#""status":"pending""#, r#""status":"approved""#)
+        .replace(
+            r#""decidedAt":null"#,
+            r#""decidedAt":"2026-11-30T00:00:01.000Z""#,
+        );
+    assert_ne!(edited, text, "the edit applies");
+    std::fs::write(&path, edited).unwrap();
+    let refused = runs(&gate, id).unwrap_err();
+    assert_eq!(
+        refused.code(),
+        ErrorCode::InsufficientApprovals,
+        "{refused}"
+    );
+    assert!(!fx.dir.join("claims").join(format!("{id}.used")).exists());
+}
