@@ -219,3 +219,64 @@ fn a_record_edited_by_hand_to_approved_is_refused_by_the_executor() {
     );
     assert!(!fx.dir.join("claims").join(format!("{id}.used")).exists());
 }
+
+/// `#[requires_approval]` unchanged under a gate holding a policy: the body runs only once
+/// enough trusted approvers signed, and an approval that is not signed never reaches it.
+#[test]
+fn requires_approval_works_unchanged_under_a_policy() {
+    use approval_gate::{Claim, requires_approval};
+
+    struct Deployer {
+        deployed: std::cell::RefCell<Vec<String>>,
+    }
+    #[derive(serde::Serialize, serde::Deserialize)]
+    struct Release {
+        version: String,
+    }
+    impl Deployer {
+        #[requires_approval(operation = "deploy.production")]
+        fn deploy(&self, #[payload] release: Release, approval: Claim<'_>) -> Result<(), Error> {
+            approval.assert_active()?;
+            self.deployed.borrow_mut().push(release.version.clone());
+            Ok(())
+        }
+    }
+
+    let keys = Keys::new();
+    let (alice, bob) = (keys.approver("alice@x"), keys.approver("bob@x"));
+    let fx = Fixture::new();
+    let gate = gate(&fx, &keys, &[&alice, &bob], 2);
+    let deployer = Deployer {
+        deployed: std::cell::RefCell::default(),
+    };
+    let release = || Release {
+        version: "2.0.0".into(),
+    };
+
+    // Approved where no policy is held, without signatures: the body never runs.
+    let unsigned = file(&fx.gate);
+    fx.gate.approve(unsigned, &Decision::by("agent")).unwrap();
+    let refused = deployer
+        .deploy(release(), Claim::new(&gate, unsigned, ACTION))
+        .unwrap_err();
+    assert_eq!(
+        refused.code(),
+        ErrorCode::InsufficientApprovals,
+        "{refused}"
+    );
+
+    let id = file(&gate);
+    for approver in [&alice, &bob] {
+        let request = gate.status(id).unwrap().into_request();
+        let signature = approver.sign(&request.decision_statement(&approver.principal).unwrap());
+        approve_with(&gate, id, &approver.principal, signature).unwrap();
+    }
+    deployer
+        .deploy(release(), Claim::new(&gate, id, ACTION))
+        .unwrap();
+    let replay = deployer
+        .deploy(release(), Claim::new(&gate, id, ACTION))
+        .unwrap_err();
+    assert_eq!(replay.code(), ErrorCode::AlreadyConsumed);
+    assert_eq!(*deployer.deployed.borrow(), ["2.0.0"]);
+}
