@@ -280,3 +280,92 @@ fn requires_approval_works_unchanged_under_a_policy() {
     assert_eq!(replay.code(), ErrorCode::AlreadyConsumed);
     assert_eq!(*deployer.deployed.borrow(), ["2.0.0"]);
 }
+
+/// One key trusted under two principals signs as both: it is one approver, and counts once.
+#[test]
+fn one_key_listed_under_two_principals_counts_once() {
+    let keys = Keys::new();
+    let alice = keys.approver("alice@x");
+    let carol = keys.approver("carol@x");
+    // The same key for alice and bob, as a careless allowed_signers file might have it.
+    let allowed = format!("alice@x,bob@x {}\n{}\n", alice.public, carol.allowed_line());
+    let policy = approval_gate::Policy::from_allowed_signers(&allowed)
+        .unwrap()
+        .require("deploy.*", 2)
+        .unwrap();
+    let fx = Fixture::new();
+    let gate = Gate::builder()
+        .dir(&fx.dir)
+        .clock(fx.clock.clone())
+        .policy(policy)
+        .open()
+        .unwrap();
+    let id = file(&gate);
+    let request = gate.status(id).unwrap().into_request();
+    let sign =
+        |principal: &str, by: &Approver| by.sign(&request.decision_statement(principal).unwrap());
+    approve_with(&gate, id, "alice@x", sign("alice@x", &alice)).unwrap();
+    // Approving as bob with alice's key is the same approver again.
+    let again = approve_with(&gate, id, "bob@x", sign("bob@x", &alice)).unwrap_err();
+    assert_eq!(again.code(), ErrorCode::AlreadySigned, "{again}");
+
+    // Written straight into the record, it still counts once at consume.
+    let path = fx.dir.join("requests").join(format!("{id}.json"));
+    let mut record: Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+    let mut bobs = record["approvals"][0].clone();
+    bobs["principal"] = "bob@x".into();
+    bobs["signature"] = sign("bob@x", &alice).into();
+    record["approvals"].as_array_mut().unwrap().push(bobs);
+    record["status"] = "approved".into();
+    record["decidedAt"] = record["approvals"][0]["decidedAt"].clone();
+    std::fs::write(&path, serde_json::to_vec(&record).unwrap()).unwrap();
+    let refused = runs(&gate, id).unwrap_err();
+    assert!(
+        matches!(
+            refused,
+            Error::InsufficientApprovals {
+                valid: 1,
+                required: 2,
+                ..
+            }
+        ),
+        "{refused}"
+    );
+    // The second approver with a key of their own makes it two.
+    let mut record: Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+    let mut carols = record["approvals"][0].clone();
+    carols["principal"] = "carol@x".into();
+    carols["signature"] = sign("carol@x", &carol).into();
+    record["approvals"].as_array_mut().unwrap().push(carols);
+    std::fs::write(&path, serde_json::to_vec(&record).unwrap()).unwrap();
+    assert_eq!(runs(&gate, id).unwrap(), 1);
+}
+
+/// An untrusted signer is named by its key's SHA256 fingerprint, as `ssh-keygen -l` shows it.
+#[test]
+fn an_untrusted_signer_is_named_by_the_fingerprint_ssh_keygen_shows() {
+    let keys = Keys::new();
+    let alice = keys.approver("alice@x");
+    let mallory = keys.approver("mallory@x");
+    let fx = Fixture::new();
+    let gate = gate(&fx, &keys, &[&alice], 1);
+    let id = file(&gate);
+    let request = gate.status(id).unwrap().into_request();
+    let signature = mallory.sign(&request.decision_statement("alice@x").unwrap());
+    let refused = approve_with(&gate, id, "alice@x", signature).unwrap_err();
+    let listed = std::process::Command::new("ssh-keygen")
+        .args(["-l", "-E", "sha256", "-f"])
+        .arg(mallory.public_file())
+        .output()
+        .unwrap();
+    let listed = String::from_utf8(listed.stdout).unwrap();
+    let fingerprint = listed.split_whitespace().nth(1).unwrap();
+    assert!(fingerprint.starts_with("SHA256:"), "{listed}");
+    match refused {
+        Error::UntrustedSigner { key, principal, .. } => {
+            assert_eq!(key, fingerprint);
+            assert_eq!(principal, "alice@x");
+        }
+        other => panic!("expected untrusted_signer, got {other}"),
+    }
+}
