@@ -124,7 +124,20 @@ mod tests {
         let report = gate
             .approve(id, &crate::Decision::by("alice").reason("ok"))
             .unwrap();
+        // The fields left out at their defaults: a report with a quorum and a signed approval
+        // carries them, so every field of the schema is seen serialized.
+        let mut request = report.request().clone();
+        request.add_approval(crate::SignedApproval::new(
+            "alice@example.com".into(),
+            "alice".into(),
+            request.created_at(),
+            "-----BEGIN SSH SIGNATURE-----".into(),
+        ));
+        let report = crate::StatusReport::new(request, report.effective_status(), 2);
         let full = serde_json::to_value(&report).unwrap();
+        assert_eq!(full["requiredApprovals"], 2);
+        assert_eq!(full["approvals"][0]["principal"], "alice@example.com");
+        assert!(full["approvals"][0].get("signature").is_none());
         assert_eq!(keys(&full), properties::<ReportJson>());
         assert_eq!(full["authorizesExecution"], false);
         assert_eq!(full["payload"]["to"], "a@b.c");
