@@ -142,23 +142,25 @@ pub(crate) fn approve(
         }
         other => other?,
     };
+    done(&gate, &approved, signing.is_some())
+}
+
+/// Says what the approval did: approved (k of M, when signed), or recorded and pending.
+fn done(gate: &Gate, approved: &StatusReport, signed: bool) -> anyhow::Result<Exit> {
     let request = approved.request();
+    let id = request.id();
     let count = request.approvals().len();
-    let required = approved.required_approvals();
+    let required = approved.required_approvals() as usize;
     if request.status() == Status::Pending {
+        let more = required.saturating_sub(count);
         output::stdout(&format!(
-            "approval recorded for {id}: {count} of {required}, still pending (it needs {} \
+            "approval recorded for {id}: {count} of {required}, still pending (it needs {more} \
              more signed approval{} by other approvers)\n",
-            (required as usize).saturating_sub(count),
-            if (required as usize).saturating_sub(count) == 1 {
-                ""
-            } else {
-                "s"
-            },
+            if more == 1 { "" } else { "s" },
         ))?;
         return Ok(Exit::Done);
     }
-    let quorum = if signing.is_some() {
+    let quorum = if signed {
         format!(" ({count} of {required})")
     } else {
         String::new()
@@ -190,6 +192,13 @@ fn signing(
 ) -> anyhow::Result<Option<Signing>> {
     let id = shown.request().id();
     let Some(key) = signer.key.or_else(|| settings.signing_key.value.clone()) else {
+        if signer.principal.is_some() {
+            return refuse_with(
+                "no_key",
+                "--principal needs a key to sign with: give --key FILE (or set \
+                 APPROVAL_GATE_SIGNING_KEY); nothing was approved",
+            );
+        }
         if gate.policy().is_some() || shown.required_approvals() > 1 {
             let error = Error::SignatureRequired {
                 id,

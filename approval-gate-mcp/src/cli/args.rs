@@ -14,8 +14,8 @@ use clap_complete::Shell;
 const AFTER_HELP: &str = "\
 Exit codes:
   0  done
-  1  refused: not found, wrong state, expired, confirmation mismatch, not a terminal;
-     for doctor, a problem found
+  1  refused: not found, wrong state, expired, confirmation mismatch, not a terminal, an
+     approval that must be signed or whose key is not trusted; for doctor, a problem found
   2  usage or I/O error (including a broken audit log, an unreadable request record or an
      unsafe state directory)
   3  took effect, but its durability is unknown (a directory fsync failed) or it could not be

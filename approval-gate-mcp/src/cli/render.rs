@@ -297,7 +297,10 @@ fn approvals_raw(report: &StatusReport) -> Option<String> {
     }
     let mut text = format!("{} of {required}", approvals.len());
     if !approvals.is_empty() {
-        let names: Vec<_> = approvals.iter().map(|a| a.principal()).collect();
+        let names: Vec<_> = approvals
+            .iter()
+            .map(approval_gate::SignedApproval::principal)
+            .collect();
         let _ = write!(text, " ({})", names.join(", "));
     }
     Some(text)

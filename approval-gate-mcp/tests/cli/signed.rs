@@ -3,6 +3,7 @@
 //! counts once, the request stays pending showing k of M until the quorum is met, and an
 //! approval without a key or with a key the policy does not trust changes nothing.
 
+use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -20,7 +21,7 @@ const ACTION: &str = "wire 1200 EUR to ACME Ltd";
 const OP: &str = "payments.wire";
 const PAYLOAD: &str = r#"{"amount_cents":120000,"to":"ACME Ltd"}"#;
 
-/// A store, approvers with ed25519 keys made by ssh-keygen, and their allowed_signers file.
+/// A store, approvers with ed25519 keys made by ssh-keygen, and their `allowed_signers` file.
 struct Team {
     store: Store,
     signers: PathBuf,
@@ -36,7 +37,7 @@ impl Team {
         let mut text = String::from("# the approvers of this test\n");
         for name in ["alice", "bob"] {
             let public = team.keygen(name);
-            text.push_str(&format!("{name}@example.com {public}\n"));
+            let _ = writeln!(text, "{name}@example.com {public}");
         }
         team.keygen("mallory");
         std::fs::write(&team.signers, text).unwrap();
@@ -100,29 +101,6 @@ impl Team {
         command
     }
 
-    /// Runs `approve` in a pty and types the code it asks for, if it asks; its exit code,
-    /// whether it asked, and everything it printed.
-    fn approve(&self, command: Command) -> (i32, bool, String) {
-        let mut session = spawn_command(command, Some(20_000)).expect("spawn in a pty");
-        let mut printed = String::new();
-        let asked =
-            match session.exp_regex(r"Type [0-9a-f]{8} to approve \(anything else cancels\): ") {
-                Ok((before, prompt)) => {
-                    printed.push_str(&before);
-                    printed.push_str(&prompt);
-                    session.send_line(&prompt[5..13]).unwrap();
-                    true
-                }
-                Err(_) => false,
-            };
-        printed.push_str(&session.exp_eof().unwrap_or_default());
-        let code = match session.process().wait().unwrap() {
-            WaitStatus::Exited(_, code) => code,
-            other => panic!("approve did not exit normally: {other:?}\n{printed}"),
-        };
-        (code, asked, printed)
-    }
-
     fn status(&self, id: RequestId) -> approval_gate::StatusReport {
         self.store.gate().status(id).unwrap()
     }
@@ -146,6 +124,29 @@ impl Team {
     }
 }
 
+/// Runs `approve` in a pty and types the code it asks for, if it asks; its exit code,
+/// whether it asked, and everything it printed.
+fn approve(command: Command) -> (i32, bool, String) {
+    let mut session = spawn_command(command, Some(20_000)).expect("spawn in a pty");
+    let mut printed = String::new();
+    let asked = match session.exp_regex(r"Type [0-9a-f]{8} to approve \(anything else cancels\): ")
+    {
+        Ok((before, prompt)) => {
+            printed.push_str(&before);
+            printed.push_str(&prompt);
+            session.send_line(&prompt[5..13]).unwrap();
+            true
+        }
+        Err(_) => false,
+    };
+    printed.push_str(&session.exp_eof().unwrap_or_default());
+    let code = match session.process().wait().unwrap() {
+        WaitStatus::Exited(_, code) => code,
+        other => panic!("approve did not exit normally: {other:?}\n{printed}"),
+    };
+    (code, asked, printed)
+}
+
 #[test]
 fn two_approvers_with_keys_meet_a_two_of_two_quorum() {
     let team = Team::new();
@@ -153,7 +154,7 @@ fn two_approvers_with_keys_meet_a_two_of_two_quorum() {
     let alice = team.key("alice");
     let mut first = team.command(2, &["approve", id.as_str(), "--key"]);
     first.arg(&alice);
-    let (code, asked, printed) = team.approve(first);
+    let (code, asked, printed) = approve(first);
     assert_eq!((code, asked), (0, true), "{printed}");
     assert!(
         printed.contains(&format!(
@@ -202,7 +203,7 @@ fn two_approvers_with_keys_meet_a_two_of_two_quorum() {
     let before = team.store.snapshot();
     let mut again = team.command(2, &["approve", id.as_str(), "--key"]);
     again.arg(&alice);
-    let (code, _, printed) = team.approve(again);
+    let (code, _, printed) = approve(again);
     assert_eq!(code, 1, "{printed}");
     assert!(printed.contains("already approved"), "{printed}");
     assert_eq!(
@@ -213,7 +214,7 @@ fn two_approvers_with_keys_meet_a_two_of_two_quorum() {
     // Bob's principal comes from the approvers file, found by his public key.
     let mut second = team.command(2, &["approve", id.as_str(), "--key"]);
     second.arg(team.key("bob"));
-    let (code, _, printed) = team.approve(second);
+    let (code, _, printed) = approve(second);
     assert_eq!(code, 0, "{printed}");
     assert!(
         printed.contains("approvals       1 of 2 (alice@example.com)"),
@@ -291,7 +292,7 @@ fn a_key_held_by_ssh_agent_signs_through_its_public_file() {
     command
         .arg(team.public("alice"))
         .env("SSH_AUTH_SOCK", &agent.socket);
-    let (code, _, printed) = team.approve(command);
+    let (code, _, printed) = approve(command);
     assert_eq!(code, 0, "{printed}");
     assert!(
         printed.contains(&format!("approved {id} (1 of 1)")),
@@ -310,10 +311,16 @@ fn without_a_key_under_a_policy_nothing_is_approved_and_it_says_how() {
     let team = Team::new();
     let id = team.ask(2);
     let before = team.store.snapshot();
-    let (code, asked, printed) = team.approve(team.command(2, &["approve", id.as_str()]));
+    let (code, asked, printed) = approve(team.command(2, &["approve", id.as_str()]));
     assert_eq!(code, 1, "{printed}");
     // Refused before the screen: no code was worth typing.
     assert!(!asked, "{printed}");
+    let (code, asked, named) = approve(team.command(
+        2,
+        &["approve", id.as_str(), "--principal", "alice@example.com"],
+    ));
+    assert_eq!((code, asked), (1, false), "{named}");
+    assert!(named.contains("--principal needs a key"), "{named}");
     for needed in [
         "needs signed approvals (2 distinct approvers)",
         &format!("approval-gate approve {id} --key"),
@@ -335,7 +342,7 @@ fn an_untrusted_key_changes_nothing() {
     // Whom it signs as cannot be told from a key the file does not list.
     let mut unknown = team.command(2, &["approve", id.as_str(), "--key"]);
     unknown.arg(team.key("mallory"));
-    let (code, asked, printed) = team.approve(unknown);
+    let (code, asked, printed) = approve(unknown);
     assert_eq!((code, asked), (1, false), "{printed}");
     assert!(printed.contains("does not trust the key"), "{printed}");
     // Claiming to be alice: signed after the code, and refused by the library's check.
@@ -343,7 +350,7 @@ fn an_untrusted_key_changes_nothing() {
     claimed
         .arg(team.key("mallory"))
         .args(["--principal", "alice@example.com"]);
-    let (code, asked, printed) = team.approve(claimed);
+    let (code, asked, printed) = approve(claimed);
     assert_eq!((code, asked), (1, true), "{printed}");
     assert!(
         printed.contains("which the policy does not trust for alice@example.com"),
