@@ -6,7 +6,7 @@
 //! | code | meaning |
 //! |---|---|
 //! | 0 | done |
-//! | 1 | refused: not found, wrong state, expired, confirmation mismatch, not a terminal; for `doctor`, a problem found |
+//! | 1 | refused: not found, wrong state, expired, confirmation mismatch, not a terminal, an approval that must be signed or whose key is not trusted; for `doctor`, a problem found |
 //! | 2 | usage or I/O error, including an unsafe state directory, a corrupt state file or a broken audit log |
 //! | 3 | took effect, but not completely: the change is in place but its durability is unknown (a directory fsync failed) or its audit line could not be written; check with `show ID` and `audit verify` |
 //!
