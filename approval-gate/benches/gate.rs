@@ -8,6 +8,8 @@
 //! - `execute_approved`: consume + `execution_started` + closure + `execution_finished`, end to
 //!   end; it performs 8 fsyncs (claim file and directory, then each of 3 audit lines and its
 //!   anchor).
+//! - `execute_approved_signed`: the same under a quorum policy of 0 (none), 1 and 3
+//!   signatures, each verified in-process by the consume.
 //! - `list_pending_among_finished`: 20 pending requests among 1k, 10k, 100k finished ones;
 //!   the pending index should keep this flat.
 //! - `request_approve_consume`: whole cycles from 1, 4 and 16 concurrent processes sharing one
@@ -99,6 +101,72 @@ fn execute_approved(bencher: Bencher) {
                 .request
                 .id();
             gate.approve(id, &Decision::by("bench")).unwrap();
+            (id, Binding::new(action))
+        })
+        .bench_local_values(|(id, binding): (RequestId, Binding)| {
+            gate.execute_approved(id, &binding, |run: &Grant<()>| {
+                run.assert_active()?;
+                Ok::<_, Error>(())
+            })
+            .unwrap();
+        });
+}
+
+/// `execute_approved` under a policy needing `signatures` approvers (0: no policy), each
+/// signature verified in the consume; keys made and statements signed by ssh-keygen, outside
+/// the timing.
+#[divan::bench(args = [0, 1, 3], sample_count = 50, sample_size = 1)]
+fn execute_approved_signed(bencher: Bencher, signatures: u32) {
+    let tmp = tempfile::tempdir_in(bench_root()).unwrap();
+    let approvers: Vec<(String, std::path::PathBuf)> = (0..signatures)
+        .map(|n| {
+            let principal = format!("approver{n}@example.com");
+            let key = tmp.path().join(format!("key{n}"));
+            let made = Command::new("ssh-keygen")
+                .args(["-q", "-t", "ed25519", "-N", "", "-C", &principal, "-f"])
+                .arg(&key)
+                .status()
+                .expect("ssh-keygen");
+            assert!(made.success());
+            (principal, key)
+        })
+        .collect();
+    let mut builder = Gate::builder().dir(tmp.path().join("gate"));
+    if signatures > 0 {
+        let allowed: String = approvers
+            .iter()
+            .map(|(principal, key)| {
+                let public = std::fs::read_to_string(key.with_extension("pub")).unwrap();
+                format!("{principal} {public}")
+            })
+            .collect();
+        let policy = approval_gate::Policy::from_allowed_signers(&allowed)
+            .unwrap()
+            .require("*", signatures)
+            .unwrap();
+        builder = builder.policy(policy);
+    }
+    let gate = builder.open().unwrap();
+    let mut n = 0u64;
+    bencher
+        .with_inputs(|| {
+            n += 1;
+            let action = format!("bench {n}");
+            let id = gate
+                .request_approval(NewRequest::new(&action, "bench"))
+                .unwrap()
+                .request
+                .id();
+            if approvers.is_empty() {
+                gate.approve(id, &Decision::by("bench")).unwrap();
+            }
+            for (principal, key) in &approvers {
+                let request = gate.status(id).unwrap().into_request();
+                let statement = request.decision_statement(principal).unwrap();
+                let signature = approval_gate::sign_with_ssh_keygen(key, &statement).unwrap();
+                gate.approve(id, &Decision::by("bench").signed(principal, signature))
+                    .unwrap();
+            }
             (id, Binding::new(action))
         })
         .bench_local_values(|(id, binding): (RequestId, Binding)| {

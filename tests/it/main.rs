@@ -11,5 +11,6 @@ mod smtp_quorum;
 #[path = "../../examples/support/smtp_sink.rs"]
 mod smtp_sink;
 mod smtp_tls;
+mod ssh_signing;
 mod unanchored;
 mod wait;

@@ -255,12 +255,35 @@ impl Agent {
     /// If ssh-agent is missing or does not come up within 10 seconds.
     #[must_use]
     pub fn start() -> Self {
+        Self::spawn(None)
+    }
+
+    /// Starts an agent that asks `askpass` to confirm each use of a key added with
+    /// `ssh-add -c` (exit status 0: yes), as a desktop's askpass dialog would.
+    ///
+    /// # Panics
+    ///
+    /// As [`Agent::start`].
+    #[must_use]
+    pub fn start_with_askpass(askpass: &Path) -> Self {
+        Self::spawn(Some(askpass))
+    }
+
+    fn spawn(askpass: Option<&Path>) -> Self {
         let dir = tempfile::tempdir().expect("tempdir");
         let socket = dir.path().join("agent.sock");
-        let child = Command::new("ssh-agent")
+        let mut command = Command::new("ssh-agent");
+        if let Some(askpass) = askpass {
+            command
+                .env("SSH_ASKPASS", askpass)
+                .env("SSH_ASKPASS_REQUIRE", "force")
+                .env("DISPLAY", ":0");
+        }
+        let child = command
             .arg("-D")
             .arg("-a")
             .arg(&socket)
+            .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()

@@ -347,6 +347,16 @@ mod tests {
                 "{err}"
             );
         }
+        let longest = "p".repeat(MAX_OPERATION_BYTES);
+        assert_eq!(
+            policy()
+                .require(&longest, 2)
+                .unwrap()
+                .required_approvals(Some(&longest)),
+            2
+        );
+        let over = policy().require(&format!("{longest}*"), 2).unwrap_err();
+        assert!(over.to_string().contains("1 to 128 bytes"), "{over}");
         let err = Policy::from_allowed_signers("# nobody\n").unwrap_err();
         assert!(err.to_string().contains("no trusted key"), "{err}");
         assert_eq!(policy().principals_of(ED).unwrap(), ["a@x"]);
