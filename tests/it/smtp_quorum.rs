@@ -95,7 +95,16 @@ fn an_approval_forged_in_the_store_sends_nothing_and_says_why() {
     forged["status"] = "approved".into();
     forged["decidedAt"] = forged["createdAt"].clone();
     forged["decidedBy"] = "agent".into();
-    std::fs::write(&record, serde_json::to_vec(&forged).unwrap()).unwrap();
+    // Renamed into place whole, as a careful forger would: the example is reading the
+    // store meanwhile, and a half-written record would be refused as unreadable.
+    let staged = run.store.parent().unwrap().join("forged.json");
+    std::fs::write(&staged, serde_json::to_vec(&forged).unwrap()).unwrap();
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt as _;
+        std::fs::set_permissions(&staged, std::fs::Permissions::from_mode(0o600)).unwrap();
+    }
+    std::fs::rename(&staged, &record).unwrap();
 
     let (code, delivered, printed) = run.finish();
     assert_eq!(code, 1, "{printed}");
