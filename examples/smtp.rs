@@ -19,6 +19,18 @@
 //!
 //! Options: `--tamper` changes the recipient after approval (nothing is sent, and it says
 //! why); `--ttl SECONDS` sets the request's time to live (default 600).
+//!
+//! Approvals an agent cannot forge: `--approvers FILE` (an OpenSSH `allowed_signers` file)
+//! makes the executor hold a policy, and `--quorum M` asks for M distinct approvers. Then
+//! the email goes out only once M trusted approvers have signed with
+//! `approval-gate --approvers FILE approve <id> --key KEY`; an approval written straight
+//! into the store, without their signatures, is refused at consume with the reason.
+//!
+//! ```sh
+//! ssh-keygen -t ed25519 -f ~/.ssh/approver     # once; or use a key you have
+//! echo "me@example.com $(cat ~/.ssh/approver.pub)" > approvers
+//! cargo run --example smtp -- --approvers approvers --quorum 1
+//! ```
 #![allow(clippy::print_stdout)]
 
 #[path = "support/relay.rs"]
@@ -33,7 +45,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use approval_gate::{
-    CanonicalPayload, Claim, EffectiveStatus, Gate, NewRequest, requires_approval,
+    CanonicalPayload, Claim, EffectiveStatus, Gate, NewRequest, Policy, requires_approval,
 };
 use lettre::message::header::ContentType;
 use lettre::{Message, SmtpTransport, Transport};
@@ -65,7 +77,7 @@ impl Email {
 
 #[derive(Debug, thiserror::Error)]
 enum SendError {
-    #[error("not sent: {0}")]
+    #[error("not sent ({code}): {0}", code = .0.code().as_str())]
     Gate(#[from] approval_gate::Error),
     #[error("invalid address: {0}")]
     Address(lettre::address::AddressError),
@@ -112,7 +124,12 @@ fn run() -> Result<bool, Box<dyn std::error::Error>> {
         .and_then(|i| args.get(i + 1))
         .map_or(Ok(600), |s| s.parse::<u64>())?;
 
-    let gate = Gate::open_default()?;
+    let policy = policy(&args)?;
+    let mut builder = Gate::builder();
+    if let Some((policy, _)) = &policy {
+        builder = builder.policy(policy.clone());
+    }
+    let gate = builder.open()?;
     let (transport, destination, _sink) = transport()?;
 
     let email = Email {
@@ -138,10 +155,25 @@ fn run() -> Result<bool, Box<dyn std::error::Error>> {
     } else {
         String::new()
     };
+    // Under a policy the human's CLI reads the same approvers, and each approver signs.
+    let (approvers, key) = match &policy {
+        Some((_, file)) => {
+            println!(
+                "it needs {} signed approval(s) by the approvers in {}",
+                submitted.request.required_approvals(),
+                file.display()
+            );
+            (
+                format!(" --approvers {}", shell_quote(&file.display().to_string())),
+                " --key YOUR_KEY",
+            )
+        }
+        None => (String::new(), ""),
+    };
     println!("approve or deny it in another terminal:");
-    println!("    approval-gate{dir} approve {id}");
+    println!("    approval-gate{dir}{approvers} approve {id}{key}");
     println!(
-        "    (from this checkout: cargo run -q -p approval-gate-mcp --bin approval-gate --{dir} approve {id})"
+        "    (from this checkout: cargo run -q -p approval-gate-mcp --bin approval-gate --{dir}{approvers} approve {id}{key})"
     );
     println!(
         "waiting for the decision (expires {})...",
@@ -172,6 +204,29 @@ fn run() -> Result<bool, Box<dyn std::error::Error>> {
             Ok(false)
         }
     }
+}
+
+/// `--approvers FILE` and `--quorum M`: the policy the executor holds, and its file.
+fn policy(args: &[String]) -> Result<Option<(Policy, PathBuf)>, Box<dyn std::error::Error>> {
+    let value = |flag: &str| {
+        args.iter()
+            .position(|a| a == flag)
+            .map(|i| args.get(i + 1).ok_or(format!("{flag} needs a value")))
+            .transpose()
+    };
+    let quorum = value("--quorum")?
+        .map(|n| n.parse::<u32>().map_err(|e| format!("--quorum {n}: {e}")))
+        .transpose()?;
+    let Some(file) = value("--approvers")? else {
+        if quorum.is_some() {
+            return Err("--quorum needs --approvers FILE: whose signatures would count?".into());
+        }
+        return Ok(None);
+    };
+    // Absolute, so the command printed for the human works from any directory.
+    let file = std::fs::canonicalize(file).map_err(|e| format!("--approvers {file}: {e}"))?;
+    let policy = Policy::load_allowed_signers(&file)?.require("smtp.send", quorum.unwrap_or(1))?;
+    Ok(Some((policy, file)))
 }
 
 /// `text` as one shell word.

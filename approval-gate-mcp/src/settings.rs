@@ -14,6 +14,17 @@
 //! | queue cap | | `APPROVAL_GATE_MAX_PENDING` | `max_pending` | 100 |
 //! | creation limit | | `APPROVAL_GATE_MAX_REQUESTS` | `max_requests` | 10 000 |
 //! | default TTL | | `APPROVAL_GATE_DEFAULT_TTL` | `default_ttl` | 1 h |
+//! | approvers | `--approvers` | `APPROVAL_GATE_APPROVERS` | `approvers` | none |
+//! | quorum | `--quorum` | `APPROVAL_GATE_QUORUM` | `[quorum]` | none |
+//! | signing key | `approve --key` | `APPROVAL_GATE_SIGNING_KEY` | `signing_key` | none |
+//!
+//! The approvers (an OpenSSH `allowed_signers` file) and the quorum (`payments.*=2,deploy.*=3`
+//! in the flag and the variable, a `[quorum]` table of `"payments.*" = 2` in the file, each
+//! source whole, never merged) make the [`Policy`] both binaries give their gate (SPEC §11):
+//! under it an approval counts only with the signatures of enough distinct trusted approvers.
+//! A quorum without approvers is refused, since it could never be met. Whoever can write the
+//! approvers file chooses who may approve, so it must be owned by this user or root and not
+//! writable by others, as the config file.
 //!
 //! The config file is `--config`, else `APPROVAL_GATE_CONFIG`, else
 //! `$XDG_CONFIG_HOME/approval-gate/config.toml`, else `~/.config/approval-gate/config.toml`;
@@ -23,8 +34,8 @@
 //! be used: `APPROVAL_GATE_DIR=` must not quietly mean `~/.approval-gate`, since a script that
 //! meant a store of its own but built an empty path would read and decide another's requests.
 //!
-//! Resolving reads the environment and the config file and nothing else: it opens and
-//! creates nothing, so `approval-gate config` can show the settings of a store that does not
+//! Resolving reads the environment, the config file and the approvers file and nothing else:
+//! it opens and creates nothing, so `approval-gate config` can show the settings of a store that does not
 //! exist yet, and a bad setting stops a binary before it touches the store.
 
 use std::ffi::OsString;
@@ -34,9 +45,9 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use approval_gate::limits::{
-    DEFAULT_MAX_PENDING, DEFAULT_MAX_REQUESTS, DEFAULT_TTL, MAX_TTL, MIN_TTL,
+    DEFAULT_MAX_PENDING, DEFAULT_MAX_REQUESTS, DEFAULT_TTL, MAX_QUORUM, MAX_TTL, MIN_TTL,
 };
-use approval_gate::{Gate, Limits, Location};
+use approval_gate::{Gate, Limits, Location, Policy};
 
 /// The store, as `--store` reads it: a directory or a `file:` URL.
 pub(crate) const STORE_ENV: &str = "APPROVAL_GATE_STORE";
@@ -50,6 +61,12 @@ pub(crate) const MAX_PENDING_ENV: &str = "APPROVAL_GATE_MAX_PENDING";
 pub(crate) const MAX_REQUESTS_ENV: &str = "APPROVAL_GATE_MAX_REQUESTS";
 /// The time to live of a request that does not say, such as `30m`.
 pub(crate) const DEFAULT_TTL_ENV: &str = "APPROVAL_GATE_DEFAULT_TTL";
+/// The trusted approvers: an OpenSSH `allowed_signers` file.
+pub(crate) const APPROVERS_ENV: &str = "APPROVAL_GATE_APPROVERS";
+/// The quorum table, such as `payments.*=2,deploy.*=3`.
+pub(crate) const QUORUM_ENV: &str = "APPROVAL_GATE_QUORUM";
+/// The key `approve` signs with (a private key, or the `.pub` of a key in ssh-agent).
+pub(crate) const SIGNING_KEY_ENV: &str = "APPROVAL_GATE_SIGNING_KEY";
 
 /// Why an empty store directory is refused, and what to do instead.
 pub(crate) const EMPTY_DIR: &str = "the store directory is empty (from --dir or \
@@ -59,7 +76,15 @@ pub(crate) const EMPTY_DIR: &str = "the store directory is empty (from --dir or 
 /// Longer than any honest config file; read no further.
 const MAX_CONFIG_BYTES: u64 = 64 * 1024;
 /// The keys a config file may hold.
-const KEYS: [&str; 4] = ["store", "max_pending", "max_requests", "default_ttl"];
+const KEYS: [&str; 7] = [
+    "store",
+    "max_pending",
+    "max_requests",
+    "default_ttl",
+    "approvers",
+    "quorum",
+    "signing_key",
+];
 
 /// The flags both binaries take. The help text is given as attributes: it is terminal text,
 /// not rustdoc.
@@ -96,6 +121,27 @@ pub(crate) struct Flags {
                 ~/.config/approval-gate/config.toml]"
     )]
     pub(crate) config: Option<PathBuf>,
+
+    #[arg(
+        long,
+        global = true,
+        value_name = "FILE",
+        value_hint = clap::ValueHint::FilePath,
+        value_parser = path_allowing_empty(),
+        help = "The trusted approvers: an OpenSSH allowed_signers file; approvals must then be \
+                signed [default: $APPROVAL_GATE_APPROVERS, else `approvers` in the config file]"
+    )]
+    pub(crate) approvers: Option<PathBuf>,
+
+    #[arg(
+        long,
+        global = true,
+        value_name = "PATTERN=N,...",
+        help = "How many distinct approvers operations need, such as 'payments.*=2,deploy.*=3' \
+                (needs approvers) [default: $APPROVAL_GATE_QUORUM, else [quorum] in the config \
+                file, else 1]"
+    )]
+    pub(crate) quorum: Option<String>,
 }
 
 /// A path, the empty one included: it is refused when the settings are resolved, with the
@@ -173,13 +219,21 @@ pub(crate) struct ConfigFile {
 }
 
 /// Every effective setting, each with its source.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub(crate) struct Settings {
     pub(crate) config: ConfigFile,
     pub(crate) store: Setting<Location>,
     pub(crate) max_pending: Setting<usize>,
     pub(crate) max_requests: Setting<usize>,
     pub(crate) default_ttl: Setting<Duration>,
+    /// The `allowed_signers` file, if any.
+    pub(crate) approvers: Setting<Option<PathBuf>>,
+    /// Operation patterns and the distinct approvers each needs, in the order given.
+    pub(crate) quorum: Setting<Vec<(String, u32)>>,
+    /// The key `approve` signs with, unless `--key` names another.
+    pub(crate) signing_key: Setting<Option<PathBuf>>,
+    /// The policy the approvers and the quorum make, read and checked when resolving.
+    pub(crate) policy: Option<Policy>,
 }
 
 /// A setting that cannot be used: a usage error, and nothing was opened.
@@ -201,6 +255,9 @@ struct FileValues {
     max_pending: Option<usize>,
     max_requests: Option<usize>,
     default_ttl: Option<Duration>,
+    approvers: Option<PathBuf>,
+    quorum: Option<Vec<(String, u32)>>,
+    signing_key: Option<PathBuf>,
 }
 
 impl Settings {
@@ -245,12 +302,30 @@ impl Settings {
                 None => Setting::new(DEFAULT_TTL, Source::Default),
             },
         };
+        let approvers = resolve_path(
+            flags.approvers.as_ref().map(|p| (p, "--approvers")),
+            APPROVERS_ENV,
+            env,
+            file.approvers.map(|p| (p, file_source())),
+        )?;
+        let quorum = resolve_quorum(flags, env, file.quorum.map(|q| (q, file_source())))?;
+        let signing_key = resolve_path(
+            None,
+            SIGNING_KEY_ENV,
+            env,
+            file.signing_key.map(|p| (p, file_source())),
+        )?;
+        let policy = policy(&approvers, &quorum)?;
         Ok(Self {
             config,
             store,
             max_pending,
             max_requests,
             default_ttl,
+            approvers,
+            quorum,
+            signing_key,
+            policy,
         })
     }
 
@@ -264,10 +339,14 @@ impl Settings {
 
     /// Opens (and, for a directory store, creates) the store with these limits.
     pub(crate) fn open(&self) -> Result<Gate, approval_gate::Error> {
-        Gate::builder()
+        let builder = Gate::builder()
             .store(self.store.value.clone())
-            .limits(self.limits())
-            .open()
+            .limits(self.limits());
+        match &self.policy {
+            Some(policy) => builder.policy(policy.clone()),
+            None => builder,
+        }
+        .open()
     }
 }
 
@@ -422,6 +501,41 @@ fn parse_table(table: &toml::Table) -> Result<FileValues, String> {
                 })?;
                 values.default_ttl = Some(parse_ttl(text).map_err(|problem| bad(&problem))?);
             }
+            "approvers" | "signing_key" => {
+                let text = value
+                    .as_str()
+                    .ok_or_else(|| bad(&expected("a path in a string", value)))?;
+                let path = PathBuf::from(text);
+                if !path.is_absolute() {
+                    return Err(bad(&format!(
+                        "{text:?} is relative: give an absolute path (a relative one would \
+                         depend on where each binary starts)"
+                    )));
+                }
+                if key == "approvers" {
+                    values.approvers = Some(path);
+                } else {
+                    values.signing_key = Some(path);
+                }
+            }
+            "quorum" => {
+                let table = value.as_table().ok_or_else(|| {
+                    bad(&expected(
+                        "a table of operation patterns, such as [quorum] \"payments.*\" = 2",
+                        value,
+                    ))
+                })?;
+                let mut quorum = Vec::new();
+                for (pattern, n) in table {
+                    let number = n.as_integer().ok_or_else(|| {
+                        bad(&format!("{pattern:?}: {}", expected("a whole number", n)))
+                    })?;
+                    let number = quorum_number(pattern, &number.to_string())
+                        .map_err(|problem| bad(&problem))?;
+                    quorum.push((pattern.clone(), number));
+                }
+                values.quorum = Some(quorum);
+            }
             other => {
                 return Err(format!(
                     "unknown key {other:?}: the keys are {}",
@@ -518,6 +632,145 @@ fn resolve_limit(
         Some((number, source)) => Setting::new(number, source),
         None => Setting::new(default, Source::Default),
     })
+}
+
+/// A path setting: `flag`, else the variable `name`, else the config file's, else none.
+fn resolve_path(
+    flag: Option<(&PathBuf, &'static str)>,
+    name: &'static str,
+    env: &dyn Fn(&str) -> Option<OsString>,
+    file: Option<(PathBuf, Source)>,
+) -> Result<Setting<Option<PathBuf>>, SettingsError> {
+    // Checked even when a flag overrides it, as every other variable.
+    let from_env = match env(name) {
+        Some(text) if text.is_empty() => Some(None),
+        Some(text) => Some(Some(PathBuf::from(text))),
+        None => None,
+    };
+    if let Some((path, flag)) = flag {
+        if path.as_os_str().is_empty() {
+            return Err(SettingsError(format!("{flag}: is empty: give a file")));
+        }
+        return Ok(Setting::new(Some(path.clone()), Source::Flag(flag)));
+    }
+    match from_env {
+        Some(Some(path)) => return Ok(Setting::new(Some(path), Source::Env(name))),
+        Some(None) => return Err(env_error(name, "is empty: name a file, or unset it")),
+        None => {}
+    }
+    Ok(match file {
+        Some((path, source)) => Setting::new(Some(path), source),
+        None => Setting::new(None, Source::Default),
+    })
+}
+
+/// The quorum table: `--quorum`, else `APPROVAL_GATE_QUORUM`, else the file's `[quorum]`,
+/// each whole.
+fn resolve_quorum(
+    flags: &Flags,
+    env: &dyn Fn(&str) -> Option<OsString>,
+    file: Option<(Vec<(String, u32)>, Source)>,
+) -> Result<Setting<Vec<(String, u32)>>, SettingsError> {
+    let from_env = match env(QUORUM_ENV) {
+        Some(text) => Some(
+            parse_quorum(&given(
+                QUORUM_ENV,
+                text,
+                "a list such as payments.*=2,deploy.*=3",
+            )?)
+            .map_err(|problem| env_error(QUORUM_ENV, &problem))?,
+        ),
+        None => None,
+    };
+    if let Some(text) = &flags.quorum {
+        let quorum =
+            parse_quorum(text).map_err(|problem| SettingsError(format!("--quorum: {problem}")))?;
+        return Ok(Setting::new(quorum, Source::Flag("--quorum")));
+    }
+    if let Some(quorum) = from_env {
+        return Ok(Setting::new(quorum, Source::Env(QUORUM_ENV)));
+    }
+    Ok(match file {
+        Some((quorum, source)) => Setting::new(quorum, source),
+        None => Setting::new(Vec::new(), Source::Default),
+    })
+}
+
+/// `payments.*=2,deploy.*=3`: patterns and numbers, in the order given.
+fn parse_quorum(text: &str) -> Result<Vec<(String, u32)>, String> {
+    let mut quorum = Vec::new();
+    for entry in text.split(',') {
+        let entry = entry.trim();
+        let Some((pattern, number)) = entry.rsplit_once('=') else {
+            return Err(format!(
+                "{entry:?} is not PATTERN=N; write it as payments.*=2,deploy.*=3"
+            ));
+        };
+        let pattern = pattern.trim();
+        quorum.push((pattern.to_owned(), quorum_number(pattern, number.trim())?));
+    }
+    Ok(quorum)
+}
+
+/// The number of approvers `pattern` needs, from 1 to the library's limit.
+fn quorum_number(pattern: &str, text: &str) -> Result<u32, String> {
+    if pattern.is_empty() {
+        return Err(format!(
+            "an empty operation pattern (before ={text}): name the operations, such as payments.*"
+        ));
+    }
+    text.parse::<u32>()
+        .ok()
+        .filter(|n| (1..=MAX_QUORUM).contains(n))
+        .ok_or_else(|| {
+            format!("{pattern}: {text:?} is not a number of approvers from 1 to {MAX_QUORUM}")
+        })
+}
+
+/// The policy of the approvers file and the quorum; none without approvers.
+fn policy(
+    approvers: &Setting<Option<PathBuf>>,
+    quorum: &Setting<Vec<(String, u32)>>,
+) -> Result<Option<Policy>, SettingsError> {
+    let Some(path) = &approvers.value else {
+        if quorum.value.is_empty() {
+            return Ok(None);
+        }
+        return Err(SettingsError(format!(
+            "quorum ({}) needs trusted approvers to count: give --approvers, {APPROVERS_ENV} \
+             or `approvers` in the config file (an OpenSSH allowed_signers file)",
+            quorum.source
+        )));
+    };
+    let fail = |problem: &dyn fmt::Display| {
+        SettingsError(format!(
+            "approvers file {} ({}): {problem}",
+            path.display(),
+            approvers.source
+        ))
+    };
+    // Whoever can write it chooses who may approve.
+    let metadata = std::fs::metadata(path).map_err(|e| fail(&e))?;
+    if !metadata.is_file() {
+        return Err(fail(&"is not a regular file"));
+    }
+    check_owner(&metadata).map_err(|problem| fail(&problem))?;
+    let text = std::fs::read_to_string(path).map_err(|e| fail(&e))?;
+    let mut policy = Policy::from_allowed_signers(&text).map_err(|e| fail(&library(e)))?;
+    for (pattern, n) in &quorum.value {
+        policy = policy
+            .require(pattern, *n)
+            .map_err(|e| SettingsError(format!("quorum ({}): {}", quorum.source, library(e))))?;
+    }
+    Ok(Some(policy))
+}
+
+/// The library's problem, without the field name it was given.
+fn library(error: approval_gate::Error) -> String {
+    match error {
+        approval_gate::Error::InvalidInput { problem, .. } => problem,
+        other => other.to_string(),
+    }
 }
 
 /// A store location, with the library's problem as the message.
@@ -906,6 +1159,102 @@ mod tests {
             let file = format!("config file {}: ", path.display());
             assert!(error.starts_with(&file), "{text:?}: {error}");
             assert!(error.contains(needle), "{text:?}: {error}");
+        }
+    }
+
+    const KEY: &str =
+        "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIHnZwmXVt3qbW0f6C3lbYqQ7Y1E9ifmZhhiCphQ2YUlz";
+
+    #[test]
+    fn the_policy_comes_from_approvers_and_quorum_each_whole() {
+        let mut world = World::new();
+        let signers = world.home.join("allowed_signers");
+        write(&signers, &format!("alice@example.com {KEY}\n"));
+        let path = world.write_config(&format!(
+            "approvers = {:?}\nsigning_key = \"/keys/id\"\n[quorum]\n\"payments.*\" = 2\n\"deploy.*\" = 3\n",
+            signers.display().to_string()
+        ));
+        let settings = world.settings(&flags());
+        assert_eq!(settings.approvers.source, Source::File(path.clone()));
+        assert_eq!(settings.signing_key.value, Some(PathBuf::from("/keys/id")));
+        let policy = settings.policy.as_ref().unwrap();
+        assert_eq!(policy.required_approvals(Some("payments.wire")), 2);
+        assert_eq!(policy.required_approvals(Some("deploy.web")), 3);
+        assert_eq!(policy.required_approvals(Some("mail.send")), 1);
+
+        // The variable replaces the file's table; it does not add to it.
+        world.set(QUORUM_ENV, "deploy.*=4");
+        let settings = world.settings(&flags());
+        assert_eq!(settings.quorum.value, [("deploy.*".to_owned(), 4)]);
+        let policy = settings.policy.as_ref().unwrap();
+        assert_eq!(policy.required_approvals(Some("payments.wire")), 1);
+        assert_eq!(policy.required_approvals(Some("deploy.web")), 4);
+        let settings = world.settings(&Flags {
+            quorum: Some("payments.*=5".into()),
+            ..flags()
+        });
+        assert_eq!(settings.quorum.source, Source::Flag("--quorum"));
+        world.set(SIGNING_KEY_ENV, "/other/key");
+        assert_eq!(
+            world.settings(&flags()).signing_key,
+            Setting::new(
+                Some(PathBuf::from("/other/key")),
+                Source::Env(SIGNING_KEY_ENV)
+            )
+        );
+    }
+
+    #[test]
+    fn bad_approvers_and_quorums_are_refused() {
+        let world = World::new();
+        for (text, needle) in [
+            (
+                "[quorum]\n\"p.*\" = 0\n",
+                "quorum: p.*: \"0\" is not a number of approvers",
+            ),
+            ("[quorum]\n\"p.*\" = 17\n", "from 1 to 16"),
+            ("[quorum]\n\"p.*\" = \"2\"\n", "expected a whole number"),
+            ("quorum = 2\n", "quorum: expected a table"),
+            (
+                "approvers = \"signers\"\n",
+                "approvers: \"signers\" is relative",
+            ),
+            ("[quorum]\n\"p.*\" = 2\n", "needs trusted approvers"),
+            (
+                "approvers = \"/nonexistent/signers\"\n",
+                "approvers file /nonexistent/signers",
+            ),
+        ] {
+            world.write_config(text);
+            let error = world.error(&flags());
+            assert!(error.contains(needle), "{text:?}: {error}");
+        }
+        let mut world = World::new();
+        let signers = world.home.join("allowed_signers");
+        write(&signers, "# nobody\n");
+        world.set(APPROVERS_ENV, &signers);
+        let error = world.error(&flags());
+        assert!(error.contains("no trusted key"), "{error}");
+        assert!(error.contains("(env APPROVAL_GATE_APPROVERS)"), "{error}");
+        write(&signers, &format!("alice@example.com {KEY}\n"));
+        for (quorum, needle) in [
+            ("p.*", "is not PATTERN=N"),
+            ("=2", "an empty operation pattern"),
+            ("p.*=two", "\"two\" is not a number"),
+            ("", "is empty"),
+        ] {
+            world.set(QUORUM_ENV, quorum);
+            let error = world.error(&flags());
+            assert!(error.starts_with(QUORUM_ENV), "{error}");
+            assert!(error.contains(needle), "{quorum:?}: {error}");
+        }
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt as _;
+            world.env.remove(QUORUM_ENV);
+            std::fs::set_permissions(&signers, std::fs::Permissions::from_mode(0o666)).unwrap();
+            let error = world.error(&flags());
+            assert!(error.contains("is writable by others"), "{error}");
         }
     }
 

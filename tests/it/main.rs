@@ -6,6 +6,7 @@ mod damage;
 mod layout;
 mod properties;
 mod smtp_example;
+mod smtp_quorum;
 // Shared by the example and its tests, so both talk to the same server.
 #[path = "../../examples/support/smtp_sink.rs"]
 mod smtp_sink;

@@ -3,16 +3,38 @@
 //! The path fails closed at every step: no terminal, a request that is not pending, a
 //! confirmation that is not exactly the code shown, end of input, a request that expired or
 //! changed while it was on screen, or any error, and nothing is approved.
+//!
+//! Under a policy (SPEC §11) the approval is signed after the confirmation: the request's
+//! decision statement goes to `ssh-keygen -Y sign`, so a passphrase, ssh-agent (`ssh-add -c`)
+//! or a FIDO touch happens at the human's terminal, and the library checks the signature
+//! before it records anything.
 
 use std::fmt::Write as _;
 use std::io::{self, BufRead, IsTerminal, Read};
+use std::path::{Path, PathBuf};
 
 use approval_gate::limits::MAX_REASON_BYTES;
-use approval_gate::{EffectiveStatus, Error, Request, RequestId, StatusReport};
+use approval_gate::{
+    EffectiveStatus, Error, Gate, Policy, Request, RequestId, Status, StatusReport,
+};
 
 use super::output::{self, Style};
 use super::{Exit, Refusal, decide, render};
-use crate::settings::Settings;
+use crate::display::escape;
+use crate::settings::{SIGNING_KEY_ENV, Settings};
+
+/// What `approve` signs with: `--key` and `--principal` as given.
+#[derive(Debug, Default)]
+pub(crate) struct Signer {
+    pub(crate) key: Option<PathBuf>,
+    pub(crate) principal: Option<String>,
+}
+
+/// A key to sign with and the principal it signs as.
+struct Signing {
+    key: PathBuf,
+    principal: String,
+}
 
 /// Domain separation for the confirmation code: no other BLAKE3 use shares this key.
 const CODE_CONTEXT: &str = "approval-gate cli 2025 approve confirmation code v1";
@@ -21,7 +43,12 @@ const CODE_LEN: usize = 8;
 /// Longest answer read; a code is far shorter, and nothing longer can match.
 const MAX_ANSWER: u64 = 256;
 
-pub(crate) fn approve(settings: &Settings, id: RequestId, reason: &str) -> anyhow::Result<Exit> {
+pub(crate) fn approve(
+    settings: &Settings,
+    id: RequestId,
+    reason: &str,
+    signer: Signer,
+) -> anyhow::Result<Exit> {
     // Only a human at a terminal may approve: never a pipe, a file or another program.
     if !io::stdin().is_terminal() || !io::stdout().is_terminal() {
         return Err(Refusal::new(
@@ -44,6 +71,8 @@ pub(crate) fn approve(settings: &Settings, id: RequestId, reason: &str) -> anyho
     let gate = settings.open()?;
     let shown = gate.status(id)?;
     require_pending(&shown)?;
+    // Everything about the key is settled before the screen, so a mistake costs no code.
+    let signing = signing(settings, &gate, &shown, signer)?;
 
     let style = Style::detect();
     let screen = screen(&shown, gate.now(), style);
@@ -70,6 +99,17 @@ pub(crate) fn approve(settings: &Settings, id: RequestId, reason: &str) -> anyho
         }
     }
 
+    // Signed after the confirmation: ssh-keygen may ask for a passphrase, a touch, or the
+    // agent's confirmation, which the human gives for what the screen showed.
+    let decision = match &signing {
+        Some(signing) => {
+            let statement = shown.request().decision_statement(&signing.principal)?;
+            let signature = approval_gate::sign_with_ssh_keygen(&signing.key, &statement)?;
+            decide::decision(reason).signed(signing.principal.as_str(), signature)
+        }
+        None => decide::decision(reason),
+    };
+
     // The human read the screen; approve only what it showed, and only in time.
     if gate.now() > shown.request().expires_at() {
         return refuse(
@@ -78,7 +118,7 @@ pub(crate) fn approve(settings: &Settings, id: RequestId, reason: &str) -> anyho
         );
     }
     // Compared with what was shown under the request's lock: nothing can change in between.
-    let approved = match gate.approve_as_shown(shown.request(), &decide::decision(reason)) {
+    let approved = match gate.approve_as_shown(shown.request(), &decision) {
         Err(Error::Changed(_)) => {
             return refuse(
                 "changed",
@@ -97,14 +137,149 @@ pub(crate) fn approve(settings: &Settings, id: RequestId, reason: &str) -> anyho
                 ),
             );
         }
+        Err(error @ Error::SignatureRequired { .. }) => {
+            return Err(anyhow::Error::new(error).context(how_to_sign(id)));
+        }
         other => other?,
     };
-    let expires = approved.request().expires_at();
+    done(&gate, &approved, signing.is_some())
+}
+
+/// Says what the approval did: approved (k of M, when signed), or recorded and pending.
+fn done(gate: &Gate, approved: &StatusReport, signed: bool) -> anyhow::Result<Exit> {
+    let request = approved.request();
+    let id = request.id();
+    let count = request.approvals().len();
+    let required = approved.required_approvals() as usize;
+    if request.status() == Status::Pending {
+        let more = required.saturating_sub(count);
+        output::stdout(&format!(
+            "approval recorded for {id}: {count} of {required}, still pending (it needs {more} \
+             more signed approval{} by other approvers)\n",
+            if more == 1 { "" } else { "s" },
+        ))?;
+        return Ok(Exit::Done);
+    }
+    let quorum = if signed {
+        format!(" ({count} of {required})")
+    } else {
+        String::new()
+    };
+    let expires = request.expires_at();
     output::stdout(&format!(
-        "approved {id}: trusted code may run it once, until {expires} ({})\n",
+        "approved {id}{quorum}: trusted code may run it once, until {expires} ({})\n",
         render::relative(gate.now(), expires)
     ))?;
     Ok(Exit::Done)
+}
+
+/// What to do when an approval must be signed and no key was given.
+fn how_to_sign(id: RequestId) -> String {
+    format!(
+        "nothing was approved: approvals must be signed here; run \
+         `approval-gate approve {id} --key ~/.ssh/id_ed25519` with your approver key (or set \
+         {SIGNING_KEY_ENV}; for a key in ssh-agent give its .pub file)"
+    )
+}
+
+/// The key and principal to sign with, if any; refuses when signatures are needed and
+/// there is no key, or when the key's principal cannot be told.
+fn signing(
+    settings: &Settings,
+    gate: &Gate,
+    shown: &StatusReport,
+    signer: Signer,
+) -> anyhow::Result<Option<Signing>> {
+    let id = shown.request().id();
+    let Some(key) = signer.key.or_else(|| settings.signing_key.value.clone()) else {
+        if signer.principal.is_some() {
+            return refuse_with(
+                "no_key",
+                "--principal needs a key to sign with: give --key FILE (or set \
+                 APPROVAL_GATE_SIGNING_KEY); nothing was approved",
+            );
+        }
+        if gate.policy().is_some() || shown.required_approvals() > 1 {
+            let error = Error::SignatureRequired {
+                id,
+                required: shown.required_approvals(),
+            };
+            return Err(anyhow::Error::new(error).context(how_to_sign(id)));
+        }
+        return Ok(None);
+    };
+    if key.as_os_str().is_empty() {
+        return refuse_with("no_key", "--key is empty: give a key file");
+    }
+    let principal = match signer.principal {
+        Some(principal) => principal,
+        None => principal_of(gate.policy(), &key)?,
+    };
+    Ok(Some(Signing { key, principal }))
+}
+
+fn refuse_with<T>(code: &'static str, why: &str) -> anyhow::Result<T> {
+    Err(Refusal::new(code, why).into())
+}
+
+/// The one principal the approvers file lists for the key's public key: from `KEY.pub`, or
+/// `KEY` itself if it is a `.pub` (a key held by ssh-agent).
+fn principal_of(policy: Option<&Policy>, key: &Path) -> anyhow::Result<String> {
+    let shown = escape(&key.display().to_string());
+    let Some(policy) = policy else {
+        return refuse_with(
+            "no_principal",
+            &format!(
+                "no approvers file to find the principal of {shown} in: give --principal NAME, \
+                 or --approvers FILE; nothing was approved"
+            ),
+        );
+    };
+    let public = if key.extension().is_some_and(|ext| ext == "pub") {
+        key.to_path_buf()
+    } else {
+        let mut name = key.as_os_str().to_owned();
+        name.push(".pub");
+        PathBuf::from(name)
+    };
+    let text = std::fs::read_to_string(&public).map_err(|e| {
+        Refusal::new(
+            "no_principal",
+            format!(
+                "cannot read the public key {} ({e}) to find whom {shown} signs as: give \
+                 --principal NAME; nothing was approved",
+                escape(&public.display().to_string())
+            ),
+        )
+    })?;
+    let patterns = policy.principals_of(&text)?;
+    let mut names: Vec<&str> = patterns
+        .iter()
+        .flat_map(|list| list.split(','))
+        .map(str::trim)
+        .collect();
+    names.sort_unstable();
+    names.dedup();
+    match names.as_slice() {
+        [name] if !name.contains(['*', '?', '!']) => Ok((*name).to_owned()),
+        [] => refuse_with(
+            "untrusted_signer",
+            &format!(
+                "the approvers file does not trust the key {}: nothing was approved; sign \
+                 with an approver's key",
+                escape(&public.display().to_string())
+            ),
+        ),
+        several => refuse_with(
+            "no_principal",
+            &format!(
+                "the approvers file lists {} for the key {}: give --principal NAME to say \
+                 which you sign as; nothing was approved",
+                escape(&several.join(", ")),
+                escape(&public.display().to_string())
+            ),
+        ),
+    }
 }
 
 fn refuse(code: &'static str, why: &str) -> anyhow::Result<Exit> {

@@ -14,8 +14,8 @@ use clap_complete::Shell;
 const AFTER_HELP: &str = "\
 Exit codes:
   0  done
-  1  refused: not found, wrong state, expired, confirmation mismatch, not a terminal;
-     for doctor, a problem found
+  1  refused: not found, wrong state, expired, confirmation mismatch, not a terminal, an
+     approval that must be signed or whose key is not trusted; for doctor, a problem found
   2  usage or I/O error (including a broken audit log, an unreadable request record or an
      unsafe state directory)
   3  took effect, but its durability is unknown (a directory fsync failed) or it could not be
@@ -85,13 +85,29 @@ for this prompt and everything shown (id, action, reason, requester, operation, 
 digest, creation and expiry time): an agent cannot know it in advance, so it cannot be typed
 without reading the screen. Anything other than the exact code (a typo, an empty line,
 end of input) refuses. After you type it, the request is read again and the approval is
-refused if the request changed or expired meanwhile.")]
+refused if the request changed or expired meanwhile.
+
+Under a policy (--approvers, see `config --help`) an approval counts only when signed: give
+--key (or APPROVAL_GATE_SIGNING_KEY), and after you type the code the CLI signs the request's
+decision statement with `ssh-keygen -Y sign -n approval-gate`, which may ask for the key's
+passphrase or a touch of a FIDO key. For a key held by ssh-agent give its .pub file (with
+`ssh-add -c` the agent asks you to confirm each use). Your principal is the one the approvers
+file lists for the key, unless --principal says otherwise. A request needing M approvers stays
+pending, showing k of M, until M distinct trusted approvers have signed.")]
     Approve {
         /// The request id (12 hex characters).
         #[arg(value_parser = parse_id)]
         id: RequestId,
         /// Why you approve (optional; recorded with the decision).
         reason: Vec<String>,
+        /// Sign the approval with this SSH key: a private key file, or the .pub of a key in
+        /// ssh-agent [default: $APPROVAL_GATE_SIGNING_KEY, else `signing_key` in the config
+        /// file].
+        #[arg(long, value_name = "FILE", value_hint = ValueHint::FilePath)]
+        key: Option<PathBuf>,
+        /// Sign as this principal [default: the one the approvers file lists for the key].
+        #[arg(long, value_name = "NAME")]
+        principal: Option<String>,
     },
 
     /// Deny a pending request (no terminal needed: saying no is always safe).
@@ -189,11 +205,13 @@ page per command (approval-gate-list.1, approval-gate-audit-verify.1, ...) for M
         out_dir: Option<PathBuf>,
     },
 
-    /// Print the operator's settings (store, limits, default TTL) and where each came from.
+    /// Print the operator's settings (store, limits, default TTL, approvers, quorum, signing
+    /// key) and where each came from.
     #[command(after_help = CONFIG_HELP)]
     Config {
         /// Print {"config": {"path", "found", "source"}, "store": {"value", "source",
-        /// "from"}, "maxPending": ..., "maxRequests": ..., "defaultTtl": {..., "seconds"}}.
+        /// "from"}, "maxPending": ..., "maxRequests": ..., "defaultTtl": {..., "seconds"},
+        /// "approvers": ..., "quorum": {"value": {pattern: n}, ...}, "signingKey": ...}.
         #[arg(long)]
         json: bool,
     },
@@ -238,6 +256,13 @@ Each setting comes from the first of: a flag, the environment, the config file, 
   max_pending   APPROVAL_GATE_MAX_PENDING, `max_pending` (default 100)
   max_requests  APPROVAL_GATE_MAX_REQUESTS, `max_requests` (default 10000)
   default_ttl   APPROVAL_GATE_DEFAULT_TTL, `default_ttl`, such as 30m (default 1h)
+  approvers     --approvers, APPROVAL_GATE_APPROVERS, `approvers`: an OpenSSH
+                allowed_signers file of trusted approvers (default none). With it,
+                approvals must be signed (approve --key) by keys it trusts.
+  quorum        --quorum, APPROVAL_GATE_QUORUM ('payments.*=2,deploy.*=3'), or a table
+                [quorum] \"payments.*\" = 2: distinct approvers an operation needs
+                (default 1; needs approvers)
+  signing_key   approve --key, APPROVAL_GATE_SIGNING_KEY, `signing_key` (default none)
 The config file is TOML: --config, else APPROVAL_GATE_CONFIG, else
 $XDG_CONFIG_HOME/approval-gate/config.toml, else ~/.config/approval-gate/config.toml.
 An unknown key or a bad value anywhere is an error (exit 2), even one overridden. config

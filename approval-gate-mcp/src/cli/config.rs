@@ -38,7 +38,33 @@ fn as_json(settings: &Settings) -> Value {
         "maxPending": entry(&settings.max_pending, json!(settings.max_pending.value)),
         "maxRequests": entry(&settings.max_requests, json!(settings.max_requests.value)),
         "defaultTtl": ttl_entry,
+        "approvers": entry(&settings.approvers, json!(path(&settings.approvers))),
+        "quorum": entry(&settings.quorum, Value::Object(
+            settings.quorum.value.iter().map(|(p, n)| (p.clone(), json!(n))).collect(),
+        )),
+        "signingKey": entry(&settings.signing_key, json!(path(&settings.signing_key))),
     })
+}
+
+fn path(setting: &Setting<Option<std::path::PathBuf>>) -> Option<String> {
+    setting
+        .value
+        .as_ref()
+        .map(|path| path.to_string_lossy().into_owned())
+}
+
+/// `payments.*=2, deploy.*=3`, or `none` (one approval for every operation).
+fn quorum(settings: &Settings) -> String {
+    if settings.quorum.value.is_empty() {
+        return "none".to_owned();
+    }
+    settings
+        .quorum
+        .value
+        .iter()
+        .map(|(pattern, n)| format!("{pattern}={n}"))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// `{"value", "source", "from"}`, `from` being the flag, variable or file (null for a
@@ -86,6 +112,21 @@ fn as_text(settings: &Settings) -> String {
             "default_ttl",
             ttl(settings),
             settings.default_ttl.source.to_string(),
+        ),
+        (
+            "approvers",
+            path(&settings.approvers).unwrap_or_else(|| "none".to_owned()),
+            settings.approvers.source.to_string(),
+        ),
+        (
+            "quorum",
+            quorum(settings),
+            settings.quorum.source.to_string(),
+        ),
+        (
+            "signing_key",
+            path(&settings.signing_key).unwrap_or_else(|| "none".to_owned()),
+            settings.signing_key.source.to_string(),
         ),
     ];
     let rows = rows.map(|(name, value, source)| (name, escape(&value), escape(&source)));

@@ -47,11 +47,17 @@ pub(crate) fn list(gate: &Gate, args: &ListArgs) -> anyhow::Result<Exit> {
                 ListItem::Unreadable(record) => render::unreadable_line(record, style, width),
             });
             text.push('\n');
-            if let ListItem::Request(report) = item
-                && let Some(warning) = render::list_warning(report, style, width)
-            {
-                text.push_str(&warning);
-                text.push('\n');
+            if let ListItem::Request(report) = item {
+                for extra in [
+                    render::list_approvals(report, width),
+                    render::list_warning(report, style, width),
+                ]
+                .into_iter()
+                .flatten()
+                {
+                    text.push_str(&extra);
+                    text.push('\n');
+                }
             }
         }
     }

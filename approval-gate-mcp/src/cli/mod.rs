@@ -6,7 +6,7 @@
 //! | code | meaning |
 //! |---|---|
 //! | 0 | done |
-//! | 1 | refused: not found, wrong state, expired, confirmation mismatch, not a terminal; for `doctor`, a problem found |
+//! | 1 | refused: not found, wrong state, expired, confirmation mismatch, not a terminal, an approval that must be signed or whose key is not trusted; for `doctor`, a problem found |
 //! | 2 | usage or I/O error, including an unsafe state directory, a corrupt state file or a broken audit log |
 //! | 3 | took effect, but not completely: the change is in place but its durability is unknown (a directory fsync failed) or its audit line could not be written; check with `show ID` and `audit verify` |
 //!
@@ -175,7 +175,17 @@ fn dispatch(cli: Cli) -> anyhow::Result<Exit> {
         Command::List(args) => list::list(&open()?, &args),
         Command::Show { id, json } => show::show(&open()?, id, json),
         // `approve` checks for a terminal before it even opens the store.
-        Command::Approve { id, reason } => approve::approve(&settings()?, id, &reason.join(" ")),
+        Command::Approve {
+            id,
+            reason,
+            key,
+            principal,
+        } => approve::approve(
+            &settings()?,
+            id,
+            &reason.join(" "),
+            approve::Signer { key, principal },
+        ),
         Command::Deny { id, reason, json } => decide::deny(&open()?, id, &reason.join(" "), json),
         Command::Revoke { id, reason, json } => {
             decide::revoke(&open()?, id, &reason.join(" "), json)
@@ -305,7 +315,12 @@ fn gate_exit(error: &approval_gate::Error) -> Exit {
         | E::WrongState { .. }
         | E::Changed(_)
         | E::QueueFull { .. }
-        | E::CreationLimit { .. } => Exit::Refused,
+        | E::CreationLimit { .. }
+        | E::InsufficientApprovals { .. }
+        | E::BadSignature { .. }
+        | E::UntrustedSigner { .. }
+        | E::SignatureRequired { .. }
+        | E::AlreadySigned { .. } => Exit::Refused,
         E::DurabilityUnknown { .. } | E::NotRecorded { .. } => Exit::TookEffect,
         // Malformed input is a usage error; damaged or unsafe state is an error to look
         // into, never a mere "no"; and a variant added later is an error until mapped.
@@ -319,6 +334,7 @@ fn gate_exit(error: &approval_gate::Error) -> Exit {
         | E::AuditBroken { .. }
         | E::NoStateDir
         | E::Random(_)
+        | E::Signing(_)
         | E::Io { .. } => Exit::Failed,
         _ => Exit::Failed,
     }

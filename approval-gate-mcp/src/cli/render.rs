@@ -267,6 +267,9 @@ pub(crate) fn details(report: &StatusReport, now: Timestamp, style: Style) -> St
             &optional(request.decision_reason()),
         );
     }
+    if let Some(approvals) = approvals(report) {
+        field(&mut out, "approvals", &approvals);
+    }
     payload(&mut out, request);
     let warnings = lookalike_warnings(request);
     for warning in warnings.iter().take(MAX_WARNINGS) {
@@ -280,6 +283,41 @@ pub(crate) fn details(report: &StatusReport, now: Timestamp, style: Style) -> St
         let _ = writeln!(out, "{}", style.warning(&more));
     }
     out
+}
+
+/// `1 of 2 (alice@example.com)`: the signed approvals against the distinct approvers the
+/// request needs, when it needs more than one or holds any. Raw: the names are the store's,
+/// which whoever can write the store can write (only the executor's check says they count),
+/// so callers escape it.
+fn approvals_raw(report: &StatusReport) -> Option<String> {
+    let approvals = report.request().approvals();
+    let required = report.required_approvals();
+    if required <= 1 && approvals.is_empty() {
+        return None;
+    }
+    let mut text = format!("{} of {required}", approvals.len());
+    if !approvals.is_empty() {
+        let names: Vec<_> = approvals
+            .iter()
+            .map(approval_gate::SignedApproval::principal)
+            .collect();
+        let _ = write!(text, " ({})", names.join(", "));
+    }
+    Some(text)
+}
+
+/// [`approvals_raw`], escaped.
+pub(crate) fn approvals(report: &StatusReport) -> Option<String> {
+    approvals_raw(report).map(|text| escape(&text))
+}
+
+/// The line printed under a list line when the request counts signed approvals, at most
+/// `width` columns (or the minimum action width).
+pub(crate) fn list_approvals(report: &StatusReport, width: usize) -> Option<String> {
+    const LEAD: &str = "  approvals: ";
+    let text = approvals_raw(report)?;
+    let room = width.saturating_sub(LEAD.len()).max(MIN_ACTION);
+    Some(format!("{LEAD}{}", escape_truncated(&text, room)))
 }
 
 fn payload(out: &mut String, request: &Request) {

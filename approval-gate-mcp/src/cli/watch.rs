@@ -60,11 +60,18 @@ pub(crate) fn watch(gate: &Gate, args: &WatchArgs) -> anyhow::Result<Exit> {
         let width = output::width();
         let line = match &item {
             ListItem::Request(report) => {
-                let line = render::list_line(report, gate.now(), style, width);
-                match render::list_warning(report, style, width) {
-                    Some(warning) => format!("{line}\n{warning}"),
-                    None => line,
+                let mut line = render::list_line(report, gate.now(), style, width);
+                for extra in [
+                    render::list_approvals(report, width),
+                    render::list_warning(report, style, width),
+                ]
+                .into_iter()
+                .flatten()
+                {
+                    line.push('\n');
+                    line.push_str(&extra);
                 }
+                line
             }
             ListItem::Unreadable(record) => render::unreadable_line(record, style, width),
         };

@@ -58,11 +58,33 @@ pub(crate) struct StatusAnswer {
 
 impl StatusAnswer {
     pub(crate) fn of(report: &StatusReport) -> Self {
+        let mut note = note(report.request().id(), report.effective_status());
+        if let Some(quorum) = quorum(report) {
+            note = format!("{quorum}. {note}");
+        }
         Self {
             request: report.to_json(PayloadShown::Full),
-            note: note(report.request().id(), report.effective_status()),
+            note,
         }
     }
+}
+
+/// `1 of 2 signed approvals so far`, for a request that needs several approvers or holds
+/// signed approvals; `None` otherwise.
+pub(crate) fn quorum(report: &StatusReport) -> Option<String> {
+    let required = report.required_approvals();
+    let count = report.request().approvals().len();
+    if required <= 1 && count == 0 {
+        return None;
+    }
+    Some(format!(
+        "{count} of {required} signed approvals{}",
+        if report.effective_status() == EffectiveStatus::Pending {
+            " so far: it stays pending until enough distinct approvers have signed"
+        } else {
+            ""
+        }
+    ))
 }
 
 /// The answer to `request_approval`.
@@ -264,6 +286,9 @@ fn advice(error: &Error) -> &'static str {
         }
         C::AlreadyConsumed | C::ExpiredDuringConsume => {
             "the approval is spent: do not act on it again"
+        }
+        C::InsufficientApprovals | C::BadSignature | C::UntrustedSigner => {
+            "not authorized: the approval lacks the trusted signatures the executor's policy requires, and it was not spent; do not proceed, a human has to look at the store"
         }
         C::ActionMismatch | C::OperationMismatch | C::PayloadMismatch | C::PayloadType => {
             "the approval was not spent; do only exactly what was approved (same action text, operation and payload), or file a new request for what you now intend"

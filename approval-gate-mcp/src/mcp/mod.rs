@@ -86,10 +86,13 @@ pub const LOG_ENV: &str = "APPROVAL_GATE_LOG";
         approve. Humans decide with `approval-gate` in their own terminal.\n\n\
         Logs go to stderr (set APPROVAL_GATE_LOG, e.g. to `debug`); stdout carries only the \
         protocol.\n\n\
-        The operator sets the store, the queue cap, the creation limit and the default TTL: \
-        flags, then APPROVAL_GATE_STORE / APPROVAL_GATE_DIR, APPROVAL_GATE_MAX_PENDING, \
-        APPROVAL_GATE_MAX_REQUESTS, APPROVAL_GATE_DEFAULT_TTL, then the config file \
-        (`approval-gate config --help`). Agents cannot change them.\n\n\
+        The operator sets the store, the queue cap, the creation limit, the default TTL and \
+        the quorum policy: flags, then APPROVAL_GATE_STORE / APPROVAL_GATE_DIR, \
+        APPROVAL_GATE_MAX_PENDING, APPROVAL_GATE_MAX_REQUESTS, APPROVAL_GATE_DEFAULT_TTL, \
+        APPROVAL_GATE_APPROVERS, APPROVAL_GATE_QUORUM, then the config file \
+        (`approval-gate config --help`). Agents cannot change them. Under a policy a request \
+        stays pending until enough trusted approvers have signed, and consume checks every \
+        signature.\n\n\
         Exit status: 0 when the client closes the connection, 1 when the server cannot start \
         or keep serving, 2 on a usage error or a bad setting."
 )]

@@ -26,7 +26,7 @@ use tokio_util::sync::CancellationToken;
 use super::agent_gate::{AgentGate, Failure};
 use super::answer::{
     Const, Consumed, NotAuthorized, PendingItem, PendingPage, Refusal, Requested, StatusAnswer,
-    note,
+    note, quorum,
 };
 use super::inbound::RawPayload;
 use super::log::ClientLog;
@@ -276,15 +276,25 @@ impl Server {
                 Ok(Json(StatusAnswer::of(&report)))
             }
             WaitEnd::Decided(report) => Err(decided_no(&report)),
-            WaitEnd::TimedOut => Err(Refusal::new(
-                "timeout",
-                format!(
-                    "still pending: not approved. No human decided request {id} within \
-                     {seconds} s; do not proceed. Call wait_for_approval again to keep waiting."
-                ),
-            )
-            .id(id)
-            .status(EffectiveStatus::Pending)),
+            WaitEnd::TimedOut => {
+                // A quorum still being gathered is worth saying; a store that cannot answer
+                // now changes nothing about the answer, which is no.
+                let quorum = match self.gate().status(id).await {
+                    Ok(report) => quorum(&report).map(|q| format!(" ({q})")),
+                    Err(_) => None,
+                };
+                Err(Refusal::new(
+                    "timeout",
+                    format!(
+                        "still pending{}: not approved. No human decided request {id} within \
+                         {seconds} s; do not proceed. Call wait_for_approval again to keep \
+                         waiting.",
+                        quorum.unwrap_or_default()
+                    ),
+                )
+                .id(id)
+                .status(EffectiveStatus::Pending))
+            }
             WaitEnd::ShuttingDown => Err(Refusal::new(
                 "shutting_down",
                 format!(

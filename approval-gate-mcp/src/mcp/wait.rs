@@ -20,6 +20,8 @@ use super::agent_gate::Failure;
 const PROGRESS_EVERY: Duration = Duration::from_secs(5);
 
 /// How a wait ended.
+// One per wait, matched at once: boxing the report would buy nothing.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug)]
 pub(crate) enum WaitEnd {
     /// No longer pending: approved, denied, expired, revoked, consumed.

@@ -7,6 +7,7 @@ mod display;
 mod generate;
 mod json;
 mod settings;
+mod signed;
 mod support;
 mod usage;
 mod watch;

@@ -102,6 +102,9 @@ fn config_prints_the_defaults_and_creates_nothing() {
             "maxPending": { "value": 100, "source": "default", "from": null },
             "maxRequests": { "value": 10_000, "source": "default", "from": null },
             "defaultTtl": { "value": "1h", "seconds": 3600, "source": "default", "from": null },
+            "approvers": { "value": null, "source": "default", "from": null },
+            "quorum": { "value": {}, "source": "default", "from": null },
+            "signingKey": { "value": null, "source": "default", "from": null },
         })
     );
     assert_eq!(operator.entries(), Vec::<PathBuf>::new());
@@ -198,6 +201,9 @@ fn config_says_where_each_setting_came_from() {
             vec!["max_pending", "5", "(file", &file_source],
             vec!["max_requests", "77", "(env", "APPROVAL_GATE_MAX_REQUESTS)"],
             vec!["default_ttl", "30m", "(file", &file_source],
+            vec!["approvers", "none", "(default)"],
+            vec!["quorum", "none", "(default)"],
+            vec!["signing_key", "none", "(default)"],
         ],
         "{shown}"
     );

@@ -186,6 +186,9 @@ pub(crate) fn operator_settings_of_this_test_only(command: &mut Command, config_
         "APPROVAL_GATE_MAX_PENDING",
         "APPROVAL_GATE_MAX_REQUESTS",
         "APPROVAL_GATE_DEFAULT_TTL",
+        "APPROVAL_GATE_APPROVERS",
+        "APPROVAL_GATE_QUORUM",
+        "APPROVAL_GATE_SIGNING_KEY",
     ] {
         command.env_remove(name);
     }

@@ -7,6 +7,7 @@ mod logging;
 mod never_approves;
 mod schema;
 mod settings;
+mod signed;
 mod support;
 mod tools;
 mod waits;

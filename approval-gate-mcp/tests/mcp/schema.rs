@@ -126,6 +126,29 @@ async fn every_tool_has_schemas_and_honest_annotations() {
         schema_of("decide_approval")["properties"]["approve"]["const"],
         false
     );
+    // A quorum being gathered is part of the answer's shape, k (approvals) of M.
+    for name in ["check_approval", "wait_for_approval"] {
+        let tool = tools.iter().find(|t| t.name == name).unwrap();
+        let output = Value::Object(tool.output_schema.as_ref().unwrap().as_ref().clone());
+        let shapes = output["anyOf"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .chain(output["$defs"].as_object().unwrap().values());
+        let answer = shapes
+            .filter_map(|shape| match shape["$ref"].as_str() {
+                Some(reference) => output["$defs"].get(reference.rsplit('/').next()?),
+                None => Some(shape),
+            })
+            .find(|shape| shape["properties"].get("note").is_some())
+            .unwrap_or_else(|| panic!("{name}: no answer with a note in {output:#}"));
+        for field in ["requiredApprovals", "approvals"] {
+            assert!(
+                answer["properties"].get(field).is_some(),
+                "{name}: {field} missing from {answer:#}"
+            );
+        }
+    }
     session.client.cancel().await.unwrap();
 }
 

@@ -1,0 +1,424 @@
+//! `approve --key` under a quorum policy, through a real pseudo-terminal, with keys made by
+//! the real `ssh-keygen` and, once, held by a real `ssh-agent`: each approver's signature
+//! counts once, the request stays pending showing k of M until the quorum is met, and an
+//! approval without a key or with a key the policy does not trust changes nothing.
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use approval_gate::{
+    Binding, CanonicalPayload, EffectiveStatus, Gate, Grant, NewRequest, Policy, RequestId,
+};
+use rexpect::process::WaitStatus;
+use rexpect::session::spawn_command;
+use serde_json::Value;
+
+use crate::support::{Store, assert_success, stdout};
+
+const ACTION: &str = "wire 1200 EUR to ACME Ltd";
+const OP: &str = "payments.wire";
+const PAYLOAD: &str = r#"{"amount_cents":120000,"to":"ACME Ltd"}"#;
+
+/// A store, approvers with ed25519 keys made by ssh-keygen, and their `allowed_signers` file.
+struct Team {
+    store: Store,
+    signers: PathBuf,
+}
+
+impl Team {
+    fn new() -> Self {
+        let store = Store::new();
+        let team = Self {
+            signers: store.scratch().join("allowed_signers"),
+            store,
+        };
+        let mut text = String::from("# the approvers of this test\n");
+        for name in ["alice", "bob"] {
+            let public = team.keygen(name);
+            let _ = writeln!(text, "{name}@example.com {public}");
+        }
+        team.keygen("mallory");
+        std::fs::write(&team.signers, text).unwrap();
+        team
+    }
+
+    /// Makes `<name>` and `<name>.pub` beside the store; returns the public key line.
+    fn keygen(&self, name: &str) -> String {
+        let key = self.key(name);
+        let status = Command::new("ssh-keygen")
+            .args(["-q", "-t", "ed25519", "-N", "", "-C", name, "-f"])
+            .arg(&key)
+            .stdin(Stdio::null())
+            .status()
+            .expect("ssh-keygen is not installed: install openssh-client");
+        assert!(status.success());
+        std::fs::read_to_string(self.public(name))
+            .unwrap()
+            .trim()
+            .to_owned()
+    }
+
+    fn key(&self, name: &str) -> PathBuf {
+        self.store.scratch().join(name)
+    }
+
+    fn public(&self, name: &str) -> PathBuf {
+        self.store.scratch().join(format!("{name}.pub"))
+    }
+
+    fn policy(&self, quorum: u32) -> Policy {
+        Policy::load_allowed_signers(&self.signers)
+            .unwrap()
+            .require("payments.*", quorum)
+            .unwrap()
+    }
+
+    /// Files the payment through a gate holding the policy, as the executor would.
+    fn ask(&self, quorum: u32) -> RequestId {
+        let gate = Gate::builder()
+            .dir(&self.store.path)
+            .policy(self.policy(quorum))
+            .open()
+            .unwrap();
+        let ask = NewRequest::new(ACTION, "the invoice is due")
+            .operation(OP)
+            .payload(CanonicalPayload::from_json_text(PAYLOAD).unwrap());
+        gate.request_approval(ask).unwrap().request.id()
+    }
+
+    /// The CLI on this store, holding the policy (`--approvers`, `--quorum`).
+    fn command(&self, quorum: u32, args: &[&str]) -> Command {
+        let quorum = format!("payments.*={quorum}");
+        let mut command = self.store.command(&[]);
+        command
+            .arg("--approvers")
+            .arg(&self.signers)
+            .args(["--quorum", &quorum])
+            .args(args)
+            .env_remove("SSH_AUTH_SOCK");
+        command
+    }
+
+    fn status(&self, id: RequestId) -> approval_gate::StatusReport {
+        self.store.gate().status(id).unwrap()
+    }
+
+    /// Runs the payment through a gate holding the policy: how many times it ran.
+    fn execute(&self, id: RequestId, quorum: u32) -> Result<u32, approval_gate::Error> {
+        let gate = Gate::builder()
+            .dir(&self.store.path)
+            .policy(self.policy(quorum))
+            .open()
+            .unwrap();
+        let binding = Binding::new(ACTION)
+            .operation(OP)
+            .payload(CanonicalPayload::from_json_text(PAYLOAD).unwrap());
+        let mut runs = 0;
+        gate.execute_approved(id, &binding, |_: &Grant<Value>| {
+            runs += 1;
+            Ok::<_, approval_gate::Error>(())
+        })?;
+        Ok(runs)
+    }
+}
+
+/// Runs `approve` in a pty and types the code it asks for, if it asks; its exit code,
+/// whether it asked, and everything it printed.
+fn approve(command: Command) -> (i32, bool, String) {
+    let mut session = spawn_command(command, Some(20_000)).expect("spawn in a pty");
+    let mut printed = String::new();
+    let asked = match session.exp_regex(r"Type [0-9a-f]{8} to approve \(anything else cancels\): ")
+    {
+        Ok((before, prompt)) => {
+            printed.push_str(&before);
+            printed.push_str(&prompt);
+            session.send_line(&prompt[5..13]).unwrap();
+            true
+        }
+        Err(_) => false,
+    };
+    printed.push_str(&session.exp_eof().unwrap_or_default());
+    let code = match session.process().wait().unwrap() {
+        WaitStatus::Exited(_, code) => code,
+        other => panic!("approve did not exit normally: {other:?}\n{printed}"),
+    };
+    (code, asked, printed)
+}
+
+#[test]
+fn two_approvers_with_keys_meet_a_two_of_two_quorum() {
+    let team = Team::new();
+    let id = team.ask(2);
+    let alice = team.key("alice");
+    let mut first = team.command(2, &["approve", id.as_str(), "--key"]);
+    first.arg(&alice);
+    let (code, asked, printed) = approve(first);
+    assert_eq!((code, asked), (0, true), "{printed}");
+    assert!(
+        printed.contains(&format!(
+            "approval recorded for {id}: 1 of 2, still pending"
+        )),
+        "{printed}"
+    );
+    // The screen said what the approval is for: 0 of 2 so far.
+    assert!(printed.contains("approvals       0 of 2"), "{printed}");
+    let report = team.status(id);
+    assert_eq!(report.effective_status(), EffectiveStatus::Pending);
+    assert_eq!(
+        report.request().approvals()[0].principal(),
+        "alice@example.com"
+    );
+    // One signature is not an approval the executor takes.
+    let short = team.execute(id, 2).unwrap_err();
+    assert_eq!(short.code().as_str(), "not_approved", "{short}");
+
+    // show and list say where it stands.
+    let show = team.command(2, &["show", id.as_str()]).output().unwrap();
+    assert_success(&show);
+    assert!(
+        stdout(&show).contains("approvals       1 of 2 (alice@example.com)"),
+        "{}",
+        stdout(&show)
+    );
+    let list = team.command(2, &["list"]).output().unwrap();
+    assert!(
+        stdout(&list).contains("\n  approvals: 1 of 2 (alice@example.com)\n"),
+        "{}",
+        stdout(&list)
+    );
+    let json: Value = serde_json::from_slice(
+        &team
+            .command(2, &["show", id.as_str(), "--json"])
+            .output()
+            .unwrap()
+            .stdout,
+    )
+    .unwrap();
+    assert_eq!(json["requiredApprovals"], 2);
+    assert_eq!(json["approvals"][0]["principal"], "alice@example.com");
+
+    // Alice again counts once, and changes nothing.
+    let before = team.store.snapshot();
+    let mut again = team.command(2, &["approve", id.as_str(), "--key"]);
+    again.arg(&alice);
+    let (code, _, printed) = approve(again);
+    assert_eq!(code, 1, "{printed}");
+    assert!(printed.contains("already approved"), "{printed}");
+    assert_eq!(
+        Store::changed(&before, &team.store.snapshot()),
+        Vec::<String>::new()
+    );
+
+    // Bob's principal comes from the approvers file, found by his public key.
+    let mut second = team.command(2, &["approve", id.as_str(), "--key"]);
+    second.arg(team.key("bob"));
+    let (code, _, printed) = approve(second);
+    assert_eq!(code, 0, "{printed}");
+    assert!(
+        printed.contains("approvals       1 of 2 (alice@example.com)"),
+        "{printed}"
+    );
+    assert!(
+        printed.contains(&format!(
+            "approved {id} (2 of 2): trusted code may run it once"
+        )),
+        "{printed}"
+    );
+    assert_eq!(
+        team.status(id).effective_status(),
+        EffectiveStatus::ApprovedUnconsumed
+    );
+    assert_eq!(team.execute(id, 2).unwrap(), 1);
+}
+
+/// A real `ssh-agent` on a socket of its own, killed when dropped.
+struct Agent {
+    child: Child,
+    socket: PathBuf,
+}
+
+impl Agent {
+    fn start(dir: &Path) -> Self {
+        let socket = dir.join("agent.sock");
+        let child = Command::new("ssh-agent")
+            .arg("-D")
+            .arg("-a")
+            .arg(&socket)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("ssh-agent is not installed: install openssh-client");
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while !socket.exists() {
+            assert!(Instant::now() < deadline, "ssh-agent did not start");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        Self { child, socket }
+    }
+
+    fn add(&self, key: &Path) {
+        let out = Command::new("ssh-add")
+            .arg(key)
+            .env("SSH_AUTH_SOCK", &self.socket)
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}
+
+impl Drop for Agent {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[test]
+fn a_key_held_by_ssh_agent_signs_through_its_public_file() {
+    let team = Team::new();
+    let id = team.ask(1);
+    let agent = Agent::start(team.store.scratch());
+    agent.add(&team.key("alice"));
+    // Only the agent holds the private key now.
+    std::fs::remove_file(team.key("alice")).unwrap();
+    let mut command = team.command(1, &["approve", id.as_str(), "--key"]);
+    command
+        .arg(team.public("alice"))
+        .env("SSH_AUTH_SOCK", &agent.socket);
+    let (code, _, printed) = approve(command);
+    assert_eq!(code, 0, "{printed}");
+    assert!(
+        printed.contains(&format!("approved {id} (1 of 1)")),
+        "{printed}"
+    );
+    let report = team.status(id);
+    assert_eq!(
+        report.request().approvals()[0].principal(),
+        "alice@example.com"
+    );
+    assert_eq!(team.execute(id, 1).unwrap(), 1);
+}
+
+#[test]
+fn without_a_key_under_a_policy_nothing_is_approved_and_it_says_how() {
+    let team = Team::new();
+    let id = team.ask(2);
+    let before = team.store.snapshot();
+    let (code, asked, printed) = approve(team.command(2, &["approve", id.as_str()]));
+    assert_eq!(code, 1, "{printed}");
+    // Refused before the screen: no code was worth typing.
+    assert!(!asked, "{printed}");
+    let (code, asked, named) = approve(team.command(
+        2,
+        &["approve", id.as_str(), "--principal", "alice@example.com"],
+    ));
+    assert_eq!((code, asked), (1, false), "{named}");
+    assert!(named.contains("--principal needs a key"), "{named}");
+    for needed in [
+        "needs signed approvals (2 distinct approvers)",
+        &format!("approval-gate approve {id} --key"),
+        "APPROVAL_GATE_SIGNING_KEY",
+    ] {
+        assert!(printed.contains(needed), "{needed:?} not in {printed}");
+    }
+    assert_eq!(
+        Store::changed(&before, &team.store.snapshot()),
+        Vec::<String>::new()
+    );
+}
+
+#[test]
+fn an_untrusted_key_changes_nothing() {
+    let team = Team::new();
+    let id = team.ask(2);
+    let before = team.store.snapshot();
+    // Whom it signs as cannot be told from a key the file does not list.
+    let mut unknown = team.command(2, &["approve", id.as_str(), "--key"]);
+    unknown.arg(team.key("mallory"));
+    let (code, asked, printed) = approve(unknown);
+    assert_eq!((code, asked), (1, false), "{printed}");
+    assert!(printed.contains("does not trust the key"), "{printed}");
+    // Claiming to be alice: signed after the code, and refused by the library's check.
+    let mut claimed = team.command(2, &["approve", id.as_str(), "--key"]);
+    claimed
+        .arg(team.key("mallory"))
+        .args(["--principal", "alice@example.com"]);
+    let (code, asked, printed) = approve(claimed);
+    assert_eq!((code, asked), (1, true), "{printed}");
+    assert!(
+        printed.contains("which the policy does not trust for alice@example.com"),
+        "{printed}"
+    );
+    assert_eq!(
+        Store::changed(&before, &team.store.snapshot()),
+        Vec::<String>::new()
+    );
+    assert!(team.status(id).request().approvals().is_empty());
+}
+
+#[test]
+fn bad_approvers_and_quorums_are_refused_before_anything_is_opened() {
+    let team = Team::new();
+    let elsewhere = team.store.scratch().join("never-made");
+    let run = |args: &[&str]| {
+        let mut command = Command::new(crate::support::BIN);
+        command.arg("--dir").arg(&elsewhere).args(args);
+        crate::support::operator_settings_of_this_test_only(&mut command, team.store.scratch());
+        command.stdin(Stdio::null()).output().unwrap()
+    };
+    let signers = team.signers.to_str().unwrap();
+    for (args, message) in [
+        (
+            vec!["--quorum", "payments.*=2", "list"],
+            "quorum (flag --quorum) needs trusted approvers",
+        ),
+        (
+            vec!["--approvers", signers, "--quorum", "payments.*=0", "list"],
+            "--quorum: payments.*: \"0\" is not a number of approvers",
+        ),
+        (
+            vec!["--approvers", signers, "--quorum", "payments.*", "list"],
+            "is not PATTERN=N",
+        ),
+        (
+            vec!["--approvers", "/nonexistent/allowed_signers", "list"],
+            "approvers file /nonexistent/allowed_signers (flag --approvers)",
+        ),
+    ] {
+        let output = run(&args);
+        assert_eq!(output.status.code(), Some(2), "{args:?}");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(stderr.contains(message), "{args:?}: {stderr}");
+    }
+    let garbage = team.store.scratch().join("garbage");
+    std::fs::write(&garbage, "alice@example.com ssh-ed25519 AAAAnotakey\n").unwrap();
+    let output = run(&["--approvers", garbage.to_str().unwrap(), "list"]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&output.stderr).contains("line 1"),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(!elsewhere.exists(), "a bad setting opened the store");
+
+    // config shows the policy and where it came from.
+    let output = run(&[
+        "--approvers",
+        signers,
+        "--quorum",
+        "payments.*=2",
+        "config",
+        "--json",
+    ]);
+    let json = crate::support::json(&output);
+    assert_eq!(json["approvers"]["value"], signers);
+    assert_eq!(json["approvers"]["source"], "flag");
+    assert_eq!(json["quorum"]["value"]["payments.*"], 2);
+}
