@@ -133,13 +133,13 @@ fn execute_approved_signed(bencher: Bencher, signatures: u32) {
         .collect();
     let mut builder = Gate::builder().dir(tmp.path().join("gate"));
     if signatures > 0 {
-        let allowed: String = approvers
-            .iter()
-            .map(|(principal, key)| {
-                let public = std::fs::read_to_string(key.with_extension("pub")).unwrap();
-                format!("{principal} {public}")
-            })
-            .collect();
+        let mut allowed = String::new();
+        for (principal, key) in &approvers {
+            let public = std::fs::read_to_string(key.with_extension("pub")).unwrap();
+            allowed.push_str(principal);
+            allowed.push(' ');
+            allowed.push_str(&public);
+        }
         let policy = approval_gate::Policy::from_allowed_signers(&allowed)
             .unwrap()
             .require("*", signatures)
