@@ -211,3 +211,75 @@ fn an_edited_log_is_reported_at_the_edited_line() {
         other => panic!("edit not detected: {other:?}"),
     }
 }
+
+#[test]
+fn a_log_cut_short_behind_its_anchor_is_refused_at_the_first_missing_line() {
+    let fx = store_with_lines(3);
+    let mut all = lines(&fx);
+    all.pop();
+    write_lines(&fx, &all);
+    // Both the append and `verify` point at line 3: the first line the anchor vouches for
+    // that is gone.
+    let refused = fx
+        .gate
+        .request_approval(approval_gate::NewRequest::new("one more", "test"));
+    let (line, problem) = broken(refused.map(|s| s.request.id()));
+    assert_eq!(line, 3, "{problem}");
+    assert!(
+        problem.contains("ends at line 2 but its anchor records line 3"),
+        "{problem}"
+    );
+    let (line, problem) = broken(fx.gate.verify_audit());
+    assert_eq!(line, 3, "{problem}");
+    assert!(problem.contains("missing"), "{problem}");
+    assert_eq!(lines(&fx).len(), 2, "nothing appended");
+}
+
+#[test]
+fn lines_added_past_the_anchor_are_reported_at_the_first_one_no_crash_explains() {
+    let fx = store_with_lines(3);
+    let head = fx.dir.join("audit.head");
+    let anchored_at_3 = std::fs::read(&head).unwrap();
+    // Two more lines, correctly chained and hashed (here by the store itself), then the
+    // anchor put back: what someone who appends without the store's anchor leaves.
+    let _ = fx.ask("action 3", None, None);
+    let _ = fx.ask("action 4", None, None);
+    std::fs::write(&head, anchored_at_3).unwrap();
+    // A crash between a line and its anchor leaves at most one line past the anchor, so
+    // line 4 could be that; line 5 cannot.
+    let (line, problem) = broken(fx.gate.verify_audit());
+    assert_eq!(line, 5, "{problem}");
+    assert!(
+        problem.contains("the anchor records line 3 but the log has 5 lines"),
+        "{problem}"
+    );
+    let problem = append_is_refused(&fx);
+    assert!(problem.contains("anchor records line 3"), "{problem}");
+}
+
+#[test]
+fn an_anchor_that_is_not_a_head_record_is_refused_as_such() {
+    // A hash one digit short, and one of the right length that is not hex.
+    for bad_hash in ["a".repeat(63), "g".repeat(64)] {
+        let fx = store_with_lines(3);
+        let head = fx.dir.join("audit.head");
+        std::fs::write(&head, format!("{:020} {bad_hash}\n", 3)).unwrap();
+        let (_, problem) = broken(fx.gate.verify_audit());
+        assert!(
+            problem.contains("not a valid head record"),
+            "{bad_hash}: {problem}"
+        );
+        let problem = append_is_refused(&fx);
+        assert!(
+            problem.contains("not a valid head record"),
+            "{bad_hash}: {problem}"
+        );
+        // Re-anchoring records that reason, not a disagreement with a hash that is not one.
+        let done = fx.gate.reanchor_audit("alice").unwrap();
+        assert!(
+            done.problem.contains("not a valid head record"),
+            "{bad_hash}: {}",
+            done.problem
+        );
+    }
+}

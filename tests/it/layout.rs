@@ -552,3 +552,47 @@ fn an_index_entry_without_its_record_is_left_to_filing_not_removed_by_a_listing(
     let _filed = fx.ask("something else", None, None);
     assert!(!entry.exists(), "filing removes an entry without a record");
 }
+
+#[test]
+fn a_consume_whose_line_is_durable_leaves_the_marker_recovery_skips_it_by() {
+    // `claims/<id>.logged` says the `consumed` line is written, so that recovery on every
+    // open need not read the log for that claim (docs/authorization-states.md).
+    let fx = Fixture::new();
+    let id = fx.approved("pay", None, None);
+    let grant = fx
+        .gate
+        .consume::<()>(id, &binding("pay", None, None))
+        .unwrap();
+    assert_eq!(grant.id(), id);
+    assert!(fx.dir.join("claims").join(format!("{id}.used")).is_file());
+    assert!(
+        fx.dir.join("claims").join(format!("{id}.logged")).is_file(),
+        "no marker: recovery would read the log for this claim on every open"
+    );
+    assert!(fx.gate.recover().unwrap().is_empty());
+}
+
+#[test]
+fn processes_opening_a_fresh_store_at_once_all_succeed() {
+    // Several agents and their servers may start together on a store nobody has made yet:
+    // whoever loses the race to create a directory checks what the winner made and goes on.
+    for round in 0..50 {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("gate");
+        let start = std::sync::Barrier::new(4);
+        std::thread::scope(|s| {
+            let opens: Vec<_> = (0..4)
+                .map(|_| {
+                    s.spawn(|| {
+                        start.wait();
+                        Gate::open(&dir).map(drop)
+                    })
+                })
+                .collect();
+            for open in opens {
+                let opened = open.join().unwrap();
+                assert!(opened.is_ok(), "round {round}: {opened:?}");
+            }
+        });
+    }
+}

@@ -24,6 +24,10 @@ fn without_its_anchor_the_log_refuses_every_yes_until_a_human_reanchors() {
         .clock(fx.clock.clone())
         .open()
         .unwrap();
+    // Nothing to repair (no torn line, no lost claim), so recovery neither fails nor writes:
+    // refusing is left to every append and to `audit verify`.
+    assert!(gate.recover().unwrap().is_empty());
+    assert_eq!(lines(), before);
 
     let consumed = gate.consume::<()>(approved, &binding("pay 1 EUR", None, None));
     assert!(
