@@ -323,6 +323,11 @@ mod tests {
             t("2020-01-02T15:29:59Z")
         ));
         assert!(signers[0].allows("alice@example.com", "anything", now));
+        // A blank inside a quoted option value does not end the options (as ssh-keygen).
+        let spaced = parse(&format!("erin@x namespaces=\"file, git\" {ED}")).unwrap();
+        assert_eq!(spaced[0].namespaces.as_deref(), Some("file, git"));
+        assert!(spaced[0].allows("erin@x", "file", now));
+        assert!(!spaced[0].allows("erin@x", "approval-gate", now));
         assert!(!signers[0].allows("mallory@example.com", "approval-gate", now));
     }
 
