@@ -166,7 +166,7 @@ impl Gate {
             }
         }
         match self.policy() {
-            Some(policy) => policy.check_new(request, principal, signature, now),
+            Some(policy) => policy.check_trusted(request, principal, &key, now),
             None => Ok(()),
         }
     }

@@ -163,29 +163,36 @@ impl Policy {
         now: Timestamp,
     ) -> Result<PublicKey, Problem> {
         let key = check_signature(request, principal, signature).map_err(Problem::Bad)?;
-        let trusted = self.signers.iter().any(|signer| {
-            signer.key.key_data() == key.key_data()
-                && signer.allows(principal, SIGNATURE_NAMESPACE, now)
-        });
-        if trusted {
+        if self.trusts(&key, principal, now) {
             Ok(key)
         } else {
             Err(Problem::Untrusted(fingerprint(&key)))
         }
     }
 
-    /// Checks a new approval before it is recorded, so an approver hears at once what the
-    /// executor would say.
-    pub(crate) fn check_new(
+    /// Whether this policy lets `key` sign as `principal` in our namespace at `now`.
+    fn trusts(&self, key: &PublicKey, principal: &str, now: Timestamp) -> bool {
+        self.signers.iter().any(|signer| {
+            signer.key.key_data() == key.key_data()
+                && signer.allows(principal, SIGNATURE_NAMESPACE, now)
+        })
+    }
+
+    /// Checks that `key`, whose signature of `request` was verified already, is trusted for
+    /// `principal`: a new approval is checked before it is recorded, so an approver hears at
+    /// once what the executor would say.
+    pub(crate) fn check_trusted(
         &self,
         request: &Request,
         principal: &str,
-        signature: &str,
+        key: &PublicKey,
         now: Timestamp,
     ) -> Result<(), Error> {
-        self.check(request, principal, signature, now)
-            .map(drop)
-            .map_err(|problem| problem.into_error(request, principal))
+        if self.trusts(key, principal, now) {
+            Ok(())
+        } else {
+            Err(Problem::Untrusted(fingerprint(key)).into_error(request, principal))
+        }
     }
 
     /// What consume asks: do the stored approvals of `request` hold at least `required`
