@@ -9,6 +9,7 @@ use crate::id::RequestId;
 use crate::list::{Expiry, UnreadableRecord};
 use crate::request::Request;
 use crate::rules;
+use crate::store::Entry;
 
 /// What [`Gate::archive`] did (or, in a dry run, would do).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -97,11 +98,19 @@ impl Gate {
             }
             // The request moves first: a claim left behind still spends nothing, while a
             // request left behind without its claim could look unconsumed.
-            store.archive_record(id)?;
-            // The request is archived from here: a failure says so.
             let fields = json!({ "status": status, "createdAt": request.created_at() });
-            self.finish_archiving(id, claimed, fields)
-                .map_err(|error| error.after_effect(id, "archive"))?;
+            let details = crate::gate::details(fields.clone());
+            let entry = Entry {
+                ts: self.now(),
+                event: AuditEvent::Archived,
+                details: &details,
+            };
+            store.archive_record(id, &entry)?;
+            // The request is archived from here: a failure says so.
+            if !store.records_effects() {
+                self.finish_archiving(id, claimed, fields)
+                    .map_err(|error| error.after_effect(id, "archive"))?;
+            }
             report.archived.push(id);
         }
         report.skipped.append(&mut late.unreadable);

@@ -62,7 +62,6 @@ impl Gate {
         let id = self.fresh_id()?;
         let required = self.required_approvals(new.operation.as_deref(), 1);
         let request = Request::new(id, new, now, ttl, required);
-        let saved = self.store().insert(&request);
         let mut fields = json!({
                 "action": request.action(),
                 "reason": request.reason(),
@@ -74,7 +73,9 @@ impl Gate {
         if required > 1 {
             fields["requiredApprovals"] = required.into();
         }
-        self.record_after(saved, id, "request", AuditEvent::Requested, fields)?;
+        self.effect_then_record(id, "request", AuditEvent::Requested, fields, |entry| {
+            self.store().insert(&request, entry)
+        })?;
         Ok(Submitted {
             request,
             deduplicated: false,

@@ -119,8 +119,46 @@ struct LineIn {
     rest: Map<String, Value>,
 }
 
+/// The hash a chain's lines carry: BLAKE3 in the directory store; SHA-256 where the database
+/// computes it (PostgreSQL has it built in), over the same bytes, linked the same way.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum LineHash {
+    Blake3,
+    #[cfg_attr(not(feature = "postgres"), allow(dead_code))]
+    Sha256,
+}
+
+impl LineHash {
+    fn hex(self, bytes: &[u8]) -> String {
+        match self {
+            Self::Blake3 => blake3::hash(bytes).to_hex().to_string(),
+            #[cfg(feature = "postgres")]
+            Self::Sha256 => {
+                use sha2::Digest;
+                let digest = sha2::Sha256::digest(bytes);
+                let mut hex = String::with_capacity(64);
+                for byte in digest {
+                    use std::fmt::Write;
+                    let _ = write!(hex, "{byte:02x}");
+                }
+                hex
+            }
+            #[cfg(not(feature = "postgres"))]
+            Self::Sha256 => unreachable!("SHA-256 chains exist only with the postgres feature"),
+        }
+    }
+}
+
 /// Parses the whole log, checking each line's hash, sequence number and link.
 pub(crate) fn parse_chain(bytes: &[u8]) -> Result<(Vec<AuditRecord>, AuditSummary), Error> {
+    parse_chain_with(bytes, LineHash::Blake3)
+}
+
+/// [`parse_chain`] for a chain hashed with `hash`.
+pub(crate) fn parse_chain_with(
+    bytes: &[u8],
+    hash: LineHash,
+) -> Result<(Vec<AuditRecord>, AuditSummary), Error> {
     let mut records = Vec::new();
     let mut prev = GENESIS.to_owned();
     let mut seq = 0u64;
@@ -136,7 +174,8 @@ pub(crate) fn parse_chain(bytes: &[u8]) -> Result<(Vec<AuditRecord>, AuditSummar
         let line =
             std::str::from_utf8(&rest[..end]).map_err(|_| broken(seq, "altered: not UTF-8"))?;
         rest = &rest[end + 1..];
-        let (line_seq, hash) = check_line_hash(line).map_err(|p| broken(seq, &p))?;
+        let (line_seq, line_hash) =
+            check_line_hash_with(line, hash).map_err(|p| broken(seq, &p))?;
         let parsed: LineIn = serde_json::from_str(line)
             .map_err(|e| broken(seq, &format!("altered: not an audit record ({e})")))?;
         if parsed.seq != line_seq {
@@ -168,7 +207,7 @@ pub(crate) fn parse_chain(bytes: &[u8]) -> Result<(Vec<AuditRecord>, AuditSummar
         }))
         .map_err(|e| broken(seq, &format!("altered: not an audit record ({e})")))?;
         records.push(record);
-        prev = hash;
+        prev = line_hash;
     }
     let lines = seq;
     Ok((
@@ -189,6 +228,11 @@ pub(crate) fn broken(line: u64, problem: &str) -> Error {
 
 /// Checks a line's own hash; returns its sequence number and hash.
 pub(crate) fn check_line_hash(line: &str) -> Result<(u64, String), String> {
+    check_line_hash_with(line, LineHash::Blake3)
+}
+
+/// [`check_line_hash`] for a line hashed with `hash`.
+pub(crate) fn check_line_hash_with(line: &str, hash_of: LineHash) -> Result<(u64, String), String> {
     if line.len() <= HASH_SUFFIX_LEN || !line.is_char_boundary(line.len() - HASH_SUFFIX_LEN) {
         return Err("altered: too short to be an audit record".into());
     }
@@ -197,7 +241,7 @@ pub(crate) fn check_line_hash(line: &str) -> Result<(u64, String), String> {
         .strip_prefix(",\"hash\":\"")
         .and_then(|s| s.strip_suffix("\"}"))
         .ok_or("altered: no hash at the end of the line")?;
-    if hash != blake3::hash(prefix.as_bytes()).to_hex().as_str() {
+    if hash != hash_of.hex(prefix.as_bytes()) {
         return Err("altered: the line does not match its own hash".into());
     }
     let seq = prefix

@@ -14,6 +14,7 @@ use crate::grant::Grant;
 use crate::id::RequestId;
 use crate::request::{Binding, Request};
 use crate::rules;
+use crate::store::Entry;
 
 impl Gate {
     /// Consumes an approval: the only thing that authorizes acting.
@@ -73,7 +74,17 @@ impl Gate {
         // The claim is a "yes": it is not made unless its `consumed` line can follow.
         self.check_audit_appendable()?;
         failpoint!("consume::before_claim");
-        if !self.store().claim(id, now)? {
+        let consumed = json!({
+            "operation": request.operation(),
+            "payloadDigest": request.payload_digest(),
+        });
+        let consumed = crate::gate::details(consumed);
+        let entry = Entry {
+            ts: now,
+            event: AuditEvent::Consumed,
+            details: &consumed,
+        };
+        if !self.store().claim(id, now, &entry)? {
             let _ = self.audit(
                 AuditEvent::ConsumeReplayed,
                 id,
@@ -109,17 +120,23 @@ impl Gate {
 
     fn record_consumed(&self, request: &Request) -> Result<(), Error> {
         failpoint!("consume::after_claim");
-        self.audit(
-            AuditEvent::Consumed,
-            request.id(),
-            json!({
-                "operation": request.operation(),
-                "payloadDigest": request.payload_digest(),
-            }),
-        )?;
+        // A store that records effects wrote the `consumed` record with the claim.
+        let separate = !self.store().records_effects();
+        if separate {
+            self.audit(
+                AuditEvent::Consumed,
+                request.id(),
+                json!({
+                    "operation": request.operation(),
+                    "payloadDigest": request.payload_digest(),
+                }),
+            )?;
+        }
         failpoint!("consume::after_consumed_line");
-        // Only a hint for recovery: a lost marker makes recovery look the line up again.
-        let _ = self.store().note_logged(request.id());
+        if separate {
+            // Only a hint for recovery: a lost marker makes recovery look the line up again.
+            let _ = self.store().note_logged(request.id());
+        }
         failpoint!("consume::before_expiry_recheck");
         Ok(())
     }

@@ -10,6 +10,7 @@ use crate::id::RequestId;
 use crate::policy;
 use crate::request::{Decision, Request, Status, StatusReport};
 use crate::rules::{Order, Verdict};
+use crate::store::Entry;
 use crate::time::Timestamp;
 
 impl Gate {
@@ -113,16 +114,34 @@ impl Gate {
             request.decide(verdict.status(), now, Some(decision));
         }
         match verdict.order() {
+            _ if self.store().records_effects() => {
+                self.effect_then_record(id, operation, event, record, |entry| {
+                    self.store().save(&request, operation, entry)
+                })?;
+                // The store may have set the decision's time and name itself (the database's
+                // clock and session user): report what it holds.
+                if let Ok(Some(stored)) = self.store().load(id) {
+                    request = stored;
+                }
+            }
             Order::RecordFirst => {
-                self.audit(event, id, record)?;
+                let details = crate::gate::details(record);
+                let entry = Entry {
+                    ts: self.now(),
+                    event,
+                    details: &details,
+                };
+                self.store().append(entry.ts, event, id, entry.details)?;
                 failpoint!("decide::between_record_and_effect");
-                self.store().save(&request, operation)?;
+                self.store().save(&request, operation, &entry)?;
             }
             Order::EffectFirst => {
-                let saved = self.store().save(&request, operation).and_then(|()| {
-                    Self::between_effect_and_record().map_err(|e| e.after_effect(id, operation))
-                });
-                self.record_after(saved, id, operation, event, record)?;
+                self.effect_then_record(id, operation, event, record, |entry| {
+                    self.store().save(&request, operation, entry).and_then(|()| {
+                        Self::between_effect_and_record()
+                            .map_err(|e| e.after_effect(id, operation))
+                    })
+                })?;
             }
         }
         // From here the decision has taken effect: nothing below may report a failure. An

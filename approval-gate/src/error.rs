@@ -302,6 +302,24 @@ pub enum Error {
     #[error("random source failed: {0}")]
     Random(String),
 
+    /// The database store failed or refused: the connection, the server, or a check the
+    /// database makes itself (a change it does not allow, a schema it does not have).
+    #[error("database: {operation}: {problem}")]
+    Database {
+        /// What was being done.
+        operation: &'static str,
+        /// What the database or the connection said.
+        problem: String,
+    },
+
+    /// The database refused the session user: its login lacks the role this step needs
+    /// (`approval_gate_agent`, `approval_gate_approver` or `approval_gate_executor`).
+    #[error("not permitted: {problem}")]
+    NotPermitted {
+        /// What was refused, and which roles would allow it.
+        problem: String,
+    },
+
     /// A filesystem operation failed.
     #[error("{op} {path}: {source}")]
     Io {
@@ -414,6 +432,8 @@ impl Error {
             Self::NotRecorded { .. } => ErrorCode::NotRecorded,
             Self::NoStateDir => ErrorCode::NoStateDir,
             Self::Random(_) => ErrorCode::Random,
+            Self::Database { .. } => ErrorCode::Database,
+            Self::NotPermitted { .. } => ErrorCode::NotPermitted,
             Self::Io { .. } => ErrorCode::Io,
         }
     }
@@ -546,6 +566,10 @@ pub enum ErrorCode {
     NoStateDir,
     /// [`Error::Random`]: the OS random source failed.
     Random,
+    /// [`Error::Database`]: the database store failed or refused a change.
+    Database,
+    /// [`Error::NotPermitted`]: the database refused the session user's role.
+    NotPermitted,
     /// [`Error::Io`]: an I/O error.
     Io,
 }
@@ -587,6 +611,8 @@ impl ErrorCode {
         Self::NotRecorded,
         Self::NoStateDir,
         Self::Random,
+        Self::Database,
+        Self::NotPermitted,
         Self::Io,
     ];
 
@@ -628,6 +654,8 @@ impl ErrorCode {
             Self::NotRecorded => "not_recorded",
             Self::NoStateDir => "no_state_dir",
             Self::Random => "random",
+            Self::Database => "database",
+            Self::NotPermitted => "not_permitted",
             Self::Io => "io",
         }
     }

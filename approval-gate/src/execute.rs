@@ -13,7 +13,7 @@ use crate::gate::Gate;
 use crate::grant::Grant;
 use crate::id::RequestId;
 use crate::request::Binding;
-use crate::store::Held;
+use crate::store::{Entry, Held};
 
 impl Gate {
     /// Runs `f` exactly once for an approved request, and only then.
@@ -153,16 +153,21 @@ impl Gate {
     /// `execution_finished`, or an "unknown" outcome if dropped unfinished.
     pub(crate) fn start_execution<T>(&self, grant: &Grant<T>) -> Result<ExecutionRecord, Error> {
         failpoint!("execute::before_started");
-        let marker = self.store().begin_execution(grant.id())?;
-        self.audit(
-            AuditEvent::ExecutionStarted,
-            grant.id(),
-            json!({
-                "operation": grant.operation(),
-                "payloadDigest": grant.payload_digest(),
-                "pid": std::process::id(),
-            }),
-        )?;
+        let fields = json!({
+            "operation": grant.operation(),
+            "payloadDigest": grant.payload_digest(),
+            "pid": std::process::id(),
+        });
+        let details = crate::gate::details(fields.clone());
+        let entry = Entry {
+            ts: self.now(),
+            event: AuditEvent::ExecutionStarted,
+            details: &details,
+        };
+        let marker = self.store().begin_execution(grant.id(), &entry)?;
+        if !self.store().records_effects() {
+            self.audit(AuditEvent::ExecutionStarted, grant.id(), fields)?;
+        }
         Ok(ExecutionRecord {
             gate: self.clone(),
             id: grant.id(),
@@ -205,12 +210,21 @@ impl ExecutionRecord {
     /// started-but-unfinished execution and its marker, which recovery reports as
     /// "outcome unknown" once this process is gone.
     fn record(&mut self, fields: serde_json::Value) {
-        let recorded = self
+        let store = self.gate.store();
+        if store.records_effects() {
+            let details = crate::gate::details(fields);
+            let entry = Entry {
+                ts: self.gate.now(),
+                event: AuditEvent::ExecutionFinished,
+                details: &details,
+            };
+            let _ = store.finish_execution(self.id, &entry);
+        } else if self
             .gate
             .audit(AuditEvent::ExecutionFinished, self.id, fields)
-            .is_ok();
-        if recorded {
-            let _ = self.gate.store().end_execution(self.id);
+            .is_ok()
+        {
+            let _ = store.end_execution(self.id);
         }
         self.marker = None;
     }

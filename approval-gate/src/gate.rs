@@ -13,7 +13,7 @@ use crate::list::UnreadableRecord;
 use crate::policy::Policy;
 use crate::request::{Decision, Request, Status, StatusReport, check_ttl};
 use crate::store::dir::DirStore;
-use crate::store::{Location, Store};
+use crate::store::{Entry, Location, Store};
 use crate::time::{Clock, SystemClock, Timestamp};
 
 /// The answer to [`Gate::request_approval`].
@@ -92,6 +92,15 @@ impl GateBuilder {
         };
         let store: Box<dyn Store> = match location {
             Location::Dir(dir) => Box::new(DirStore::open(dir)?),
+            #[cfg(feature = "postgres")]
+            Location::Postgres(url) => Box::new(crate::store::pg::PgStore::open(&url)?),
+            #[cfg(not(feature = "postgres"))]
+            Location::Postgres(_) => {
+                return Err(Error::InvalidInput {
+                    field: "store",
+                    problem: "this build has no PostgreSQL store (build approval-gate with its `postgres` feature)".into(),
+                });
+            }
         };
         let gate = Gate {
             inner: Arc::new(Inner {
@@ -159,7 +168,8 @@ impl Scan {
     }
 }
 
-fn details(value: Value) -> Map<String, Value> {
+/// The fields of an audit record, from a JSON object (anything else has none).
+pub(crate) fn details(value: Value) -> Map<String, Value> {
     match value {
         Value::Object(map) => map,
         _ => Map::new(),
@@ -235,6 +245,7 @@ impl Gate {
     pub fn dir(&self) -> Option<&Path> {
         match self.location() {
             Location::Dir(dir) => Some(dir),
+            Location::Postgres(_) => None,
         }
     }
 
@@ -308,6 +319,30 @@ impl Gate {
 
     /// Fails if the audit log would refuse an append (broken, or unanchored): checked before
     /// a "yes" takes effect, so that none ever happens without its line.
+    /// Makes an effect and records it: as one step on a store that [records
+    /// effects](Store::records_effects), otherwise the effect first and its line after (a
+    /// "no" or a filing takes effect before it is recorded; see
+    /// [`record_after`](Gate::record_after)).
+    pub(crate) fn effect_then_record(
+        &self,
+        id: RequestId,
+        operation: &'static str,
+        event: AuditEvent,
+        fields: Value,
+        effect: impl FnOnce(&Entry<'_>) -> Result<(), Error>,
+    ) -> Result<(), Error> {
+        let details = details(fields);
+        let saved = effect(&Entry {
+            ts: self.now(),
+            event,
+            details: &details,
+        });
+        if self.store().records_effects() {
+            return saved;
+        }
+        self.record_after(saved, id, operation, event, Value::Object(details))
+    }
+
     pub(crate) fn check_audit_appendable(&self) -> Result<(), Error> {
         self.store().check_appendable()
     }
@@ -330,13 +365,12 @@ impl Gate {
         if request.status() == Status::Pending && request.is_past_expiry(now) {
             request.decide(Status::Expired, now, None);
             // A "no" takes effect first and is recorded after.
-            let saved = self.store().save(&request, "expire");
-            self.record_after(
-                saved,
+            self.effect_then_record(
                 request.id(),
                 "expire",
                 AuditEvent::Expired,
                 json!({ "expiresAt": request.expires_at() }),
+                |entry| self.store().save(&request, "expire", entry),
             )?;
             // An index entry left behind is removed by the next scan of the pending index.
             let _ = self.store().unindex(request.id());

@@ -102,6 +102,14 @@ pub use request::{
     StatusReport, os_user,
 };
 pub use store::Location;
+
+/// The PostgreSQL store's schema (SPEC §10): what `approval-gate db init` applies. Open a
+/// gate on it with a `postgres://` [`Location`]; `docs/postgres.md` shows an operator's
+/// whole set-up.
+#[cfg(feature = "postgres")]
+pub mod postgres {
+    pub use crate::store::pg::{SCHEMA_VERSION, init};
+}
 pub use time::{Clock, ManualClock, SystemClock, Timestamp};
 pub use wait::{
     Arrivals, Change, Changes, Closer, FALLBACK, FALLBACK_WITHOUT_EVENTS, Waited, Waiting, Watch,

@@ -75,6 +75,10 @@ impl Gate {
             store.note_logged(id)?;
         }
 
+        if let Some(recovered) = store.recover_executions(self.now()) {
+            recovery.unknown_outcomes = recovered?;
+            return Ok(recovery);
+        }
         for id in store.executions()? {
             // A live executor holds its mark; only a dead one lets go of it.
             let Some(_held) = store.dead_execution(id)? else {

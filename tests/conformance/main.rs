@@ -3,3 +3,4 @@
 //! backend plugs in with one line.
 
 approval_gate_tests::conformance!(directory, approval_gate_tests::backend::Directory);
+approval_gate_tests::conformance!(postgres, approval_gate_tests::backend::Postgres);

@@ -210,3 +210,151 @@ impl Backend for Directory {
             .expect("write the record");
     }
 }
+
+/// The PostgreSQL store (`postgres://`): each store a new database on the test server
+/// ([`crate::pg`]), copied from a template that `db init` prepared once per process, and
+/// dropped with the store.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Postgres;
+
+/// Drops a test database when dropped.
+struct DropDatabase(String);
+
+impl Drop for DropDatabase {
+    fn drop(&mut self) {
+        crate::pg::drop_database(&self.0);
+    }
+}
+
+impl Postgres {
+    /// The URL of a store's database.
+    ///
+    /// # Panics
+    ///
+    /// If `store` is not a PostgreSQL store.
+    #[must_use]
+    pub fn url(store: &Store) -> String {
+        match &store.location {
+            Location::Postgres(url) => url.clone(),
+            other => panic!("not a PostgreSQL store: {other}"),
+        }
+    }
+
+    /// A fresh database with the schema of this build (made by `db init`), not dropped by
+    /// anything: for tests that run `db init` or manage a database themselves.
+    #[must_use]
+    pub fn template() -> &'static str {
+        static TEMPLATE: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+        TEMPLATE.get_or_init(|| {
+            let url = crate::pg::create_database();
+            let init = url.clone();
+            crate::pg::on_own_thread(move || approval_gate::postgres::init(&init))
+                .expect("db init on the template database");
+            url
+        })
+    }
+
+    /// Runs SQL as the superuser on the store's database and returns the rows, each column
+    /// as text.
+    #[must_use]
+    pub fn query(store: &Store, sql: &str) -> Vec<Vec<Option<String>>> {
+        let url = Self::url(store);
+        let sql = sql.to_owned();
+        crate::pg::on_own_thread(move || {
+            let mut client = crate::pg::connect(&url);
+            client
+                .simple_query(&sql)
+                .expect("the query")
+                .into_iter()
+                .filter_map(|message| match message {
+                    postgres::SimpleQueryMessage::Row(row) => Some(
+                        (0..row.len())
+                            .map(|i| row.get(i).map(str::to_owned))
+                            .collect(),
+                    ),
+                    _ => None,
+                })
+                .collect()
+        })
+    }
+}
+
+impl Backend for Postgres {
+    fn fresh(&self) -> Store {
+        let template = Self::template();
+        let name = template.rsplit('/').next().expect("a database name");
+        static COUNTER: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let copy = format!(
+            "{name}_{}",
+            COUNTER.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+        );
+        let admin = crate::pg::admin_url();
+        crate::pg::run_sql(admin, &format!("CREATE DATABASE {copy} TEMPLATE {name}"));
+        let url = crate::pg::url_with(template, "postgres", Some(&copy));
+        Store::new(url.clone(), DropDatabase(url))
+    }
+
+    fn kill_points(&self) -> &'static [&'static str] {
+        // Each step is one transaction: a kill lands before or after it, which the
+        // lifecycle's own points already cover.
+        &[]
+    }
+
+    fn contents(&self, store: &Store) -> BTreeMap<String, Vec<u8>> {
+        let rows = Self::query(
+            store,
+            "SELECT 'requests/' || id, row_to_json(r)::text FROM approval_gate.requests r
+             UNION ALL SELECT 'audit/' || seq, line FROM approval_gate.audit
+             UNION ALL SELECT 'head', seq || ' ' || hash FROM approval_gate.audit_head WHERE seq > 0",
+        );
+        rows.into_iter()
+            .map(|row| {
+                let mut row = row.into_iter();
+                let key = row.next().flatten().expect("a key");
+                let value = row.next().flatten().unwrap_or_default();
+                (key, value.into_bytes())
+            })
+            .collect()
+    }
+
+    fn claimed(&self, store: &Store, id: RequestId) -> bool {
+        let rows = Self::query(
+            store,
+            &format!(
+                "SELECT claimed_ms IS NOT NULL FROM approval_gate.requests WHERE id = '{id}'"
+            ),
+        );
+        rows.first()
+            .and_then(|row| row.first().cloned().flatten())
+            .is_some_and(|v| v == "t")
+    }
+
+    fn tamper(&self, store: &Store, id: RequestId, edit: &mut dyn FnMut(&mut serde_json::Value)) {
+        let rows = Self::query(
+            store,
+            &format!("SELECT record::text, payload FROM approval_gate.requests WHERE id = '{id}'"),
+        );
+        let row = rows.first().expect("the request's row");
+        let mut record: serde_json::Value =
+            serde_json::from_str(row[0].as_deref().expect("a record")).expect("JSON");
+        record["payload"] = match row[1].as_deref() {
+            Some(text) => serde_json::from_str(text).expect("a JSON payload"),
+            None => serde_json::Value::Null,
+        };
+        edit(&mut record);
+        let payload = record
+            .as_object_mut()
+            .and_then(|fields| fields.remove("payload"))
+            .filter(|p| !p.is_null())
+            .map(|p| p.to_string());
+        let quote = |text: &str| format!("'{}'", text.replace('\'', "''"));
+        let status = record["status"].as_str().unwrap_or("pending").to_owned();
+        let sql = format!(
+            "UPDATE approval_gate.requests SET record = {}::jsonb, payload = {}, status = {} WHERE id = '{id}'",
+            quote(&record.to_string()),
+            payload.as_deref().map_or("NULL".to_owned(), quote),
+            quote(&status),
+        );
+        let _ = Self::query(store, &sql);
+    }
+}

@@ -5,6 +5,7 @@
 pub mod backend;
 mod conformance;
 pub mod invariants;
+pub mod pg;
 pub mod ssh;
 // Every case is a test: it panics when the backend fails it, and says why.
 #[allow(clippy::missing_panics_doc)]

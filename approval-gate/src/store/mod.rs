@@ -12,6 +12,8 @@
 //! `tests/conformance`, which every backend runs with one line.
 
 pub(crate) mod dir;
+#[cfg(feature = "postgres")]
+pub(crate) mod pg;
 
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -39,16 +41,35 @@ impl fmt::Debug for Held {
     }
 }
 
+/// The audit record that goes with an effect. A backend that [records
+/// effects](Store::records_effects) writes it in the same transaction as the effect; the
+/// directory store leaves it to the lifecycle, which appends it before or after.
+#[derive(Debug, Clone, Copy)]
+#[cfg_attr(not(feature = "postgres"), allow(dead_code))]
+pub(crate) struct Entry<'a> {
+    /// When, by the gate's clock.
+    pub(crate) ts: Timestamp,
+    /// What happened.
+    pub(crate) event: AuditEvent,
+    /// The event's fields.
+    pub(crate) details: &'a Map<String, Value>,
+}
+
 /// Which store a gate uses: what the builder, `--store` and `APPROVAL_GATE_STORE` name.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum Location {
     /// The directory store at this path (a path, or a `file:` URL).
     Dir(PathBuf),
+    /// The PostgreSQL store (SPEC §10) at this `postgres://` or `postgresql://` URL, as given:
+    /// libpq's environment variables (`PGHOST`, `PGUSER`, `PGSSLMODE`, …) fill in what it leaves
+    /// out when it is opened. Needs the `postgres` feature to open.
+    Postgres(String),
 }
 
 impl Location {
-    /// Reads a store location: `file:///abs/path`, `file:relative/path`, or a plain path.
+    /// Reads a store location: `file:///abs/path`, `file:relative/path`, a plain path, or a
+    /// `postgres://` / `postgresql://` URL.
     ///
     /// # Errors
     ///
@@ -67,6 +88,7 @@ impl Location {
             return Ok(Self::Dir(PathBuf::from(text)));
         };
         match scheme.to_ascii_lowercase().as_str() {
+            "postgres" | "postgresql" => Ok(Self::Postgres(text.to_owned())),
             "file" => {
                 let path = match rest.strip_prefix("//") {
                     Some(authority_and_path) => {
@@ -140,7 +162,25 @@ impl fmt::Display for Location {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Self::Dir(path) => write!(f, "{}", path.display()),
+            Self::Postgres(url) => f.write_str(&redact_password(url)),
         }
+    }
+}
+
+/// `url` with the password of its user information (`user:password@`) replaced by `***`, so
+/// a location can be shown and logged.
+fn redact_password(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return url.to_owned();
+    };
+    let authority_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    let (authority, tail) = rest.split_at(authority_end);
+    match authority.rsplit_once('@') {
+        Some((userinfo, host)) => match userinfo.split_once(':') {
+            Some((user, _)) => format!("{scheme}://{user}:***@{host}{tail}"),
+            None => url.to_owned(),
+        },
+        None => url.to_owned(),
     }
 }
 
@@ -162,6 +202,16 @@ pub(crate) trait Store: Send + Sync + fmt::Debug {
     /// Where this store is.
     fn location(&self) -> &Location;
 
+    /// Whether the effect steps ([`insert`](Store::insert), [`save`](Store::save),
+    /// [`claim`](Store::claim), [`begin_execution`](Store::begin_execution),
+    /// [`finish_execution`](Store::finish_execution), [`archive_record`](Store::archive_record))
+    /// write their audit [`Entry`] themselves, atomically with the effect. When they do, the
+    /// lifecycle appends nothing of its own for them; when not, it appends each entry in the
+    /// order the rules give (a "yes" recorded first, a "no" after).
+    fn records_effects(&self) -> bool {
+        false
+    }
+
     // ------------------------------------------------------------------- records
 
     /// The live record of `id`, or `None`. A record that cannot be read is
@@ -176,7 +226,8 @@ pub(crate) trait Store: Send + Sync + fmt::Debug {
     fn is_archived(&self, id: RequestId) -> Result<bool, Error>;
     /// Replaces the record of an existing request; a failure once the new record may be in
     /// place is [`Error::DurabilityUnknown`] for `operation`.
-    fn save(&self, request: &Request, operation: &'static str) -> Result<(), Error>;
+    fn save(&self, request: &Request, operation: &'static str, entry: &Entry<'_>)
+    -> Result<(), Error>;
 
     // --------------------------------------------------------------- serialising
 
@@ -193,7 +244,7 @@ pub(crate) trait Store: Send + Sync + fmt::Debug {
     fn count_live(&self) -> Result<usize, Error>;
     /// Files a new pending request, indexed as pending. Errors after the record may exist
     /// are [`Error::DurabilityUnknown`] for `request`.
-    fn insert(&self, request: &Request) -> Result<(), Error>;
+    fn insert(&self, request: &Request, entry: &Entry<'_>) -> Result<(), Error>;
     /// The ids the pending index names, in no order. Called with `filing` held, entries
     /// without a record are dropped from the index (none can be mid-filing).
     fn pending_ids(&self) -> Result<Vec<RequestId>, Error>;
@@ -207,7 +258,10 @@ pub(crate) trait Store: Send + Sync + fmt::Debug {
 
     /// Makes the single-use claim that spends the approval of `id`: `Ok(false)` if it
     /// already exists. A failure after the claim may exist is [`Error::DurabilityUnknown`].
-    fn claim(&self, id: RequestId, consumed_at: Timestamp) -> Result<bool, Error>;
+    /// A backend that records effects may refuse here with the consume refusal it found (the
+    /// rules it enforces itself, on its own clock), having recorded it.
+    fn claim(&self, id: RequestId, consumed_at: Timestamp, entry: &Entry<'_>)
+    -> Result<bool, Error>;
     /// Whether the claim of `id` exists.
     fn is_claimed(&self, id: RequestId) -> Result<bool, Error>;
     /// Notes that the `consumed` line of `id` is durable (a hint for recovery).
@@ -221,7 +275,21 @@ pub(crate) trait Store: Send + Sync + fmt::Debug {
 
     /// Marks `id` as executing for as long as the returned value lives, durably enough that
     /// a crash leaves the mark for [`dead_execution`](Store::dead_execution) to find.
-    fn begin_execution(&self, id: RequestId) -> Result<Held, Error>;
+    fn begin_execution(&self, id: RequestId, entry: &Entry<'_>) -> Result<Held, Error>;
+    /// Records an execution's outcome and removes its mark, as one step: only called on a
+    /// store that [records effects](Store::records_effects) (others get the outcome's line
+    /// appended, then [`end_execution`](Store::end_execution)).
+    fn finish_execution(&self, id: RequestId, entry: &Entry<'_>) -> Result<(), Error> {
+        let _ = entry;
+        self.end_execution(id)
+    }
+    /// Records `outcome unknown` for every execution whose executor is gone, if the backend
+    /// does that itself; `None` to leave it to the lifecycle ([`executions`](Store::executions),
+    /// [`dead_execution`](Store::dead_execution)).
+    fn recover_executions(&self, now: Timestamp) -> Option<Result<Vec<RequestId>, Error>> {
+        let _ = now;
+        None
+    }
     /// Removes the execution mark of `id` once its outcome is recorded.
     fn end_execution(&self, id: RequestId) -> Result<(), Error>;
     /// Ids with an execution mark, live or dead.
@@ -236,7 +304,7 @@ pub(crate) trait Store: Send + Sync + fmt::Debug {
     /// Moves the record of `id` out of the live store (first, so a claim left behind
     /// spends nothing while a record without its claim could look unconsumed). Errors after
     /// it moved are [`Error::DurabilityUnknown`].
-    fn archive_record(&self, id: RequestId) -> Result<(), Error>;
+    fn archive_record(&self, id: RequestId, entry: &Entry<'_>) -> Result<(), Error>;
     /// Moves the rest of an archived request (its claim, if `claimed`, and its index
     /// entries) after its record.
     fn archive_rest(&self, id: RequestId, claimed: bool) -> Result<(), Error>;

@@ -27,7 +27,7 @@ use std::path::{Path, PathBuf};
 use serde_json::{Map, Value, json};
 
 use self::audit_log::AuditLog;
-use super::{ChangeSink, Held, Location, Store};
+use super::{ChangeSink, Entry, Held, Location, Store};
 use crate::audit::{AuditEvent, AuditRecord, AuditSummary, Reanchored};
 use crate::error::Error;
 use crate::faults::failpoint;
@@ -265,7 +265,7 @@ impl Store for DirStore {
         fs::exists(&self.layout.archived(id))
     }
 
-    fn save(&self, request: &Request, operation: &'static str) -> Result<(), Error> {
+    fn save(&self, request: &Request, operation: &'static str, _: &Entry<'_>) -> Result<(), Error> {
         let bytes = serde_json::to_vec(request).map_err(|e| Error::Corrupt {
             path: self.layout.request(request.id()),
             problem: format!("cannot encode: {e}"),
@@ -294,14 +294,14 @@ impl Store for DirStore {
         fs::count_entries(&self.layout.requests_dir())
     }
 
-    fn insert(&self, request: &Request) -> Result<(), Error> {
+    fn insert(&self, request: &Request, entry: &Entry<'_>) -> Result<(), Error> {
         let id = request.id();
         // The marker goes first: a crash leaves at worst a marker without a request, which
         // the next filing cleans up, never a pending request missing from the index.
         fs::open_lock(&self.layout.lock(id))?;
         // A marker without its request is harmless, durable or not.
         fs::create_exclusive(&self.layout.marker(id), b"").map_err(fs::Failed::into_inner)?;
-        self.save(request, "request")
+        self.save(request, "request", entry)
     }
 
     fn pending_ids(&self) -> Result<Vec<RequestId>, Error> {
@@ -316,7 +316,7 @@ impl Store for DirStore {
         ids_in(&self.layout.requests_dir(), ".json")
     }
 
-    fn claim(&self, id: RequestId, consumed_at: Timestamp) -> Result<bool, Error> {
+    fn claim(&self, id: RequestId, consumed_at: Timestamp, _: &Entry<'_>) -> Result<bool, Error> {
         let claim = json!({ "consumedAt": consumed_at, "pid": std::process::id() }).to_string();
         fs::create_exclusive(&self.layout.claim(id), claim.as_bytes())
             // The claim exists but may not survive a crash: spent, and authorizing nothing
@@ -347,7 +347,7 @@ impl Store for DirStore {
         fs::exists(&self.layout.claim_logged(id))
     }
 
-    fn begin_execution(&self, id: RequestId) -> Result<Held, Error> {
+    fn begin_execution(&self, id: RequestId, _: &Entry<'_>) -> Result<Held, Error> {
         self.lock_execution_marker(id).map(Held::new)
     }
 
@@ -370,7 +370,7 @@ impl Store for DirStore {
         fs::exists(&self.layout.execution_marker(id))
     }
 
-    fn archive_record(&self, id: RequestId) -> Result<(), Error> {
+    fn archive_record(&self, id: RequestId, _: &Entry<'_>) -> Result<(), Error> {
         fs::rename_durable(&self.layout.request(id), &self.layout.archived(id))
             .map_err(|failed| failed.on(id, "archive"))
     }

@@ -1,0 +1,957 @@
+//! The PostgreSQL store (SPEC §10): one set of approvals for a team on several machines.
+//!
+//! Authority lives in the database. Every change is one call of a SECURITY DEFINER function
+//! of the schema `approval_gate` (`schema.sql`, applied by [`init`]), which checks the
+//! session user's role, locks the request's row, reads the database's clock after the lock,
+//! checks that the step is allowed from where the request stands, and writes the change and
+//! its audit row in the same transaction. So this store [records effects](Store::records_effects):
+//! the lifecycle hands each effect its audit entry instead of appending it on its own.
+//!
+//! What the lifecycle's locks serialise here are session advisory locks, each on a connection
+//! of its own held for as long as the lock is: class [`LOCK_REQUEST`] for one request's
+//! decisions and consume, [`LOCK_FILING`] for filing, and [`LOCK_EXECUTION`], held by an
+//! executor while it runs, so that a dead executor's session lets go of it and recovery
+//! records `outcome unknown` for it.
+//!
+//! The client is the synchronous `postgres` crate, which runs a small tokio runtime of its own
+//! per connection and panics when used, or dropped, inside another runtime: every call and
+//! every drop of a connection is made off any runtime thread ([`off_runtime`]).
+
+mod tls;
+
+
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use postgres::fallible_iterator::FallibleIterator;
+use postgres::{Client, NoTls};
+use serde_json::{Map, Value};
+
+use super::{ChangeSink, Entry, Held, Location, Store};
+use crate::audit::{
+    AuditEvent, AuditRecord, AuditSummary, LineHash, Reanchored, check_line_hash_with,
+    parse_chain_with,
+};
+use crate::error::Error;
+use crate::id::RequestId;
+use crate::request::Request;
+use crate::time::Timestamp;
+use crate::wait::Change;
+
+/// The schema version this build creates and uses.
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// Advisory lock class of a request's decisions and consume (`hashtext(id)` is the key).
+const LOCK_REQUEST: i32 = 1_095_192_400;
+/// Advisory lock class of a running execution; the schema's recovery uses the same number.
+const LOCK_EXECUTION: i32 = 1_095_192_401;
+/// Advisory lock class of filing (key 0).
+const LOCK_FILING: i32 = 1_095_192_402;
+/// Advisory lock class of `db init` (transaction-scoped, key 0).
+const LOCK_INIT: i32 = 1_095_192_403;
+
+/// Connections kept open between calls.
+const IDLE_CONNECTIONS: usize = 8;
+
+/// The NOTIFY channel every change is announced on (its payload: the request id).
+const CHANNEL: &str = "approval_gate";
+
+/// Runs `f` where the `postgres` client may block: on this thread, or on a scoped thread of
+/// its own when this one is inside a tokio runtime.
+fn off_runtime<R: Send>(f: impl FnOnce() -> R + Send) -> R {
+    if tokio::runtime::Handle::try_current().is_ok() {
+        std::thread::scope(|scope| {
+            scope
+                .spawn(f)
+                .join()
+                .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+        })
+    } else {
+        f()
+    }
+}
+
+/// What went wrong, said once: the database's own words (message, detail, code) or the
+/// connection's.
+fn describe(error: &postgres::Error) -> String {
+    match error.as_db_error() {
+        Some(db) => {
+            let mut text = format!("{} (SQLSTATE {})", db.message(), db.code().code());
+            if let Some(detail) = db.detail() {
+                text.push_str("; ");
+                text.push_str(detail);
+            }
+            text
+        }
+        None => error.to_string(),
+    }
+}
+
+/// The error a failed call means, where its meaning does not depend on the step.
+fn map_error(operation: &'static str, id: Option<RequestId>, error: &postgres::Error) -> Error {
+    let code = error.as_db_error().map(|db| db.code().code().to_owned());
+    match (code.as_deref(), id) {
+        (Some("AG004" | "42501"), _) => Error::NotPermitted {
+            problem: describe(error),
+        },
+        (Some("AG003"), Some(id)) => Error::NotFound(id),
+        (Some("AG006"), Some(id)) => Error::Archived(id),
+        (Some("AG002"), Some(id)) => Error::Expired(id),
+        (Some("3F000" | "42P01" | "42883"), _) => Error::Database {
+            operation,
+            problem: format!(
+                "{}: this database has no approval-gate schema of version {SCHEMA_VERSION}; run `approval-gate db init --store URL` as its owner",
+                describe(error)
+            ),
+        },
+        _ => Error::Database {
+            operation,
+            problem: describe(error),
+        },
+    }
+}
+
+fn is_wrong_state(error: &postgres::Error) -> bool {
+    error
+        .as_db_error()
+        .is_some_and(|db| db.code().code() == "AG001")
+}
+
+/// The connections of one store.
+struct Pool {
+    config: postgres::Config,
+    tls: Option<tokio_postgres_rustls::MakeRustlsConnect>,
+    idle: Mutex<Vec<Client>>,
+}
+
+impl Pool {
+    fn connect(&self) -> Result<Client, postgres::Error> {
+        match &self.tls {
+            Some(tls) => self.config.connect(tls.clone()),
+            None => self.config.connect(NoTls),
+        }
+    }
+
+    /// An open connection: an idle one, or a new one. Call off any runtime.
+    fn take(&self) -> Result<Client, postgres::Error> {
+        loop {
+            let next = self
+                .idle
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .pop();
+            match next {
+                Some(client) if !client.is_closed() => return Ok(client),
+                Some(closed) => drop(closed),
+                None => return self.connect(),
+            }
+        }
+    }
+
+    /// Keeps `client` for the next call if it is still open. Call off any runtime.
+    fn give(&self, client: Client) {
+        if client.is_closed() {
+            return;
+        }
+        let mut idle = self.idle.lock().unwrap_or_else(PoisonError::into_inner);
+        if idle.len() < IDLE_CONNECTIONS {
+            idle.push(client);
+        }
+    }
+
+    /// Runs `f` on a connection. A read (`retry`) whose session was lost runs once more on a
+    /// new one; a write never does: whether it committed is for the caller to find out.
+    fn run<R: Send>(
+        &self,
+        operation: &'static str,
+        id: Option<RequestId>,
+        retry: bool,
+        f: impl Fn(&mut Client) -> Result<R, postgres::Error> + Send + Sync,
+    ) -> Result<R, Error> {
+        off_runtime(|| {
+            let mut attempts = if retry { 2 } else { 1 };
+            loop {
+                attempts -= 1;
+                let mut client = self
+                    .take()
+                    .map_err(|e| map_error(operation, id, &e))?;
+                let result = f(&mut client);
+                let lost = client.is_closed();
+                self.give(client);
+                match result {
+                    Err(error) if (lost || error.is_closed()) && attempts > 0 => {}
+                    other => return other.map_err(|e| map_error(operation, id, &e)),
+                }
+            }
+        })
+    }
+}
+
+impl Drop for Pool {
+    fn drop(&mut self) {
+        let idle = std::mem::take(self.idle.get_mut().unwrap_or_else(PoisonError::into_inner));
+        off_runtime(move || drop(idle));
+    }
+}
+
+/// A session advisory lock, held on a connection of its own until dropped.
+struct AdvisoryLock {
+    pool: Arc<Pool>,
+    /// In a mutex only because a held value must be `Sync`; one thread ever uses it.
+    client: Mutex<Option<Client>>,
+    class: i32,
+    key: String,
+}
+
+impl AdvisoryLock {
+    fn take(
+        pool: &Arc<Pool>,
+        operation: &'static str,
+        class: i32,
+        key: &str,
+    ) -> Result<Self, Error> {
+        let client = off_runtime(|| {
+            let mut client = pool.take()?;
+            client.execute(
+                "SELECT pg_catalog.pg_advisory_lock($1, pg_catalog.hashtext($2))",
+                &[&class, &key],
+            )?;
+            Ok(client)
+        })
+        .map_err(|e: postgres::Error| map_error(operation, None, &e))?;
+        Ok(Self {
+            pool: Arc::clone(pool),
+            client: Mutex::new(Some(client)),
+            class,
+            key: key.to_owned(),
+        })
+    }
+}
+
+impl Drop for AdvisoryLock {
+    fn drop(&mut self) {
+        let Some(mut client) = self
+            .client
+            .get_mut()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take()
+        else {
+            return;
+        };
+        let (pool, class, key) = (&self.pool, self.class, &self.key);
+        off_runtime(move || {
+            // A failed unlock closes the session instead, which lets go of the lock too.
+            let unlocked = client.query_one(
+                "SELECT pg_catalog.pg_advisory_unlock($1, pg_catalog.hashtext($2))",
+                &[&class, key],
+            );
+            if matches!(unlocked, Ok(ref row) if row.get::<_, bool>(0)) {
+                pool.give(client);
+            }
+        });
+    }
+}
+
+/// The PostgreSQL store.
+pub(crate) struct PgStore {
+    location: Location,
+    pool: Arc<Pool>,
+}
+
+impl std::fmt::Debug for PgStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PgStore")
+            .field("location", &self.location.to_string())
+            .finish_non_exhaustive()
+    }
+}
+
+fn env_var(name: &str) -> Option<String> {
+    std::env::var(name).ok().filter(|v| !v.is_empty())
+}
+
+fn pool_for(url: &str) -> Result<Pool, Error> {
+    let invalid = |problem: String| Error::InvalidInput {
+        field: "store",
+        problem,
+    };
+    let settings = tls::settings(url, &env_var).map_err(invalid)?;
+    let tls = tls::connector(&settings).map_err(invalid)?;
+    Ok(Pool {
+        config: settings.config,
+        tls,
+        idle: Mutex::new(Vec::new()),
+    })
+}
+
+/// Creates or migrates the schema `approval_gate` in the database at `url` and the three
+/// group roles, as one transaction under an advisory lock: safe to run twice, or from two
+/// places at once. Returns the schema version the database is at.
+///
+/// # Errors
+///
+/// [`Error::InvalidInput`] for a bad URL; [`Error::Database`] if the database refuses (the
+/// session must be allowed to create schemas and roles: a superuser, or an owner with
+/// `CREATEROLE`), or holds a newer schema than this build knows.
+pub fn init(url: &str) -> Result<u32, Error> {
+    let pool = pool_for(url)?;
+    pool.run("db init", None, false, |client| {
+        let mut tx = client.transaction()?;
+        tx.execute(
+            "SELECT pg_catalog.pg_advisory_xact_lock($1, 0)",
+            &[&LOCK_INIT],
+        )?;
+        let has_meta: bool = tx
+            .query_one(
+                "SELECT pg_catalog.to_regclass('approval_gate.meta') IS NOT NULL",
+                &[],
+            )?
+            .get(0);
+        let existing: Option<String> = if has_meta {
+            tx.query_opt(
+                "SELECT value FROM approval_gate.meta WHERE key = 'schema_version'",
+                &[],
+            )?
+            .map(|row| row.get(0))
+        } else {
+            None
+        };
+        if let Some(found) = existing.and_then(|v| v.parse::<u32>().ok())
+            && found > SCHEMA_VERSION
+        {
+            tx.rollback()?;
+            return Ok(Err(found));
+        }
+        tx.batch_execute(include_str!("schema.sql"))?;
+        tx.commit()?;
+        Ok(Ok(SCHEMA_VERSION))
+    })?
+    .map_err(|found| Error::Database {
+        operation: "db init",
+        problem: format!(
+            "the database holds schema version {found}, newer than this build's {SCHEMA_VERSION}: use a newer approval-gate"
+        ),
+    })
+}
+
+/// A stored row's record with its payload spliced back in: the request's JSON record.
+fn compose(record: &str, payload: Option<&str>) -> Vec<u8> {
+    let body = record.trim_start().strip_prefix('{').unwrap_or(record);
+    format!("{{\"payload\":{},{body}", payload.unwrap_or("null")).into_bytes()
+}
+
+/// The record of `request` without its payload, as the database keeps it, and its payload.
+fn split(request: &Request) -> Result<(String, Option<String>), Error> {
+    let mut record = serde_json::to_value(request).map_err(|e| Error::Database {
+        operation: "save",
+        problem: format!("cannot serialise the record: {e}"),
+    })?;
+    if let Value::Object(fields) = &mut record {
+        fields.remove("payload");
+    }
+    Ok((
+        record.to_string(),
+        request.payload().map(|p| p.as_str().to_owned()),
+    ))
+}
+
+/// An event's name as the audit log spells it (`consume_refused`).
+fn event_name(event: AuditEvent) -> String {
+    match serde_json::to_value(event) {
+        Ok(Value::String(name)) => name,
+        _ => String::new(),
+    }
+}
+
+fn details_text(details: &Map<String, Value>) -> String {
+    Value::Object(details.clone()).to_string()
+}
+
+impl PgStore {
+    pub(crate) fn open(url: &str) -> Result<Self, Error> {
+        let pool = Arc::new(pool_for(url)?);
+        let store = Self {
+            location: Location::Postgres(url.to_owned()),
+            pool,
+        };
+        let version: String = store.pool.run("open", None, true, |client| {
+            Ok(client
+                .query_one(
+                    "SELECT value FROM approval_gate.meta WHERE key = 'schema_version'",
+                    &[],
+                )?
+                .get(0))
+        })?;
+        if version != SCHEMA_VERSION.to_string() {
+            return Err(Error::Database {
+                operation: "open",
+                problem: format!(
+                    "the database holds schema version {version}, this build uses {SCHEMA_VERSION}: run `approval-gate db init` with the newer of the two"
+                ),
+            });
+        }
+        Ok(store)
+    }
+
+    fn read<R: Send>(
+        &self,
+        operation: &'static str,
+        id: Option<RequestId>,
+        f: impl Fn(&mut Client) -> Result<R, postgres::Error> + Send + Sync,
+    ) -> Result<R, Error> {
+        self.pool.run(operation, id, true, f)
+    }
+
+    fn write<R: Send>(
+        &self,
+        operation: &'static str,
+        id: RequestId,
+        f: impl Fn(&mut Client) -> Result<R, postgres::Error> + Send + Sync,
+    ) -> Result<R, Result<Error, postgres::Error>> {
+        off_runtime(|| {
+            let mut client = self
+                .pool
+                .take()
+                .map_err(|e| Ok(map_error(operation, Some(id), &e)))?;
+            let result = f(&mut client);
+            self.pool.give(client);
+            result.map_err(|e| {
+                if is_wrong_state(&e) {
+                    Err(e)
+                } else {
+                    Ok(map_error(operation, Some(id), &e))
+                }
+            })
+        })
+    }
+
+    /// The error a step refused as the wrong state for stands for: the request as it stands.
+    fn wrong_state(&self, id: RequestId, operation: &'static str, now: Timestamp) -> Error {
+        match (self.load(id), self.is_claimed(id)) {
+            (Ok(Some(request)), Ok(claimed)) => Error::WrongState {
+                id,
+                operation,
+                status: request.effective(claimed, now),
+            },
+            (Err(error), _) | (_, Err(error)) => error,
+            (Ok(None), _) => Error::NotFound(id),
+        }
+    }
+
+    /// A write whose refusal for the request's state is reported as [`Error::WrongState`].
+    fn step<R: Send>(
+        &self,
+        operation: &'static str,
+        id: RequestId,
+        now: Timestamp,
+        f: impl Fn(&mut Client) -> Result<R, postgres::Error> + Send + Sync,
+    ) -> Result<R, Error> {
+        self.write(operation, id, f).map_err(|error| match error {
+            Ok(error) => error,
+            Err(_) => self.wrong_state(id, operation, now),
+        })
+    }
+
+    fn load_where(&self, id: RequestId, archived: bool) -> Result<Option<Request>, Error> {
+        let row = self.read("load", Some(id), |client| {
+            client.query_opt(
+                "SELECT record::text, payload FROM approval_gate.requests WHERE id = $1 AND archived = $2",
+                &[&id.as_str(), &archived],
+            )
+        })?;
+        let Some(row) = row else { return Ok(None) };
+        let record: String = row.get(0);
+        let payload: Option<String> = row.get(1);
+        Request::decode(id, &compose(&record, payload.as_deref()))
+            .map(Some)
+            .map_err(|problem| Error::Unreadable { id, problem })
+    }
+
+    fn ids(&self, operation: &'static str, sql: &'static str) -> Result<Vec<RequestId>, Error> {
+        let rows = self.read(operation, None, |client| client.query(sql, &[]))?;
+        Ok(rows
+            .iter()
+            .filter_map(|row| RequestId::parse(row.get::<_, &str>(0)).ok())
+            .collect())
+    }
+
+    /// The chain's lines in order, and the head row.
+    fn chain(&self) -> Result<(Vec<u8>, i64, String), Error> {
+        self.read("audit", None, |client| {
+            let mut tx = client.build_transaction().read_only(true).start()?;
+            // One snapshot for the lines and the head.
+            tx.batch_execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")?;
+            let head = tx.query_one("SELECT seq, hash FROM approval_gate.audit_head", &[])?;
+            let mut bytes = Vec::new();
+            for row in tx.query("SELECT line FROM approval_gate.audit ORDER BY seq", &[])? {
+                bytes.extend_from_slice(row.get::<_, &str>(0).as_bytes());
+                bytes.push(b'\n');
+            }
+            tx.commit()?;
+            Ok((bytes, head.get(0), head.get(1)))
+        })
+    }
+
+    fn refusal(&self, id: RequestId, reason: &str) -> Error {
+        let request = self.load(id).ok().flatten();
+        match reason {
+            "not_approved" => Error::NotApproved(id),
+            "denied" => Error::Denied(id),
+            "expired" => Error::Expired(id),
+            "revoked" => Error::Revoked(id),
+            "approval_expired" => Error::ApprovalExpired {
+                id,
+                expired_at: request.map_or(Timestamp::from_unix_millis(0), |r| r.expires_at()),
+            },
+            "insufficient_approvals" => Error::InsufficientApprovals {
+                id,
+                valid: request
+                    .as_ref()
+                    .map_or(0, |r| u32::try_from(r.approvals().len()).unwrap_or(u32::MAX)),
+                required: request.map_or(1, |r| r.required_approvals()),
+            },
+            other => Error::Database {
+                operation: "consume",
+                problem: format!("the database refused the claim: {other}"),
+            },
+        }
+    }
+}
+
+/// An execution's mark: the session advisory lock its executor holds while it runs.
+struct Executing(#[allow(dead_code)] AdvisoryLock);
+
+/// Stops a LISTEN thread when dropped.
+struct StopOnDrop(Arc<AtomicBool>);
+
+impl Drop for StopOnDrop {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::Relaxed);
+    }
+}
+
+/// The LISTEN loop: forwards each notification as a hint, and [`Change::Unknown`] whenever it
+/// (re)connects, since anything may have changed while it was not listening.
+fn listen(pool: &Pool, sink: &ChangeSink, stop: &AtomicBool) {
+    let mut backoff = Duration::from_millis(50);
+    while !stop.load(Ordering::Relaxed) {
+        let mut client = match pool.connect() {
+            Ok(client) => client,
+            Err(_) => {
+                std::thread::sleep(backoff);
+                backoff = (backoff * 2).min(Duration::from_secs(2));
+                continue;
+            }
+        };
+        if client.batch_execute(&format!("LISTEN {CHANNEL}")).is_err() {
+            continue;
+        }
+        backoff = Duration::from_millis(50);
+        sink(Change::Unknown);
+        while !stop.load(Ordering::Relaxed) {
+            let next = client
+                .notifications()
+                .timeout_iter(Duration::from_millis(200))
+                .next();
+            match next {
+                Ok(Some(note)) => match RequestId::parse(note.payload()) {
+                    Ok(id) => sink(Change::Request(id)),
+                    Err(_) => sink(Change::Unknown),
+                },
+                Ok(None) if !client.is_closed() => {}
+                _ => break,
+            }
+        }
+        sink(Change::Unknown);
+    }
+}
+
+impl Store for PgStore {
+    fn location(&self) -> &Location {
+        &self.location
+    }
+
+    fn records_effects(&self) -> bool {
+        true
+    }
+
+    fn load(&self, id: RequestId) -> Result<Option<Request>, Error> {
+        self.load_where(id, false)
+    }
+
+    fn spoils_only(&self, id: RequestId, error: &Error) -> bool {
+        matches!(error, Error::Unreadable { id: bad, .. } if *bad == id)
+    }
+
+    fn load_archived(&self, id: RequestId) -> Result<Option<Request>, Error> {
+        self.load_where(id, true)
+    }
+
+    fn is_archived(&self, id: RequestId) -> Result<bool, Error> {
+        self.read("load", Some(id), |client| {
+            Ok(client
+                .query_one(
+                    "SELECT EXISTS (SELECT FROM approval_gate.requests WHERE id = $1 AND archived)",
+                    &[&id.as_str()],
+                )?
+                .get(0))
+        })
+    }
+
+    fn save(&self, request: &Request, operation: &'static str, entry: &Entry<'_>) -> Result<(), Error> {
+        let id = request.id();
+        let (record, _) = split(request)?;
+        let details = details_text(entry.details);
+        let event = event_name(entry.event);
+        let ts = entry.ts.unix_millis();
+        self.step(operation, id, entry.ts, |client| {
+            client.execute(
+                "SELECT approval_gate.decide($1, $2, $3, $4::text::jsonb, $5::text::jsonb, $6)",
+                &[&id.as_str(), &operation, &event, &record, &details, &ts],
+            )
+        })
+        .map(drop)
+    }
+
+    fn lock(&self, id: RequestId) -> Result<Held, Error> {
+        AdvisoryLock::take(&self.pool, "lock", LOCK_REQUEST, id.as_str()).map(Held::new)
+    }
+
+    fn lock_filing(&self) -> Result<Held, Error> {
+        AdvisoryLock::take(&self.pool, "lock", LOCK_FILING, "filing").map(Held::new)
+    }
+
+    fn id_taken(&self, id: RequestId) -> Result<bool, Error> {
+        self.read("request", Some(id), |client| {
+            Ok(client
+                .query_one(
+                    "SELECT EXISTS (SELECT FROM approval_gate.requests WHERE id = $1)",
+                    &[&id.as_str()],
+                )?
+                .get(0))
+        })
+    }
+
+    fn count_live(&self) -> Result<usize, Error> {
+        let count: i64 = self.read("count", None, |client| {
+            Ok(client
+                .query_one(
+                    "SELECT count(*) FROM approval_gate.requests WHERE NOT archived",
+                    &[],
+                )?
+                .get(0))
+        })?;
+        Ok(usize::try_from(count).unwrap_or(usize::MAX))
+    }
+
+    fn insert(&self, request: &Request, entry: &Entry<'_>) -> Result<(), Error> {
+        let id = request.id();
+        let (record, payload) = split(request)?;
+        let details = details_text(entry.details);
+        let ts = request.created_at().unix_millis();
+        self.step("request", id, entry.ts, |client| {
+            client.execute(
+                "SELECT approval_gate.file_request($1::text::jsonb, $2, $3::text::jsonb, $4)",
+                &[&record, &payload, &details, &ts],
+            )
+        })
+        .map(drop)
+    }
+
+    fn pending_ids(&self) -> Result<Vec<RequestId>, Error> {
+        self.ids(
+            "list",
+            "SELECT id FROM approval_gate.requests WHERE status = 'pending' AND NOT archived",
+        )
+    }
+
+    fn unindex(&self, _: RequestId) -> Result<(), Error> {
+        // The pending index is the request's own status.
+        Ok(())
+    }
+
+    fn live_ids(&self) -> Result<Vec<RequestId>, Error> {
+        self.ids(
+            "list",
+            "SELECT id FROM approval_gate.requests WHERE NOT archived",
+        )
+    }
+
+    fn claim(&self, id: RequestId, consumed_at: Timestamp, entry: &Entry<'_>) -> Result<bool, Error> {
+        let details = details_text(entry.details);
+        let ts = consumed_at.unix_millis();
+        let outcome: String = self.step("consume", id, consumed_at, |client| {
+            Ok(client
+                .query_one(
+                    "SELECT approval_gate.claim($1, $2::text::jsonb, $3)",
+                    &[&id.as_str(), &details, &ts],
+                )?
+                .get(0))
+        })?;
+        match outcome.as_str() {
+            "claimed" => Ok(true),
+            "already_consumed" => Ok(false),
+            reason => Err(self.refusal(id, reason)),
+        }
+    }
+
+    fn is_claimed(&self, id: RequestId) -> Result<bool, Error> {
+        self.read("load", Some(id), |client| {
+            Ok(client
+                .query_opt(
+                    "SELECT claimed_ms IS NOT NULL FROM approval_gate.requests WHERE id = $1",
+                    &[&id.as_str()],
+                )?
+                .is_some_and(|row| row.get(0)))
+        })
+    }
+
+    fn note_logged(&self, _: RequestId) -> Result<(), Error> {
+        // The claim and its `consumed` row commit together.
+        Ok(())
+    }
+
+    fn unlogged_claims(&self) -> Result<Vec<RequestId>, Error> {
+        Ok(Vec::new())
+    }
+
+    fn is_logged(&self, _: RequestId) -> Result<bool, Error> {
+        Ok(true)
+    }
+
+    fn begin_execution(&self, id: RequestId, entry: &Entry<'_>) -> Result<Held, Error> {
+        let lock = AdvisoryLock::take(&self.pool, "execute", LOCK_EXECUTION, id.as_str())?;
+        let details = details_text(entry.details);
+        let ts = entry.ts.unix_millis();
+        let started = off_runtime(|| {
+            let mut client = lock.client.lock().unwrap_or_else(PoisonError::into_inner);
+            let client = client.as_mut().expect("a held lock has its connection");
+            client.execute(
+                "SELECT approval_gate.start_execution($1, $2::text::jsonb, $3)",
+                &[&id.as_str(), &details, &ts],
+            )
+        });
+        match started {
+            Ok(_) => Ok(Held::new(Executing(lock))),
+            Err(error) if is_wrong_state(&error) => {
+                drop(lock);
+                Err(self.wrong_state(id, "execute", entry.ts))
+            }
+            Err(error) => Err(map_error("execute", Some(id), &error)),
+        }
+    }
+
+    fn finish_execution(&self, id: RequestId, entry: &Entry<'_>) -> Result<(), Error> {
+        let details = details_text(entry.details);
+        let ts = entry.ts.unix_millis();
+        self.step("execute", id, entry.ts, |client| {
+            client.execute(
+                "SELECT approval_gate.finish_execution($1, $2::text::jsonb, $3)",
+                &[&id.as_str(), &details, &ts],
+            )
+        })
+        .map(drop)
+    }
+
+    fn recover_executions(&self, now: Timestamp) -> Option<Result<Vec<RequestId>, Error>> {
+        let ms = now.unix_millis();
+        let recovered = self.pool.run("recover", None, false, |client| {
+            client.query("SELECT approval_gate.recover_executions($1)", &[&ms])
+        });
+        Some(match recovered {
+            Ok(rows) => Ok(rows
+                .iter()
+                .filter_map(|row| RequestId::parse(row.get::<_, &str>(0)).ok())
+                .collect()),
+            // A login that may do none of the three roles' steps can still read.
+            Err(Error::NotPermitted { .. }) => Ok(Vec::new()),
+            Err(other) => Err(other),
+        })
+    }
+
+    fn end_execution(&self, _: RequestId) -> Result<(), Error> {
+        // `finish_execution` ends it with its record.
+        Ok(())
+    }
+
+    fn executions(&self) -> Result<Vec<RequestId>, Error> {
+        self.ids(
+            "recover",
+            "SELECT id FROM approval_gate.requests WHERE executing",
+        )
+    }
+
+    fn dead_execution(&self, _: RequestId) -> Result<Option<Held>, Error> {
+        // `recover_executions` finds them in the database.
+        Ok(None)
+    }
+
+    fn is_executing(&self, id: RequestId) -> Result<bool, Error> {
+        self.read("load", Some(id), |client| {
+            Ok(client
+                .query_opt(
+                    "SELECT executing FROM approval_gate.requests WHERE id = $1",
+                    &[&id.as_str()],
+                )?
+                .is_some_and(|row| row.get(0)))
+        })
+    }
+
+    fn archive_record(&self, id: RequestId, entry: &Entry<'_>) -> Result<(), Error> {
+        let details = details_text(entry.details);
+        let ts = entry.ts.unix_millis();
+        self.step("archive", id, entry.ts, |client| {
+            client.execute(
+                "SELECT approval_gate.archive($1, $2::text::jsonb, $3)",
+                &[&id.as_str(), &details, &ts],
+            )
+        })
+        .map(drop)
+    }
+
+    fn archive_rest(&self, _: RequestId, _: bool) -> Result<(), Error> {
+        Ok(())
+    }
+
+    fn forget(&self, _: RequestId) -> Result<(), Error> {
+        Ok(())
+    }
+
+    fn append(
+        &self,
+        ts: Timestamp,
+        event: AuditEvent,
+        id: RequestId,
+        details: &Map<String, Value>,
+    ) -> Result<u64, Error> {
+        // Every other event is written by the step it records.
+        let operation = match event {
+            AuditEvent::ConsumeRefused | AuditEvent::ConsumeReplayed => "consume",
+            other => {
+                return Err(Error::Database {
+                    operation: "audit",
+                    problem: format!(
+                        "the PostgreSQL store writes `{}` only with its effect",
+                        event_name(other)
+                    ),
+                });
+            }
+        };
+        let details = details_text(details);
+        let ms = ts.unix_millis();
+        let event = event_name(event);
+        let seq: i64 = self
+            .write(operation, id, |client| {
+                Ok(client
+                    .query_one(
+                        "SELECT approval_gate.refuse($1, $2, $3::text::jsonb, $4)",
+                        &[&id.as_str(), &event, &details, &ms],
+                    )?
+                    .get(0))
+            })
+            .map_err(|e| e.unwrap_or_else(|e| map_error(operation, Some(id), &e)))?;
+        Ok(u64::try_from(seq).unwrap_or(0))
+    }
+
+    fn check_appendable(&self) -> Result<(), Error> {
+        let (head_seq, head_hash, last_seq, line) = self.read("audit", None, |client| {
+            let row = client.query_one(
+                "SELECT h.seq, h.hash, (SELECT max(seq) FROM approval_gate.audit),
+                        (SELECT line FROM approval_gate.audit a WHERE a.seq = h.seq)
+                 FROM approval_gate.audit_head h",
+                &[],
+            )?;
+            Ok((
+                row.get::<_, i64>(0),
+                row.get::<_, String>(1),
+                row.get::<_, Option<i64>>(2).unwrap_or(0),
+                row.get::<_, Option<String>>(3),
+            ))
+        })?;
+        let head = u64::try_from(head_seq).unwrap_or(0);
+        if last_seq != head_seq {
+            return Err(Error::AuditBroken {
+                line: head.min(u64::try_from(last_seq).unwrap_or(0)) + 1,
+                problem: format!(
+                    "the head row names line {head_seq}, the chain ends at line {last_seq}"
+                ),
+            });
+        }
+        if let Some(line) = line {
+            let hash = check_line_hash_with(&line, LineHash::Sha256)
+                .map_err(|problem| Error::AuditBroken { line: head, problem })?
+                .1;
+            if hash != head_hash {
+                return Err(Error::AuditBroken {
+                    line: head,
+                    problem: "altered: the line does not match the hash in the head row".into(),
+                });
+            }
+        }
+        Ok(())
+    }
+
+    fn verify(&self) -> Result<AuditSummary, Error> {
+        let (bytes, head_seq, head_hash) = self.chain()?;
+        let (_, summary) = parse_chain_with(&bytes, LineHash::Sha256)?;
+        let head = u64::try_from(head_seq).unwrap_or(0);
+        if summary.lines < head {
+            return Err(Error::AuditBroken {
+                line: summary.lines + 1,
+                problem: format!(
+                    "missing: the head row names line {head}, the chain ends at line {} (its tail was cut)",
+                    summary.lines
+                ),
+            });
+        }
+        if summary.lines > head {
+            return Err(Error::AuditBroken {
+                line: head + 1,
+                problem: format!(
+                    "lines past the head row, which names line {head}: they were added by hand"
+                ),
+            });
+        }
+        if summary.last_hash != head_hash {
+            return Err(Error::AuditBroken {
+                line: head,
+                problem: "altered: the last line does not match the hash in the head row".into(),
+            });
+        }
+        Ok(summary)
+    }
+
+    fn records(&self) -> Result<Vec<AuditRecord>, Error> {
+        let (bytes, _, _) = self.chain()?;
+        parse_chain_with(&bytes, LineHash::Sha256).map(|(records, _)| records)
+    }
+
+    fn reanchor(&self, _: Timestamp, _: &str) -> Result<Reanchored, Error> {
+        Err(Error::Database {
+            operation: "audit reanchor",
+            problem: "the PostgreSQL store's chain is written only by the database, in whole transactions: a broken chain was changed by someone who can bypass its roles, and its owner repairs it in SQL after finding out who (docs/postgres.md)".into(),
+        })
+    }
+
+    fn repair_torn_tail(&self) -> Result<(), Error> {
+        // Rows are whole or absent: nothing is ever torn.
+        Ok(())
+    }
+
+    fn stray_entries(&self) -> Result<Vec<std::path::PathBuf>, Error> {
+        Ok(Vec::new())
+    }
+
+    fn watch(&self, sink: ChangeSink) -> Result<Held, String> {
+        let stop = Arc::new(AtomicBool::new(false));
+        let pool = Arc::clone(&self.pool);
+        let flag = Arc::clone(&stop);
+        std::thread::Builder::new()
+            .name("approval-gate-listen".into())
+            .spawn(move || listen(&pool, &sink, &flag))
+            .map_err(|e| format!("cannot start the LISTEN thread: {e}"))?;
+        Ok(Held::new(StopOnDrop(stop)))
+    }
+}

@@ -1,0 +1,494 @@
+-- The PostgreSQL store's schema, version 1 (SPEC §10). `approval-gate db init` runs this whole
+-- file in one transaction, under a transaction-scoped advisory lock, so running it twice or
+-- from two places at once is safe. Tables are created once; functions and grants are replaced
+-- every time, so an init with a newer build brings them up to date.
+--
+-- Authority lives here, not in client code: the three group roles may read, and may write only
+-- by calling the SECURITY DEFINER functions below, each of which checks the caller's role
+-- (`session_user`, the authenticated login), locks the row it changes, reads the database's
+-- clock after the lock, and writes the change and its audit row in the same transaction.
+
+DO $roles$
+DECLARE
+    r text;
+BEGIN
+    FOREACH r IN ARRAY ARRAY['approval_gate_agent', 'approval_gate_approver', 'approval_gate_executor'] LOOP
+        IF NOT EXISTS (SELECT FROM pg_catalog.pg_roles WHERE rolname = r) THEN
+            BEGIN
+                EXECUTE pg_catalog.format('CREATE ROLE %I NOLOGIN', r);
+            EXCEPTION WHEN duplicate_object OR unique_violation THEN
+                NULL; -- another database's init made it at the same moment (roles are global)
+            END;
+        END IF;
+    END LOOP;
+END
+$roles$;
+
+CREATE SCHEMA IF NOT EXISTS approval_gate;
+REVOKE ALL ON SCHEMA approval_gate FROM PUBLIC;
+
+CREATE TABLE IF NOT EXISTS approval_gate.meta (
+    key   text PRIMARY KEY,
+    value text NOT NULL
+);
+
+-- One row a request, live or archived. `record` is the request's JSON record without its
+-- payload; `payload` keeps the canonical payload's exact bytes (jsonb would reorder keys and
+-- respell numbers, and the approval is bound to those bytes).
+CREATE TABLE IF NOT EXISTS approval_gate.requests (
+    id          text PRIMARY KEY CHECK (id ~ '^[0-9a-f]{12}$'),
+    record      jsonb NOT NULL,
+    payload     text,
+    status      text NOT NULL,
+    created_ms  bigint NOT NULL,
+    expires_ms  bigint NOT NULL,
+    claimed_ms  bigint,
+    started     boolean NOT NULL DEFAULT false,
+    executing   boolean NOT NULL DEFAULT false,
+    archived    boolean NOT NULL DEFAULT false
+);
+CREATE INDEX IF NOT EXISTS requests_pending ON approval_gate.requests (id)
+    WHERE status = 'pending' AND NOT archived;
+CREATE INDEX IF NOT EXISTS requests_executing ON approval_gate.requests (id) WHERE executing;
+
+-- The audit chain: each row is one line, `{"seq":…,…,"prev":"<hash of the line before>",
+-- "hash":"<SHA-256 of the line up to its hash>"}`, built and hashed here.
+CREATE TABLE IF NOT EXISTS approval_gate.audit (
+    seq   bigint PRIMARY KEY,
+    id    text NOT NULL,
+    event text NOT NULL,
+    line  text NOT NULL
+);
+CREATE INDEX IF NOT EXISTS audit_by_request ON approval_gate.audit (id);
+
+-- The head row: the sequence number and hash of the last line, so a cut tail is seen.
+CREATE TABLE IF NOT EXISTS approval_gate.audit_head (
+    one  boolean PRIMARY KEY DEFAULT true CHECK (one),
+    seq  bigint NOT NULL,
+    hash text NOT NULL
+);
+INSERT INTO approval_gate.audit_head (one, seq, hash)
+    VALUES (true, 0, '0000000000000000000000000000000000000000000000000000000000000000')
+    ON CONFLICT DO NOTHING;
+
+INSERT INTO approval_gate.meta (key, value) VALUES ('schema_version', '1')
+    ON CONFLICT (key) DO NOTHING;
+
+-- ------------------------------------------------------------------------------- helpers
+
+-- Whether the session is a superuser: its given clock and name are taken as they come (a
+-- superuser can rewrite every table anyway; the conformance suite drives time by hand).
+CREATE OR REPLACE FUNCTION approval_gate.trusted() RETURNS boolean
+LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+    SELECT coalesce((SELECT rolsuper FROM pg_catalog.pg_roles WHERE rolname = session_user), false)
+$$;
+
+-- Now, in milliseconds: the database's clock (read when called: after the caller's locks),
+-- or a superuser's given time.
+CREATE OR REPLACE FUNCTION approval_gate.now_ms(given bigint) RETURNS bigint
+LANGUAGE sql VOLATILE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+    SELECT CASE WHEN given IS NOT NULL AND approval_gate.trusted() THEN given
+                ELSE floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint END
+$$;
+
+-- Who decides: the authenticated session user, or a superuser's given name.
+CREATE OR REPLACE FUNCTION approval_gate.who(given text) RETURNS text
+LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+    SELECT CASE WHEN given IS NOT NULL AND approval_gate.trusted() THEN given
+                ELSE session_user::text END
+$$;
+
+-- RFC 3339 in UTC with milliseconds, as the library writes timestamps.
+CREATE OR REPLACE FUNCTION approval_gate.ts_text(ms bigint) RETURNS text
+LANGUAGE sql IMMUTABLE SET search_path = pg_catalog, pg_temp AS $$
+    SELECT to_char((timestamptz 'epoch' + ms * interval '1 millisecond') AT TIME ZONE 'UTC',
+                   'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')
+$$;
+
+CREATE OR REPLACE FUNCTION approval_gate.ms_of(ts text) RETURNS bigint
+LANGUAGE sql IMMUTABLE SET search_path = pg_catalog, pg_temp AS $$
+    SELECT floor(extract(epoch FROM ts::timestamptz) * 1000)::bigint
+$$;
+
+-- Refuses unless the session user holds one of `roles`.
+CREATE OR REPLACE FUNCTION approval_gate.require(what text, roles text[]) RETURNS void
+LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    r text;
+BEGIN
+    FOREACH r IN ARRAY roles LOOP
+        IF pg_has_role(session_user, r, 'MEMBER') THEN
+            RETURN;
+        END IF;
+    END LOOP;
+    RAISE EXCEPTION USING ERRCODE = 'AG004',
+        MESSAGE = format('%s is not permitted to %s', session_user, what),
+        DETAIL = format('it needs one of the roles %s', array_to_string(roles, ', '));
+END
+$$;
+
+-- Appends one audit line for request `rid` and returns its sequence number; wakes waiters.
+CREATE OR REPLACE FUNCTION approval_gate.append(at_ms bigint, event text, rid text, details jsonb)
+RETURNS bigint
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    v_seq bigint;
+    v_prev text;
+    v_fields jsonb := coalesce(details, '{}'::jsonb) - ARRAY['seq', 'ts', 'event', 'id', 'prev', 'hash'];
+    v_text text;
+    v_prefix text;
+    v_hash text;
+BEGIN
+    SELECT h.seq, h.hash INTO v_seq, v_prev FROM approval_gate.audit_head h WHERE h.one FOR UPDATE;
+    v_seq := v_seq + 1;
+    v_text := v_fields::text;
+    v_prefix := '{"seq":' || v_seq
+        || ',"ts":' || to_json(approval_gate.ts_text(at_ms))::text
+        || ',"event":' || to_json(event)::text
+        || ',"id":' || to_json(rid)::text
+        || CASE WHEN v_fields = '{}'::jsonb THEN '' ELSE ',' || substr(v_text, 2, length(v_text) - 2) END
+        || ',"prev":"' || v_prev || '"';
+    v_hash := encode(sha256(convert_to(v_prefix, 'UTF8')), 'hex');
+    INSERT INTO approval_gate.audit (seq, id, event, line)
+        VALUES (v_seq, rid, event, v_prefix || ',"hash":"' || v_hash || '"}');
+    UPDATE approval_gate.audit_head SET seq = v_seq, hash = v_hash WHERE one;
+    PERFORM pg_notify('approval_gate', rid);
+    RETURN v_seq;
+END
+$$;
+
+-- The live row of `rid`, locked; refuses a missing or archived one.
+CREATE OR REPLACE FUNCTION approval_gate.locked(rid text) RETURNS approval_gate.requests
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    r approval_gate.requests;
+BEGIN
+    SELECT * INTO r FROM approval_gate.requests WHERE id = rid FOR UPDATE;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION USING ERRCODE = 'AG003', MESSAGE = format('request %s not found', rid);
+    END IF;
+    IF r.archived THEN
+        RAISE EXCEPTION USING ERRCODE = 'AG006', MESSAGE = format('request %s is archived', rid);
+    END IF;
+    RETURN r;
+END
+$$;
+
+CREATE OR REPLACE FUNCTION approval_gate.wrong_state(what text, rid text, status text) RETURNS void
+LANGUAGE plpgsql IMMUTABLE SET search_path = pg_catalog, pg_temp AS $$
+BEGIN
+    RAISE EXCEPTION USING ERRCODE = 'AG001',
+        MESSAGE = format('cannot %s request %s: it is %s', what, rid, status);
+END
+$$;
+
+-- ----------------------------------------------------------------------------- the steps
+
+-- Files a pending request (agents). Outside a superuser session the database's clock sets
+-- `createdAt`, and `expiresAt` keeps the asked time to live from there.
+CREATE OR REPLACE FUNCTION approval_gate.file_request(record jsonb, payload text, details jsonb, given_ms bigint)
+RETURNS bigint
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    v_rec jsonb := record;
+    v_id text := record->>'id';
+    v_created bigint;
+    v_expires bigint;
+    v_now bigint;
+BEGIN
+    PERFORM approval_gate.require('file requests', ARRAY['approval_gate_agent']);
+    IF v_rec->>'status' IS DISTINCT FROM 'pending' OR v_rec ? 'payload'
+       OR coalesce(v_rec->>'decidedAt', v_rec->>'decidedBy', v_rec->>'decisionReason') IS NOT NULL
+       OR jsonb_array_length(coalesce(v_rec->'approvals', '[]'::jsonb)) <> 0 THEN
+        RAISE EXCEPTION USING ERRCODE = 'AG005', MESSAGE = 'a new request must be pending, undecided and unsigned';
+    END IF;
+    IF payload IS NOT NULL THEN
+        PERFORM payload::jsonb; -- refuses what is not JSON
+    END IF;
+    v_created := approval_gate.ms_of(v_rec->>'createdAt');
+    v_expires := approval_gate.ms_of(v_rec->>'expiresAt');
+    v_now := approval_gate.now_ms(given_ms);
+    IF v_now <> v_created THEN
+        v_expires := v_now + (v_expires - v_created);
+        v_created := v_now;
+        v_rec := v_rec || jsonb_build_object('createdAt', approval_gate.ts_text(v_created),
+                                             'expiresAt', approval_gate.ts_text(v_expires));
+    END IF;
+    IF v_expires <= v_created THEN
+        RAISE EXCEPTION USING ERRCODE = 'AG005', MESSAGE = 'a request must expire after it is filed';
+    END IF;
+    INSERT INTO approval_gate.requests (id, record, payload, status, created_ms, expires_ms)
+        VALUES (v_id, v_rec, payload, 'pending', v_created, v_expires);
+    RETURN approval_gate.append(v_now, 'requested', v_id, details);
+END
+$$;
+
+-- A decision on one request: `approve` (approvers), `deny` (agents and approvers), `revoke`
+-- (approvers), `expire` (anyone, once the clock is past the expiry). `record` is the record
+-- as the caller means it to be; only the decision's fields may differ from what is stored,
+-- and only in the way the step allows.
+CREATE OR REPLACE FUNCTION approval_gate.decide(rid text, step text, event text, record jsonb, details jsonb, given_ms bigint)
+RETURNS bigint
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    r approval_gate.requests;
+    v_new jsonb := record;
+    v_details jsonb := coalesce(details, '{}'::jsonb);
+    v_now bigint;
+    v_by text;
+    v_old_approvals jsonb;
+    v_new_approvals jsonb;
+    v_old_n int;
+    v_new_n int;
+    v_status text := record->>'status';
+    v_decision text[] := ARRAY['status', 'decidedAt', 'decidedBy', 'decisionReason', 'approvals'];
+BEGIN
+    CASE step
+        WHEN 'approve' THEN PERFORM approval_gate.require('approve', ARRAY['approval_gate_approver']);
+        WHEN 'deny' THEN PERFORM approval_gate.require('deny', ARRAY['approval_gate_agent', 'approval_gate_approver']);
+        WHEN 'revoke' THEN PERFORM approval_gate.require('revoke', ARRAY['approval_gate_approver']);
+        WHEN 'expire' THEN PERFORM approval_gate.require('record an expiry',
+            ARRAY['approval_gate_agent', 'approval_gate_approver', 'approval_gate_executor']);
+        ELSE RAISE EXCEPTION USING ERRCODE = 'AG005', MESSAGE = format('unknown step %s', step);
+    END CASE;
+    r := approval_gate.locked(rid);
+    v_now := approval_gate.now_ms(given_ms);
+    IF (v_new - v_decision) IS DISTINCT FROM (r.record - v_decision) THEN
+        RAISE EXCEPTION USING ERRCODE = 'AG005',
+            MESSAGE = format('a decision on request %s may change only its decision', rid);
+    END IF;
+    v_old_approvals := coalesce(r.record->'approvals', '[]'::jsonb);
+    v_new_approvals := coalesce(v_new->'approvals', '[]'::jsonb);
+    v_old_n := jsonb_array_length(v_old_approvals);
+    v_new_n := jsonb_array_length(v_new_approvals);
+    -- Approvals only grow, by one signed approval at a time, and only when approving.
+    IF NOT (v_new_approvals = v_old_approvals
+            OR (step = 'approve' AND v_new_n = v_old_n + 1
+                AND (SELECT coalesce(jsonb_agg(e ORDER BY i), '[]'::jsonb)
+                     FROM jsonb_array_elements(v_new_approvals) WITH ORDINALITY AS t(e, i)
+                     WHERE i <= v_old_n) = v_old_approvals)) THEN
+        RAISE EXCEPTION USING ERRCODE = 'AG005',
+            MESSAGE = format('a decision on request %s may only add one approval', rid);
+    END IF;
+    CASE step
+        WHEN 'expire' THEN
+            IF r.status <> 'pending' THEN
+                PERFORM approval_gate.wrong_state('expire', rid, r.status);
+            END IF;
+            IF v_now <= r.expires_ms THEN
+                RETURN 0; -- not due by this clock: nothing to record
+            END IF;
+            IF v_status <> 'expired' OR event <> 'expired' THEN
+                RAISE EXCEPTION USING ERRCODE = 'AG005', MESSAGE = 'an expiry makes a request expired';
+            END IF;
+        WHEN 'approve', 'deny' THEN
+            IF r.status <> 'pending' THEN
+                PERFORM approval_gate.wrong_state(step, rid, r.status);
+            END IF;
+            IF v_now > r.expires_ms THEN
+                RAISE EXCEPTION USING ERRCODE = 'AG002', MESSAGE = format('request %s expired', rid);
+            END IF;
+            IF step = 'deny' AND (v_status <> 'denied' OR event <> 'denied') THEN
+                RAISE EXCEPTION USING ERRCODE = 'AG005', MESSAGE = 'a denial makes a request denied';
+            END IF;
+            -- The last approval a quorum needs approves; one short of it is added. The number
+            -- recorded at filing is a floor: the deciding gate's policy may ask for more.
+            IF step = 'approve' AND NOT (
+                   (event = 'approved' AND v_status = 'approved'
+                    AND (v_new_n >= coalesce((v_new->>'requiredApprovals')::int, 1)
+                         OR coalesce((v_new->>'requiredApprovals')::int, 1) = 1))
+                OR (event = 'approval_added' AND v_status = 'pending' AND v_new_n = v_old_n + 1)) THEN
+                RAISE EXCEPTION USING ERRCODE = 'AG005',
+                    MESSAGE = 'an approval needs all its required signed approvals';
+            END IF;
+        WHEN 'revoke' THEN
+            IF r.status <> 'approved' OR r.claimed_ms IS NOT NULL THEN
+                PERFORM approval_gate.wrong_state('revoke', rid,
+                    CASE WHEN r.claimed_ms IS NOT NULL THEN 'consumed' ELSE r.status END);
+            END IF;
+            IF v_status <> 'revoked' OR event <> 'revoked' THEN
+                RAISE EXCEPTION USING ERRCODE = 'AG005', MESSAGE = 'a revocation makes a request revoked';
+            END IF;
+    END CASE;
+    IF (v_new->>'decidedAt' IS NULL) <> (v_status = 'pending') THEN
+        RAISE EXCEPTION USING ERRCODE = 'AG005', MESSAGE = 'a decided request has a decision time';
+    END IF;
+    -- Outside a superuser session, the decision carries the database's clock and the
+    -- authenticated session user, whatever the caller wrote.
+    IF NOT approval_gate.trusted() THEN
+        v_by := session_user::text;
+        IF v_new->>'decidedAt' IS NOT NULL THEN
+            v_new := v_new || jsonb_build_object('decidedAt', approval_gate.ts_text(v_now));
+        END IF;
+        IF v_new ? 'decidedBy' AND v_new->>'decidedBy' IS NOT NULL THEN
+            v_new := v_new || jsonb_build_object('decidedBy', v_by);
+        END IF;
+        IF v_new_n > v_old_n THEN
+            v_new := jsonb_set(v_new, ARRAY['approvals', (v_new_n - 1)::text],
+                (v_new_approvals->(v_new_n - 1)) || jsonb_build_object(
+                    'decidedBy', v_by, 'decidedAt', approval_gate.ts_text(v_now)));
+        END IF;
+        IF v_details ? 'decidedBy' THEN
+            v_details := v_details || jsonb_build_object('decidedBy', v_by);
+        END IF;
+    END IF;
+    UPDATE approval_gate.requests SET record = v_new, status = v_status WHERE id = rid;
+    RETURN approval_gate.append(v_now, event, rid, v_details);
+END
+$$;
+
+-- The single-use claim (executors): locks the row, reads the clock, and writes the claim and
+-- its `consumed` line together. Returns `claimed`, `already_consumed` (nothing written: the
+-- caller records the replay), or the reason it refuses (recorded here as `consume_refused`).
+CREATE OR REPLACE FUNCTION approval_gate.claim(rid text, details jsonb, given_ms bigint)
+RETURNS text
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    r approval_gate.requests;
+    v_now bigint;
+    v_reason text;
+BEGIN
+    PERFORM approval_gate.require('consume approvals', ARRAY['approval_gate_executor']);
+    r := approval_gate.locked(rid);
+    v_now := approval_gate.now_ms(given_ms);
+    IF r.claimed_ms IS NOT NULL THEN
+        RETURN 'already_consumed';
+    END IF;
+    v_reason := CASE
+        WHEN r.status = 'pending' THEN 'not_approved'
+        WHEN r.status = 'denied' THEN 'denied'
+        WHEN r.status = 'expired' THEN 'expired'
+        WHEN r.status = 'revoked' THEN 'revoked'
+        WHEN r.status <> 'approved' THEN 'not_approved'
+        WHEN v_now > r.expires_ms THEN 'approval_expired'
+        WHEN jsonb_array_length(coalesce(r.record->'approvals', '[]'::jsonb))
+             < coalesce((r.record->>'requiredApprovals')::int, 1)
+             AND coalesce((r.record->>'requiredApprovals')::int, 1) > 1 THEN 'insufficient_approvals'
+    END;
+    IF v_reason IS NOT NULL THEN
+        PERFORM approval_gate.append(v_now, 'consume_refused', rid,
+            jsonb_build_object('reason', v_reason, 'detail', 'refused by the database'));
+        RETURN v_reason;
+    END IF;
+    UPDATE approval_gate.requests SET claimed_ms = v_now WHERE id = rid;
+    PERFORM approval_gate.append(v_now, 'consumed', rid, details);
+    RETURN 'claimed';
+END
+$$;
+
+-- Records a refused consume (executors): only the two refusal events.
+CREATE OR REPLACE FUNCTION approval_gate.refuse(rid text, event text, details jsonb, given_ms bigint)
+RETURNS bigint
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+BEGIN
+    PERFORM approval_gate.require('record refused consumes', ARRAY['approval_gate_executor']);
+    IF event NOT IN ('consume_refused', 'consume_replayed') THEN
+        RAISE EXCEPTION USING ERRCODE = 'AG005', MESSAGE = format('%s is not a refusal', event);
+    END IF;
+    IF NOT EXISTS (SELECT FROM approval_gate.requests WHERE id = rid) THEN
+        RAISE EXCEPTION USING ERRCODE = 'AG003', MESSAGE = format('request %s not found', rid);
+    END IF;
+    RETURN approval_gate.append(approval_gate.now_ms(given_ms), event, rid, details);
+END
+$$;
+
+-- An execution starts (executors), once per claim. The caller holds the session advisory
+-- lock (class 1095192401, hashtext(id)) for as long as it runs.
+CREATE OR REPLACE FUNCTION approval_gate.start_execution(rid text, details jsonb, given_ms bigint)
+RETURNS bigint
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    r approval_gate.requests;
+BEGIN
+    PERFORM approval_gate.require('record executions', ARRAY['approval_gate_executor']);
+    r := approval_gate.locked(rid);
+    IF r.claimed_ms IS NULL OR r.started THEN
+        PERFORM approval_gate.wrong_state('start executing', rid,
+            CASE WHEN r.started THEN 'already executed' ELSE 'not consumed' END);
+    END IF;
+    UPDATE approval_gate.requests SET started = true, executing = true WHERE id = rid;
+    RETURN approval_gate.append(approval_gate.now_ms(given_ms), 'execution_started', rid, details);
+END
+$$;
+
+CREATE OR REPLACE FUNCTION approval_gate.finish_execution(rid text, details jsonb, given_ms bigint)
+RETURNS bigint
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    r approval_gate.requests;
+BEGIN
+    PERFORM approval_gate.require('record executions', ARRAY['approval_gate_executor']);
+    r := approval_gate.locked(rid);
+    IF NOT r.executing THEN
+        PERFORM approval_gate.wrong_state('finish executing', rid, 'not executing');
+    END IF;
+    UPDATE approval_gate.requests SET executing = false WHERE id = rid;
+    RETURN approval_gate.append(approval_gate.now_ms(given_ms), 'execution_finished', rid, details);
+END
+$$;
+
+-- Records `outcome unknown` for every execution whose session is gone (its advisory lock is
+-- free); anyone may run it, and it takes nothing from the caller but the time.
+CREATE OR REPLACE FUNCTION approval_gate.recover_executions(given_ms bigint)
+RETURNS SETOF text
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    v_id text;
+BEGIN
+    PERFORM approval_gate.require('recover',
+        ARRAY['approval_gate_agent', 'approval_gate_approver', 'approval_gate_executor']);
+    FOR v_id IN SELECT id FROM approval_gate.requests WHERE executing ORDER BY id FOR UPDATE SKIP LOCKED LOOP
+        IF pg_try_advisory_lock(1095192401, hashtext(v_id)) THEN
+            UPDATE approval_gate.requests SET executing = false WHERE id = v_id;
+            PERFORM approval_gate.append(approval_gate.now_ms(given_ms), 'execution_finished', v_id,
+                jsonb_build_object('outcome', 'unknown', 'recovered', true, 'error',
+                    'the executing process ended without recording an outcome; inspect the external system, nothing is retried'));
+            PERFORM pg_advisory_unlock(1095192401, hashtext(v_id));
+            RETURN NEXT v_id;
+        END IF;
+    END LOOP;
+END
+$$;
+
+-- Moves a finished request out of the live set (approvers).
+CREATE OR REPLACE FUNCTION approval_gate.archive(rid text, details jsonb, given_ms bigint)
+RETURNS bigint
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    r approval_gate.requests;
+    v_now bigint;
+BEGIN
+    PERFORM approval_gate.require('archive', ARRAY['approval_gate_approver']);
+    r := approval_gate.locked(rid);
+    v_now := approval_gate.now_ms(given_ms);
+    IF r.executing OR NOT (r.status IN ('denied', 'expired', 'revoked') OR r.claimed_ms IS NOT NULL
+                           OR (r.status = 'approved' AND v_now > r.expires_ms)) THEN
+        PERFORM approval_gate.wrong_state('archive', rid,
+            CASE WHEN r.executing THEN 'executing' ELSE 'not finished' END);
+    END IF;
+    UPDATE approval_gate.requests SET archived = true WHERE id = rid;
+    RETURN approval_gate.append(v_now, 'archived', rid, details);
+END
+$$;
+
+-- ------------------------------------------------------------------------------- grants
+
+REVOKE ALL ON ALL TABLES IN SCHEMA approval_gate FROM PUBLIC;
+REVOKE ALL ON ALL FUNCTIONS IN SCHEMA approval_gate FROM PUBLIC;
+REVOKE ALL ON ALL TABLES IN SCHEMA approval_gate
+    FROM approval_gate_agent, approval_gate_approver, approval_gate_executor;
+REVOKE ALL ON ALL FUNCTIONS IN SCHEMA approval_gate
+    FROM approval_gate_agent, approval_gate_approver, approval_gate_executor;
+GRANT USAGE ON SCHEMA approval_gate TO approval_gate_agent, approval_gate_approver, approval_gate_executor;
+GRANT SELECT ON approval_gate.meta, approval_gate.requests, approval_gate.audit, approval_gate.audit_head
+    TO approval_gate_agent, approval_gate_approver, approval_gate_executor;
+GRANT EXECUTE ON FUNCTION approval_gate.file_request(jsonb, text, jsonb, bigint) TO approval_gate_agent;
+GRANT EXECUTE ON FUNCTION approval_gate.decide(text, text, text, jsonb, jsonb, bigint)
+    TO approval_gate_agent, approval_gate_approver, approval_gate_executor;
+GRANT EXECUTE ON FUNCTION approval_gate.claim(text, jsonb, bigint) TO approval_gate_executor;
+GRANT EXECUTE ON FUNCTION approval_gate.refuse(text, text, jsonb, bigint) TO approval_gate_executor;
+GRANT EXECUTE ON FUNCTION approval_gate.start_execution(text, jsonb, bigint) TO approval_gate_executor;
+GRANT EXECUTE ON FUNCTION approval_gate.finish_execution(text, jsonb, bigint) TO approval_gate_executor;
+GRANT EXECUTE ON FUNCTION approval_gate.archive(text, jsonb, bigint) TO approval_gate_approver;
+GRANT EXECUTE ON FUNCTION approval_gate.recover_executions(bigint)
+    TO approval_gate_agent, approval_gate_approver, approval_gate_executor;
