@@ -137,10 +137,12 @@ impl Gate {
             }
             Order::EffectFirst => {
                 self.effect_then_record(id, operation, event, record, |entry| {
-                    self.store().save(&request, operation, entry).and_then(|()| {
-                        Self::between_effect_and_record()
-                            .map_err(|e| e.after_effect(id, operation))
-                    })
+                    self.store()
+                        .save(&request, operation, entry)
+                        .and_then(|()| {
+                            Self::between_effect_and_record()
+                                .map_err(|e| e.after_effect(id, operation))
+                        })
                 })?;
             }
         }

@@ -4,6 +4,7 @@
 mod audit_forgery;
 mod damage;
 mod layout;
+mod postgres;
 mod properties;
 mod smtp_example;
 mod smtp_quorum;

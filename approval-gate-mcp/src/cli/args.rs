@@ -181,6 +181,11 @@ APPROVAL_GATE_ACTION, never in the command text: quote them, as in
 The command only tells someone to look; it cannot decide anything.")]
     Watch(WatchArgs),
 
+    /// Set up a PostgreSQL store (`--store postgres://…`): create or migrate its schema and
+    /// roles.
+    #[command(subcommand)]
+    Db(DbCommand),
+
     /// Print a shell completion script.
     #[command(after_help = "\
 Load it in the current shell, or install it where your shell looks for completions:
@@ -228,6 +233,7 @@ impl Command {
             | Self::Archive { json, .. }
             | Self::Doctor { json }
             | Self::Config { json }
+            | Self::Db(DbCommand::Init { json })
             | Self::Audit(AuditCommand::Verify { json } | AuditCommand::Reanchor { json, .. }) => {
                 *json
             }
@@ -327,6 +333,28 @@ impl StatusFilter {
             Self::All => "all",
         }
     }
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum DbCommand {
+    /// Create or migrate the schema `approval_gate` and the group roles of a PostgreSQL store.
+    #[command(after_help = "\
+Run it as the database's owner (a superuser, or a role with CREATEROLE that may create schemas
+in the database), against the store the other commands use (--store postgres://… or
+APPROVAL_GATE_STORE). It is one transaction under an advisory lock: running it again, or
+from two places at once, is safe, and an init by a newer build migrates the schema.
+
+It creates three NOLOGIN group roles, which the operator grants to login roles:
+  approval_gate_agent     file requests, read them, deny
+  approval_gate_approver  approve, deny, revoke, archive (the humans)
+  approval_gate_executor  consume approvals and record executions (the trusted code)
+No role may write a table: every change goes through the schema's functions, which check the
+role of the session user and record it as the decider. docs/postgres.md shows the set-up.")]
+    Init {
+        /// Print {"schemaVersion": N, "roles": [...]}.
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 #[derive(Debug, Subcommand)]

@@ -29,6 +29,7 @@ mod archive;
 mod args;
 mod audit;
 mod config;
+mod db;
 mod decide;
 mod doctor;
 mod generate;
@@ -39,7 +40,7 @@ mod show;
 mod watch;
 
 pub use args::Cli;
-use args::{AuditCommand, Command};
+use args::{AuditCommand, Command, DbCommand};
 
 use crate::display::escape;
 use crate::settings::{Settings, SettingsError};
@@ -202,6 +203,7 @@ fn dispatch(cli: Cli) -> anyhow::Result<Exit> {
         Command::Watch(args) => watch::watch(&open()?, &args),
         Command::Doctor { json } => doctor::doctor(&open()?, json),
         Command::Config { json } => config::config(&settings()?, json),
+        Command::Db(DbCommand::Init { json }) => db::init(&settings()?, json),
         // Neither needs a store: they describe the command line itself.
         Command::Completions { shell } => generate::completions(shell),
         Command::Man { out_dir } => generate::man(out_dir.as_deref()),
@@ -320,7 +322,8 @@ fn gate_exit(error: &approval_gate::Error) -> Exit {
         | E::BadSignature { .. }
         | E::UntrustedSigner { .. }
         | E::SignatureRequired { .. }
-        | E::AlreadySigned { .. } => Exit::Refused,
+        | E::AlreadySigned { .. }
+        | E::NotPermitted { .. } => Exit::Refused,
         E::DurabilityUnknown { .. } | E::NotRecorded { .. } => Exit::TookEffect,
         // Malformed input is a usage error; damaged or unsafe state is an error to look
         // into, never a mere "no"; and a variant added later is an error until mapped.
@@ -335,6 +338,7 @@ fn gate_exit(error: &approval_gate::Error) -> Exit {
         | E::NoStateDir
         | E::Random(_)
         | E::Signing(_)
+        | E::Database { .. }
         | E::Io { .. } => Exit::Failed,
         _ => Exit::Failed,
     }

@@ -293,6 +293,9 @@ fn advice(error: &Error) -> &'static str {
         C::ActionMismatch | C::OperationMismatch | C::PayloadMismatch | C::PayloadType => {
             "the approval was not spent; do only exactly what was approved (same action text, operation and payload), or file a new request for what you now intend"
         }
+        C::NotPermitted => {
+            "the store's database does not let this login do that (its role is another's): nothing changed; do not proceed"
+        }
         _ => {
             "the approval store needs a human's attention; treat this as not approved and do not proceed"
         }

@@ -226,8 +226,12 @@ pub(crate) trait Store: Send + Sync + fmt::Debug {
     fn is_archived(&self, id: RequestId) -> Result<bool, Error>;
     /// Replaces the record of an existing request; a failure once the new record may be in
     /// place is [`Error::DurabilityUnknown`] for `operation`.
-    fn save(&self, request: &Request, operation: &'static str, entry: &Entry<'_>)
-    -> Result<(), Error>;
+    fn save(
+        &self,
+        request: &Request,
+        operation: &'static str,
+        entry: &Entry<'_>,
+    ) -> Result<(), Error>;
 
     // --------------------------------------------------------------- serialising
 
@@ -260,8 +264,12 @@ pub(crate) trait Store: Send + Sync + fmt::Debug {
     /// already exists. A failure after the claim may exist is [`Error::DurabilityUnknown`].
     /// A backend that records effects may refuse here with the consume refusal it found (the
     /// rules it enforces itself, on its own clock), having recorded it.
-    fn claim(&self, id: RequestId, consumed_at: Timestamp, entry: &Entry<'_>)
-    -> Result<bool, Error>;
+    fn claim(
+        &self,
+        id: RequestId,
+        consumed_at: Timestamp,
+        entry: &Entry<'_>,
+    ) -> Result<bool, Error>;
     /// Whether the claim of `id` exists.
     fn is_claimed(&self, id: RequestId) -> Result<bool, Error>;
     /// Notes that the `consumed` line of `id` is durable (a hint for recovery).

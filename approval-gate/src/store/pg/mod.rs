@@ -19,8 +19,6 @@
 
 mod tls;
 
-
-
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
@@ -174,9 +172,7 @@ impl Pool {
             let mut attempts = if retry { 2 } else { 1 };
             loop {
                 attempts -= 1;
-                let mut client = self
-                    .take()
-                    .map_err(|e| map_error(operation, id, &e))?;
+                let mut client = self.take().map_err(|e| map_error(operation, id, &e))?;
                 let result = f(&mut client);
                 let lost = client.is_closed();
                 self.give(client);
@@ -507,9 +503,9 @@ impl PgStore {
             },
             "insufficient_approvals" => Error::InsufficientApprovals {
                 id,
-                valid: request
-                    .as_ref()
-                    .map_or(0, |r| u32::try_from(r.approvals().len()).unwrap_or(u32::MAX)),
+                valid: request.as_ref().map_or(0, |r| {
+                    u32::try_from(r.approvals().len()).unwrap_or(u32::MAX)
+                }),
                 required: request.map_or(1, |r| r.required_approvals()),
             },
             other => Error::Database {
@@ -537,15 +533,13 @@ impl Drop for StopOnDrop {
 fn listen(pool: &Pool, sink: &ChangeSink, stop: &AtomicBool) {
     let mut backoff = Duration::from_millis(50);
     while !stop.load(Ordering::Relaxed) {
-        let mut client = match pool.connect() {
-            Ok(client) => client,
-            Err(_) => {
-                std::thread::sleep(backoff);
-                backoff = (backoff * 2).min(Duration::from_secs(2));
-                continue;
-            }
+        let Ok(mut client) = pool.connect() else {
+            std::thread::sleep(backoff);
+            backoff = (backoff * 2).min(Duration::from_secs(2));
+            continue;
         };
         if client.batch_execute(&format!("LISTEN {CHANNEL}")).is_err() {
+            std::thread::sleep(backoff);
             continue;
         }
         backoff = Duration::from_millis(50);
@@ -600,7 +594,12 @@ impl Store for PgStore {
         })
     }
 
-    fn save(&self, request: &Request, operation: &'static str, entry: &Entry<'_>) -> Result<(), Error> {
+    fn save(
+        &self,
+        request: &Request,
+        operation: &'static str,
+        entry: &Entry<'_>,
+    ) -> Result<(), Error> {
         let id = request.id();
         let (record, _) = split(request)?;
         let details = details_text(entry.details);
@@ -679,7 +678,12 @@ impl Store for PgStore {
         )
     }
 
-    fn claim(&self, id: RequestId, consumed_at: Timestamp, entry: &Entry<'_>) -> Result<bool, Error> {
+    fn claim(
+        &self,
+        id: RequestId,
+        consumed_at: Timestamp,
+        entry: &Entry<'_>,
+    ) -> Result<bool, Error> {
         let details = details_text(entry.details);
         let ts = consumed_at.unix_millis();
         let outcome: String = self.step("consume", id, consumed_at, |client| {
@@ -881,7 +885,10 @@ impl Store for PgStore {
         }
         if let Some(line) = line {
             let hash = check_line_hash_with(&line, LineHash::Sha256)
-                .map_err(|problem| Error::AuditBroken { line: head, problem })?
+                .map_err(|problem| Error::AuditBroken {
+                    line: head,
+                    problem,
+                })?
                 .1;
             if hash != head_hash {
                 return Err(Error::AuditBroken {
