@@ -221,6 +221,9 @@ pub struct Postgres;
 /// the template takes about 100 ms, emptying one about 10, and the suite makes thousands.
 static SPARE: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
 
+/// Numbers the copies of the template made in this process.
+static COPIES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
 /// Hands a test database back to [`SPARE`] when dropped.
 struct Spare(String);
 
@@ -317,12 +320,11 @@ impl Backend for Postgres {
             empty(&url);
             return Store::new(url.clone(), Spare(url));
         }
-        static COUNTER: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
         let template = Self::template();
         let name = template.rsplit('/').next().expect("a database name");
         let copy = format!(
             "{name}_{}",
-            COUNTER.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+            COPIES.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
         );
         let admin = crate::pg::admin_url();
         crate::pg::run_sql(admin, &format!("CREATE DATABASE {copy} TEMPLATE {name}"));
