@@ -636,3 +636,71 @@ fn audit_verify_detects_an_edited_deleted_or_reordered_row_and_a_cut_tail() {
     let _ = s.ask("deploy d", None, None);
     assert_eq!(s.gate.verify_audit().expect("still whole").lines, 6);
 }
+
+/// A database with the schema on a cluster of this test's own; its URL.
+fn own_database(cluster: &approval_gate_tests::pg::Cluster) -> String {
+    approval_gate_tests::pg::run_sql(cluster.url(), "CREATE DATABASE waits");
+    let url = url_with(cluster.url(), "postgres", Some("waits"));
+    let init = url.clone();
+    on_own_thread(move || approval_gate::postgres::init(&init)).expect("db init");
+    url
+}
+
+/// The server restarts while a wait is blocked: every session ends, the LISTEN connection
+/// with them. The wait's fallback re-read is set far beyond the test's limits, so only a
+/// reconnected LISTEN (and the re-read it triggers) can end it in time; and it must end with
+/// the decision made after the restart, read anew, not with anything cached.
+#[test]
+fn a_wait_survives_a_database_restart_and_still_answers_correctly() {
+    let cluster = approval_gate_tests::pg::Cluster::start(false);
+    let url = own_database(&cluster);
+    let open = || {
+        Gate::builder()
+            .store(Location::parse(&url).unwrap())
+            .open()
+            .unwrap()
+    };
+    let gate = open();
+    let id = ask(&gate, "pay 5 EUR across a restart");
+    let watch = gate.watcher().fallback(Duration::from_secs(600)).start();
+    assert_eq!(watch.polling(), None, "the wait listens, it does not poll");
+
+    let waiter = std::thread::spawn(move || {
+        let started = std::time::Instant::now();
+        let waited = watch.wait_for_decision(id, Duration::from_secs(120));
+        (waited, started.elapsed())
+    });
+    std::thread::sleep(Duration::from_millis(300));
+    cluster.restart();
+    // Let the listener notice and reconnect, then decide from another gate, as a human's
+    // CLI on another machine would.
+    std::thread::sleep(Duration::from_millis(500));
+    let deciding = std::time::Instant::now();
+    open()
+        .approve(id, &Decision::by("alice"))
+        .expect("approve after the restart");
+
+    let (waited, _) = waiter.join().unwrap();
+    let woke_after = deciding.elapsed();
+    match waited.expect("the wait survives the restart") {
+        approval_gate::Waited::Decided(report) => {
+            assert_eq!(report.request().status(), Status::Approved);
+        }
+        other @ approval_gate::Waited::TimedOut(_) => panic!("timed out: {other:?}"),
+    }
+    assert!(
+        woke_after < Duration::from_secs(10),
+        "the decision reached the wait {woke_after:?} after it was made: LISTEN did not come back"
+    );
+
+    // The gate opened before the restart still works: a read on a lost session runs again
+    // on a new one, and a write goes out on a live session, never on a dead one.
+    assert_eq!(
+        gate.status(id).unwrap().request().status(),
+        Status::Approved
+    );
+    let later = ask(&gate, "a second request after the restart");
+    gate.deny(later, &Decision::by("alice"))
+        .expect("a write after the restart");
+    assert_eq!(gate.verify_audit().unwrap().lines, 4);
+}

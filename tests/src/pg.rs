@@ -207,9 +207,72 @@ fn script() -> PathBuf {
         .join(".ci/postgres")
 }
 
+/// A server of a test's own, for tests that stop or restart it, and for the benchmarks
+/// (which want PostgreSQL's durable defaults). Stopped and removed when dropped, and by a
+/// watchdog if this process ends first.
+#[derive(Debug)]
+pub struct Cluster {
+    url: String,
+    dir: PathBuf,
+}
+
+impl Cluster {
+    /// Starts one on a free loopback port; `durable` keeps fsync and synchronous commits on.
+    ///
+    /// # Panics
+    ///
+    /// If it cannot start.
+    #[must_use]
+    pub fn start(durable: bool) -> Self {
+        let (url, dir) = start_cluster(durable);
+        Self { url, dir }
+    }
+
+    /// Its superuser URL.
+    #[must_use]
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+
+    /// Stops the server and starts it again with the same settings: every session ends.
+    ///
+    /// # Panics
+    ///
+    /// If it does not come back.
+    pub fn restart(&self) {
+        let status = Command::new("bash")
+            .arg(script())
+            .arg("restart")
+            .arg(&self.dir)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .status()
+            .expect("run bash .ci/postgres restart");
+        assert!(status.success(), "restarting the cluster failed: {status}");
+    }
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        let _ = Command::new("bash")
+            .arg(script())
+            .arg("stop")
+            .arg(&self.dir)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status();
+    }
+}
+
 /// Starts a cluster in a new temporary directory on a free loopback port, and a watchdog that
 /// stops it (and removes the directory) once this process has exited; the cluster's URL.
 fn start_private_cluster() -> String {
+    start_cluster(false).0
+}
+
+/// [`start_private_cluster`], durable or not; the URL and the cluster's directory.
+fn start_cluster(durable: bool) -> (String, PathBuf) {
     let script = script();
     let mut failures = String::new();
     // The port is free when picked, but another process may take it before the server binds
@@ -225,6 +288,7 @@ fn start_private_cluster() -> String {
             .expect("a free loopback port")
             .port();
         let output = Command::new("bash")
+            .env("AG_PG_DURABLE", if durable { "1" } else { "0" })
             .arg(&script)
             .arg("start")
             .arg(&dir)
@@ -235,11 +299,12 @@ fn start_private_cluster() -> String {
         if output.status.success() {
             watch(&script, &dir);
             let stdout = String::from_utf8_lossy(&output.stdout);
-            return stdout
+            let url = stdout
                 .lines()
                 .last()
                 .expect(".ci/postgres start prints the URL")
                 .to_owned();
+            return (url, dir);
         }
         let _ = write!(
             failures,

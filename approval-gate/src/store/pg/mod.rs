@@ -21,7 +21,7 @@ mod tls;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use postgres::fallible_iterator::FallibleIterator;
 use postgres::{Client, NoTls};
@@ -52,6 +52,11 @@ const LOCK_INIT: i32 = 1_095_192_403;
 
 /// Connections kept open between calls.
 const IDLE_CONNECTIONS: usize = 8;
+
+/// A connection idle longer than this is checked with a round trip before it is used: the
+/// client learns of a session the server ended (a restart, a terminated backend) only when it
+/// next talks to it, and a write is never sent twice, so it must not be sent on a dead one.
+const IDLE_CHECK: Duration = Duration::from_millis(500);
 
 /// The NOTIFY channel every change is announced on (its payload: the request id).
 const CHANNEL: &str = "approval_gate";
@@ -121,7 +126,7 @@ fn is_wrong_state(error: &postgres::Error) -> bool {
 struct Pool {
     config: postgres::Config,
     tls: Option<tokio_postgres_rustls::MakeRustlsConnect>,
-    idle: Mutex<Vec<Client>>,
+    idle: Mutex<Vec<(Client, Instant)>>,
 }
 
 impl Pool {
@@ -141,7 +146,11 @@ impl Pool {
                 .unwrap_or_else(PoisonError::into_inner)
                 .pop();
             match next {
-                Some(client) if !client.is_closed() => return Ok(client),
+                Some((mut client, since)) if !client.is_closed() => {
+                    if since.elapsed() < IDLE_CHECK || client.is_valid(IDLE_CHECK * 4).is_ok() {
+                        return Ok(client);
+                    }
+                }
                 Some(closed) => drop(closed),
                 None => return self.connect(),
             }
@@ -155,33 +164,100 @@ impl Pool {
         }
         let mut idle = self.idle.lock().unwrap_or_else(PoisonError::into_inner);
         if idle.len() < IDLE_CONNECTIONS {
-            idle.push(client);
+            idle.push((client, Instant::now()));
         }
     }
 
-    /// Runs `f` on a connection. A read (`retry`) whose session was lost runs once more on a
-    /// new one; a write never does: whether it committed is for the caller to find out.
-    fn run<R: Send>(
+    /// Runs `f` on a connection, off any runtime. While the server cannot be reached (a
+    /// restart, a failover), getting a connection is tried again for up to
+    /// [`RECONNECT_WINDOW`]: nothing was sent yet. A read ([`Retry::Read`]) whose session was
+    /// lost while it ran runs again on a new one; a write never does, since whether it
+    /// committed is for the caller to find out.
+    fn run_raw<R: Send>(
         &self,
-        operation: &'static str,
-        id: Option<RequestId>,
-        retry: bool,
+        retry: Retry,
         f: impl Fn(&mut Client) -> Result<R, postgres::Error> + Send + Sync,
-    ) -> Result<R, Error> {
+    ) -> Result<R, postgres::Error> {
         off_runtime(|| {
-            let mut attempts = if retry { 2 } else { 1 };
+            let deadline = Instant::now() + RECONNECT_WINDOW;
+            let mut pause = Duration::from_millis(50);
             loop {
-                attempts -= 1;
-                let mut client = self.take().map_err(|e| map_error(operation, id, &e))?;
+                let mut client = self.take_within(retry, deadline)?;
                 let result = f(&mut client);
                 let lost = client.is_closed();
                 self.give(client);
                 match result {
-                    Err(error) if (lost || error.is_closed()) && attempts > 0 => {}
-                    other => return other.map_err(|e| map_error(operation, id, &e)),
+                    Err(error)
+                        if retry == Retry::Read
+                            && (lost || transient(&error))
+                            && pause_before(&mut pause, deadline) => {}
+                    other => return other,
                 }
             }
         })
+    }
+
+    /// [`take`](Pool::take), tried again until `deadline` while the server cannot be
+    /// reached, unless `retry` is [`Retry::Never`]. Call off any runtime.
+    fn take_within(&self, retry: Retry, deadline: Instant) -> Result<Client, postgres::Error> {
+        let mut pause = Duration::from_millis(50);
+        loop {
+            match self.take() {
+                Err(error)
+                    if retry != Retry::Never
+                        && transient(&error)
+                        && pause_before(&mut pause, deadline) => {}
+                other => return other,
+            }
+        }
+    }
+
+    fn run<R: Send>(
+        &self,
+        operation: &'static str,
+        id: Option<RequestId>,
+        retry: Retry,
+        f: impl Fn(&mut Client) -> Result<R, postgres::Error> + Send + Sync,
+    ) -> Result<R, Error> {
+        self.run_raw(retry, f)
+            .map_err(|e| map_error(operation, id, &e))
+    }
+}
+
+/// What may be tried again when the server cannot be reached.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Retry {
+    /// Nothing: fail at once (opening a store, so a wrong URL says so without waiting).
+    Never,
+    /// Getting a connection, before anything is sent (writes).
+    Connect,
+    /// Getting a connection, and the whole call if its session is lost (reads).
+    Read,
+}
+
+/// Sleeps `pause` (doubling it for next time, up to a second) unless that would pass
+/// `deadline`; whether it did.
+fn pause_before(pause: &mut Duration, deadline: Instant) -> bool {
+    if Instant::now() + *pause > deadline {
+        return false;
+    }
+    std::thread::sleep(*pause);
+    *pause = (*pause * 2).min(Duration::from_secs(1));
+    true
+}
+
+/// How long calls wait for an unreachable server to come back.
+const RECONNECT_WINDOW: Duration = Duration::from_secs(15);
+
+/// Whether `error` is the connection's, or the server's saying it is (re)starting or going
+/// away: worth another try on a new connection.
+fn transient(error: &postgres::Error) -> bool {
+    match error.as_db_error() {
+        None => error.is_closed() || error.to_string().contains("connect"),
+        Some(db) => {
+            let code = db.code().code();
+            code.starts_with("08") || matches!(code, "57P01" | "57P02" | "57P03")
+        }
     }
 }
 
@@ -209,7 +285,7 @@ impl AdvisoryLock {
         key: &str,
     ) -> Result<Self, Error> {
         let client = off_runtime(|| {
-            let mut client = pool.take()?;
+            let mut client = pool.take_within(Retry::Connect, Instant::now() + RECONNECT_WINDOW)?;
             client.execute(
                 "SELECT pg_catalog.pg_advisory_lock($1, pg_catalog.hashtext($2))",
                 &[&class, &key],
@@ -293,7 +369,7 @@ fn pool_for(url: &str) -> Result<Pool, Error> {
 /// `CREATEROLE`), or holds a newer schema than this build knows.
 pub fn init(url: &str) -> Result<u32, Error> {
     let pool = pool_for(url)?;
-    pool.run("db init", None, false, |client| {
+    pool.run("db init", None, Retry::Never, |client| {
         let mut tx = client.transaction()?;
         tx.execute(
             "SELECT pg_catalog.pg_advisory_xact_lock($1, 0)",
@@ -372,7 +448,7 @@ impl PgStore {
             location: Location::Postgres(url.to_owned()),
             pool,
         };
-        let version: String = store.pool.run("open", None, true, |client| {
+        let version: String = store.pool.run("open", None, Retry::Never, |client| {
             Ok(client
                 .query_one(
                     "SELECT value FROM approval_gate.meta WHERE key = 'schema_version'",
@@ -397,7 +473,7 @@ impl PgStore {
         id: Option<RequestId>,
         f: impl Fn(&mut Client) -> Result<R, postgres::Error> + Send + Sync,
     ) -> Result<R, Error> {
-        self.pool.run(operation, id, true, f)
+        self.pool.run(operation, id, Retry::Read, f)
     }
 
     fn write<R: Send>(
@@ -406,20 +482,12 @@ impl PgStore {
         id: RequestId,
         f: impl Fn(&mut Client) -> Result<R, postgres::Error> + Send + Sync,
     ) -> Result<R, Result<Error, postgres::Error>> {
-        off_runtime(|| {
-            let mut client = self
-                .pool
-                .take()
-                .map_err(|e| Ok(map_error(operation, Some(id), &e)))?;
-            let result = f(&mut client);
-            self.pool.give(client);
-            result.map_err(|e| {
-                if is_wrong_state(&e) {
-                    Err(e)
-                } else {
-                    Ok(map_error(operation, Some(id), &e))
-                }
-            })
+        self.pool.run_raw(Retry::Connect, f).map_err(|e| {
+            if is_wrong_state(&e) {
+                Err(e)
+            } else {
+                Ok(map_error(operation, Some(id), &e))
+            }
         })
     }
 
@@ -761,7 +829,7 @@ impl Store for PgStore {
 
     fn recover_executions(&self, now: Timestamp) -> Option<Result<Vec<RequestId>, Error>> {
         let ms = now.unix_millis();
-        let recovered = self.pool.run("recover", None, false, |client| {
+        let recovered = self.pool.run("recover", None, Retry::Connect, |client| {
             client.query("SELECT approval_gate.recover_executions($1)", &[&ms])
         });
         Some(match recovered {
