@@ -15,7 +15,8 @@
 //! `support/relay.rs` for every form, `SMTP_CA_FILE` for a private CA, and what is refused.
 //! Otherwise it goes to an SMTP server this example runs on loopback, which writes each
 //! message to an outbox directory (`SMTP_OUTBOX`, default `$TMPDIR/approval-gate-outbox`). The
-//! store is `APPROVAL_GATE_DIR`, else `~/.approval-gate`, so the human CLI finds the request.
+//! store is `APPROVAL_GATE_STORE` (a directory or a `postgres://` URL), else `APPROVAL_GATE_DIR`,
+//! else `~/.approval-gate`, so the human CLI finds the request.
 //!
 //! Options: `--tamper` changes the recipient after approval (nothing is sent, and it says
 //! why); `--ttl SECONDS` sets the request's time to live (default 600).
@@ -150,7 +151,10 @@ fn run() -> Result<bool, Box<dyn std::error::Error>> {
     println!("requested approval {id}: {action}");
     println!("store: {}", gate.location());
     // A store chosen through the environment must be named to the human's terminal too.
-    let dir = if std::env::var_os("APPROVAL_GATE_DIR").is_some() {
+    // A PostgreSQL store is named without its password: the human connects as themselves.
+    let dir = if std::env::var_os("APPROVAL_GATE_STORE").is_some() {
+        format!(" --store {}", shell_quote(&gate.location().to_string()))
+    } else if std::env::var_os("APPROVAL_GATE_DIR").is_some() {
         format!(" --dir {}", shell_quote(&gate.location().to_string()))
     } else {
         String::new()
