@@ -23,6 +23,13 @@ pub trait Backend: Send + Sync {
         self.fresh()
     }
 
+    /// How many random operation sequences the model-based test runs by default (each on a
+    /// fresh store); `APPROVAL_GATE_MODEL_CASES` overrides it. 2000 unless a backend's every
+    /// step is a network round trip.
+    fn model_cases(&self) -> u32 {
+        2000
+    }
+
     /// Failpoints (as `FAILPOINTS` takes them, with `return(kill)`) inside this backend's
     /// own steps, where the crash matrix kills an executor on top of the lifecycle's own.
     fn kill_points(&self) -> &'static [&'static str];
@@ -236,6 +243,35 @@ impl Drop for Spare {
     }
 }
 
+/// Drops the test databases (`ag_<pid>_…`) of test processes of this machine that have ended:
+/// spares are never dropped by the process that made them, which cannot run code at exit.
+fn drop_stale_databases() {
+    let admin = crate::pg::admin_url().to_owned();
+    let names: Vec<String> = crate::pg::on_own_thread(move || {
+        let mut client = crate::pg::connect(&admin);
+        client
+            .query(
+                "SELECT datname FROM pg_database WHERE datname LIKE 'ag\\_%' AND NOT datistemplate",
+                &[],
+            )
+            .expect("list the test databases")
+            .iter()
+            .map(|row| row.get(0))
+            .collect()
+    });
+    for name in names {
+        let pid = name
+            .strip_prefix("ag_")
+            .and_then(|rest| rest.split('_').next())
+            .and_then(|pid| pid.parse::<u32>().ok());
+        let ended = pid.is_some_and(|pid| !Path::new(&format!("/proc/{pid}")).exists());
+        if ended {
+            let url = crate::pg::url_with(crate::pg::admin_url(), "postgres", Some(&name));
+            crate::pg::drop_database(&url);
+        }
+    }
+}
+
 /// Empties a spare database: ends every other session on it (and so the advisory locks they
 /// hold), then removes every row and resets the audit head.
 fn empty(url: &str) {
@@ -273,6 +309,7 @@ impl Postgres {
     pub fn template() -> &'static str {
         static TEMPLATE: std::sync::OnceLock<String> = std::sync::OnceLock::new();
         TEMPLATE.get_or_init(|| {
+            drop_stale_databases();
             let url = crate::pg::create_database();
             let init = url.clone();
             crate::pg::on_own_thread(move || approval_gate::postgres::init(&init))
@@ -334,6 +371,12 @@ impl Backend for Postgres {
             .map_or("postgres", |(user, _)| user);
         let url = crate::pg::url_with(template, user, Some(&copy));
         Store::new(url.clone(), Spare(url))
+    }
+
+    fn model_cases(&self) -> u32 {
+        // Every step is a few round trips to the server (about 50 times the directory store's
+        // cost on tmpfs); 400 sequences of up to 40 steps keep it near a minute in CI.
+        400
     }
 
     fn kill_points(&self) -> &'static [&'static str] {

@@ -181,7 +181,7 @@ APPROVAL_GATE_ACTION, never in the command text: quote them, as in
 The command only tells someone to look; it cannot decide anything.")]
     Watch(WatchArgs),
 
-    /// Set up a PostgreSQL store (`--store postgres://…`): create or migrate its schema and
+    /// Set up a PostgreSQL store (`--store postgres://...`): create or migrate its schema and
     /// roles.
     #[command(subcommand)]
     Db(DbCommand),
@@ -340,7 +340,7 @@ pub(crate) enum DbCommand {
     /// Create or migrate the schema `approval_gate` and the group roles of a PostgreSQL store.
     #[command(after_help = "\
 Run it as the database's owner (a superuser, or a role with CREATEROLE that may create schemas
-in the database), against the store the other commands use (--store postgres://… or
+in the database), against the store the other commands use (--store postgres://... or
 APPROVAL_GATE_STORE). It is one transaction under an advisory lock: running it again, or
 from two places at once, is safe, and an init by a newer build migrates the schema.
 

@@ -6,6 +6,7 @@ mod decide;
 mod display;
 mod generate;
 mod json;
+mod postgres;
 mod settings;
 mod signed;
 mod support;

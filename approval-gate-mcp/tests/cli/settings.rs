@@ -274,15 +274,15 @@ fn bad_settings_are_usage_errors_and_create_nothing() {
         ),
         (
             None,
-            Some(("APPROVAL_GATE_STORE", "postgres://db/approvals")),
+            Some(("APPROVAL_GATE_STORE", "mysql://db/approvals")),
             vec![],
-            "APPROVAL_GATE_STORE: the scheme \"postgres\" names no store this build has",
+            "APPROVAL_GATE_STORE: the scheme \"mysql\" names no store this build has",
         ),
         (
             None,
             None,
-            vec!["--store", "postgres://db/approvals"],
-            "--store: the scheme \"postgres\" names no store this build has",
+            vec!["--store", "mysql://db/approvals"],
+            "--store: the scheme \"mysql\" names no store this build has",
         ),
         (
             None,

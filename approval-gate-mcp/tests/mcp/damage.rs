@@ -3,12 +3,12 @@
 use approval_gate::{Decision, NewRequest};
 use serde_json::json;
 
-use crate::support::{Session, file, snapshot};
+use crate::support::{Kind, Session, assert_unchanged, backend, file, kind};
 
 #[tokio::test]
 async fn a_null_payload_is_refused_and_nothing_is_filed_or_spent() {
     let session = Session::start().await;
-    let before = snapshot(&session.store);
+    let before = backend().contents(&session.store);
     let refused = session
         .call(
             "request_approval",
@@ -18,7 +18,7 @@ async fn a_null_payload_is_refused_and_nothing_is_filed_or_spent() {
         .refused("invalid_payload");
     let message = refused["message"].as_str().unwrap();
     assert!(message.contains("omit the payload"), "{message}");
-    assert_eq!(before, snapshot(&session.store), "nothing was filed");
+    assert_unchanged(&session.store, &before, "nothing was filed");
 
     // Every other JSON type at the top level is a payload, shown back as sent.
     for payload in [
@@ -71,11 +71,19 @@ async fn list_pending_shows_an_unreadable_record_and_every_other_request() {
     let gate = session.gate();
     let victim = file(&gate, NewRequest::new("victim", "r"));
     let other = file(&gate, NewRequest::new("other", "r"));
-    let record = session
-        .store
-        .join("requests")
-        .join(format!("{victim}.json"));
-    std::fs::write(&record, b"{\"version\":1,").unwrap();
+    // Each store's own kind of damage: a torn file on disk; a row that is valid JSON but no
+    // request record (the database checks JSON syntax itself).
+    match kind() {
+        Kind::Dir => {
+            let record = approval_gate_tests::backend::Directory::dir(&session.store)
+                .join("requests")
+                .join(format!("{victim}.json"));
+            std::fs::write(&record, b"{\"version\":1,").unwrap();
+        }
+        Kind::Postgres => backend().tamper(&session.store, victim, &mut |record| {
+            *record = json!({ "version": 1 });
+        }),
+    }
 
     let page = session.call("list_pending", json!({})).await.ok();
     let items = page["items"].as_array().unwrap();

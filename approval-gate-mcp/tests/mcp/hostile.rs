@@ -1,12 +1,12 @@
 //! Hostile input gets an `isError` result or a JSON-RPC error, never a crash, and never a
-//! change on disk.
+//! change in the store.
 
 use std::io::Write;
 use std::process::{Command, Stdio};
 
 use serde_json::{Value, json};
 
-use crate::support::{BIN, Session, snapshot};
+use crate::support::{BIN, Session, assert_unchanged, backend, fresh_store};
 
 fn nested(depth: usize) -> Value {
     (0..depth).fold(json!(1), |inner, _| json!({ "a": inner }))
@@ -195,7 +195,7 @@ fn hostile_lookups(pending: &str) -> Vec<Case> {
 async fn hostile_arguments_are_refused_and_change_nothing() {
     let session = Session::start().await;
     let pending = session.request("send the report").await.to_string();
-    let before = snapshot(&session.store);
+    let before = backend().contents(&session.store);
     for (tool, arguments, code) in hostile_requests()
         .into_iter()
         .chain(hostile_lookups(&pending))
@@ -206,7 +206,7 @@ async fn hostile_arguments_are_refused_and_change_nothing() {
             "messages stay short"
         );
     }
-    assert_eq!(snapshot(&session.store), before, "nothing changed on disk");
+    assert_unchanged(&session.store, &before, "hostile arguments");
     let checked = session
         .call("check_approval", json!({ "id": pending }))
         .await
@@ -218,10 +218,8 @@ async fn hostile_arguments_are_refused_and_change_nothing() {
 /// Raw lines, written with a plain process: what no well-behaved client would send.
 #[test]
 fn malformed_lines_get_json_rpc_errors_and_the_server_serves_on() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = dir.path().join("store");
-    approval_gate::Gate::open(&store).unwrap();
-    let before = snapshot(&store);
+    let store = fresh_store();
+    let before = backend().contents(&store);
 
     let call = |id: u64, arguments: &str| {
         format!(
@@ -250,7 +248,7 @@ fn malformed_lines_get_json_rpc_errors_and_the_server_serves_on() {
     }
 
     let mut child = Command::new(BIN)
-        .env("APPROVAL_GATE_DIR", &store)
+        .env("APPROVAL_GATE_STORE", store.location())
         .env_remove("APPROVAL_GATE_LOG")
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -316,5 +314,5 @@ fn malformed_lines_get_json_rpc_errors_and_the_server_serves_on() {
         .expect("still serving");
     assert_eq!(tools.len(), 6);
 
-    assert_eq!(snapshot(&store), before, "nothing changed on disk");
+    assert_unchanged(&store, &before, "malformed lines");
 }

@@ -10,7 +10,7 @@ use rmcp::model::{LoggingLevel, SetLevelRequestParams};
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 
-use crate::support::{BIN, PATIENCE, Session};
+use crate::support::{BIN, PATIENCE, Session, fresh_store};
 
 #[tokio::test]
 async fn the_client_gets_the_log_at_the_level_it_sets_and_nothing_below() {
@@ -75,11 +75,9 @@ async fn the_client_gets_the_log_at_the_level_it_sets_and_nothing_below() {
 /// between the protocol's own lines.
 #[tokio::test]
 async fn a_refused_line_is_logged_to_the_client() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = dir.path().join("store");
-    approval_gate::Gate::open(&store).unwrap();
+    let store = fresh_store();
     let mut child = tokio::process::Command::new(BIN)
-        .env("APPROVAL_GATE_DIR", &store)
+        .env("APPROVAL_GATE_STORE", store.location())
         .env_remove("APPROVAL_GATE_LOG")
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())

@@ -183,8 +183,7 @@ async fn the_cli_and_the_mcp_answers_show_a_request_in_one_shape() {
     answer.as_object_mut().unwrap().remove("note");
 
     let cli = std::process::Command::new(env!("CARGO_BIN_EXE_approval-gate"))
-        .args(["--dir"])
-        .arg(&session.store)
+        .args(["--store", session.store.location()])
         .args(["show", "--json", id.as_str()])
         .output()
         .unwrap();

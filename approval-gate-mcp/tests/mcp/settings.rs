@@ -8,7 +8,9 @@ use tokio::process::Command;
 
 use serde_json::json;
 
-use crate::support::{BIN, Session, operator_settings_of_this_test_only};
+use crate::support::{
+    BIN, Kind, Session, assert_unchanged, backend, kind, operator_settings_of_this_test_only,
+};
 
 fn write_private(path: &Path, text: &str) {
     use std::os::unix::fs::PermissionsExt as _;
@@ -17,18 +19,14 @@ fn write_private(path: &Path, text: &str) {
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600)).unwrap();
 }
 
-/// The default config file of a [`Session::start_configured`] server.
-fn config_file(store: &Path) -> std::path::PathBuf {
-    store
-        .parent()
-        .unwrap()
-        .join("approval-gate")
-        .join("config.toml")
+/// The default config file of a server whose config home (`XDG_CONFIG_HOME`) is `home`.
+fn config_file(home: &Path) -> std::path::PathBuf {
+    home.join("approval-gate").join("config.toml")
 }
 
 #[tokio::test]
 async fn the_queue_cap_is_the_operators() {
-    let session = Session::start_configured(None, |command, _| {
+    let session = Session::start_configured(None, |command, _, _| {
         command.env("APPROVAL_GATE_MAX_PENDING", "1");
     })
     .await;
@@ -49,9 +47,9 @@ async fn the_queue_cap_is_the_operators() {
 
 #[tokio::test]
 async fn the_default_ttl_comes_from_the_config_file() {
-    let session = Session::start_configured(None, |_, store| {
+    let session = Session::start_configured(None, |_, _, home| {
         write_private(
-            &config_file(store),
+            &config_file(home),
             "default_ttl = \"15m\"\nmax_requests = 2\n",
         );
     })
@@ -83,13 +81,23 @@ async fn the_default_ttl_comes_from_the_config_file() {
     session.client.cancel().await.unwrap();
 }
 
+/// On the command line, as a URL: a directory store as a `file:` URL, a database as its own.
 #[tokio::test]
-async fn a_store_named_by_a_file_url_is_served() {
-    let session = Session::start_configured(None, |command, store| {
+async fn a_store_named_by_a_url_is_served() {
+    let session = Session::start_configured(None, |command, store, _| {
+        let url = match kind() {
+            Kind::Dir => format!(
+                "file://{}",
+                approval_gate_tests::backend::Directory::dir(store)
+                    .to_str()
+                    .unwrap()
+            ),
+            Kind::Postgres => store.location().to_owned(),
+        };
         command
-            .env_remove("APPROVAL_GATE_DIR")
+            .env_remove("APPROVAL_GATE_STORE")
             .arg("--store")
-            .arg(format!("file://{}", store.to_str().unwrap()));
+            .arg(url);
     })
     .await;
     let id = session.request("through --store").await;
@@ -104,9 +112,9 @@ async fn a_store_named_by_a_file_url_is_served() {
 async fn bad_settings_stop_the_server_before_it_opens_anything() {
     for (args, env, message) in [
         (
-            vec!["--store", "postgres://db/approvals"],
+            vec!["--store", "mysql://db/approvals"],
             None,
-            "--store: the scheme \"postgres\" names no store this build has",
+            "--store: the scheme \"mysql\" names no store this build has",
         ),
         (
             vec![],
@@ -129,14 +137,14 @@ async fn bad_settings_stop_the_server_before_it_opens_anything() {
             "cannot be used with",
         ),
     ] {
-        let dir = tempfile::tempdir().unwrap();
-        let store = dir.path().join("store");
+        let home = tempfile::tempdir().unwrap();
+        // Not created for a directory store: the server must not create it.
+        let store = backend().fresh();
+        let before = backend().contents(&store);
         let mut command = Command::new(BIN);
-        command
-            .args(&args)
-            .env("APPROVAL_GATE_DIR", &store)
-            .stdin(Stdio::null());
-        operator_settings_of_this_test_only(&mut command, dir.path());
+        command.args(&args).stdin(Stdio::null());
+        operator_settings_of_this_test_only(&mut command, home.path());
+        command.env("APPROVAL_GATE_STORE", store.location());
         if let Some((name, value)) = env {
             command.env(name, value);
         }
@@ -145,19 +153,19 @@ async fn bad_settings_stop_the_server_before_it_opens_anything() {
         assert_eq!(output.status.code(), Some(2), "{args:?} {env:?}: {stderr}");
         assert!(stderr.contains(message), "{stderr}");
         assert!(output.stdout.is_empty(), "stdout is the protocol's");
-        assert!(!store.exists(), "{args:?} {env:?} created the store");
+        assert_unchanged(&store, &before, &format!("{args:?} {env:?}"));
     }
 
     // A bad config file, too: named with its key.
-    let dir = tempfile::tempdir().unwrap();
-    let store = dir.path().join("store");
-    let file = config_file(&store);
+    let home = tempfile::tempdir().unwrap();
+    let store = backend().fresh();
+    let before = backend().contents(&store);
+    let file = config_file(home.path());
     write_private(&file, "max_pending = 10\nqueue = 5\n");
     let mut command = Command::new(BIN);
-    command
-        .env("APPROVAL_GATE_DIR", &store)
-        .stdin(Stdio::null());
-    operator_settings_of_this_test_only(&mut command, dir.path());
+    command.stdin(Stdio::null());
+    operator_settings_of_this_test_only(&mut command, home.path());
+    command.env("APPROVAL_GATE_STORE", store.location());
     let output = command.output().await.unwrap();
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert_eq!(output.status.code(), Some(2), "{stderr}");
@@ -168,5 +176,5 @@ async fn bad_settings_stop_the_server_before_it_opens_anything() {
         )),
         "{stderr}"
     );
-    assert!(!store.exists());
+    assert_unchanged(&store, &before, "a bad config file");
 }

@@ -5,10 +5,10 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use approval_gate::{Decision, Gate, Policy, RequestId};
+use approval_gate::{Decision, Policy, RequestId};
 use serde_json::json;
 
-use crate::support::Session;
+use crate::support::{Session, backend};
 
 const ACTION: &str = "wire 1200 EUR to ACME Ltd";
 
@@ -37,7 +37,7 @@ async fn a_quorum_in_progress_is_pending_and_says_k_of_m() {
         format!("alice@example.com {alice_public}\nbob@example.com {bob_public}\n"),
     )
     .unwrap();
-    let session = Session::start_configured(None, |command, _| {
+    let session = Session::start_configured(None, |command, _, _| {
         command
             .env("APPROVAL_GATE_APPROVERS", &signers)
             .env("APPROVAL_GATE_QUORUM", "payments.*=2");
@@ -57,11 +57,7 @@ async fn a_quorum_in_progress_is_pending_and_says_k_of_m() {
         .unwrap()
         .require("payments.*", 2)
         .unwrap();
-    let human = Gate::builder()
-        .dir(&session.store)
-        .policy(policy)
-        .open()
-        .unwrap();
+    let human = session.store.builder().policy(policy).open().unwrap();
     let shown = human.status(id).unwrap();
     assert_eq!(shown.required_approvals(), 2);
     let statement = shown
@@ -100,13 +96,11 @@ async fn a_quorum_in_progress_is_pending_and_says_k_of_m() {
     );
 
     // Written into the store by hand, "approved" is still one signature short.
-    let record = session.store.join("requests").join(format!("{id}.json"));
-    let mut forged: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(&record).unwrap()).unwrap();
-    forged["status"] = json!("approved");
-    forged["decidedAt"] = forged["createdAt"].clone();
-    forged["decidedBy"] = json!("agent");
-    std::fs::write(&record, serde_json::to_vec(&forged).unwrap()).unwrap();
+    backend().tamper(&session.store, id, &mut |forged| {
+        forged["status"] = json!("approved");
+        forged["decidedAt"] = forged["createdAt"].clone();
+        forged["decidedBy"] = json!("agent");
+    });
     let refused = session
         .call(
             "consume_approval",

@@ -1,12 +1,12 @@
 //! A real `approval-gate-mcp` process, a real MCP client (rmcp's), and the library as the
 //! human at the other end of the store.
 
-use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Stdio;
 use std::time::Duration;
 
 use approval_gate::{Clock, Gate, ManualClock, NewRequest, RequestId, SystemClock};
+use approval_gate_tests::backend::{Backend, Directory, Postgres, Store};
 #[allow(deprecated, reason = "MCP logging: deprecated by rmcp, tested here")]
 use rmcp::model::LoggingMessageNotificationParam;
 use rmcp::model::{CallToolRequestParams, CallToolResult, ProgressNotificationParam};
@@ -24,6 +24,38 @@ pub(crate) const BIN: &str = env!("CARGO_BIN_EXE_approval-gate-mcp");
 
 /// Guard against a hung test, never a latency assertion.
 pub(crate) const PATIENCE: Duration = Duration::from_secs(30);
+
+/// The kind of store the suite runs against, from `APPROVAL_GATE_MCP_TEST_STORE`: `dir` (the
+/// default) or `postgres` (on the test server, `APPROVAL_GATE_TEST_PG` or a private cluster).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Kind {
+    Dir,
+    Postgres,
+}
+
+pub(crate) fn kind() -> Kind {
+    let chosen = std::env::var_os("APPROVAL_GATE_MCP_TEST_STORE").unwrap_or_default();
+    match chosen.to_string_lossy().as_ref() {
+        "" | "dir" => Kind::Dir,
+        "postgres" => Kind::Postgres,
+        other => panic!("APPROVAL_GATE_MCP_TEST_STORE: {other:?} is neither `dir` nor `postgres`"),
+    }
+}
+
+/// The backend of [`kind`], for its own looks at a store (contents, tampering).
+pub(crate) fn backend() -> &'static dyn Backend {
+    match kind() {
+        Kind::Dir => &Directory,
+        Kind::Postgres => &Postgres,
+    }
+}
+
+/// A fresh store of [`kind`], created by the human's side first, as `approval-gate` would.
+pub(crate) fn fresh_store() -> Store {
+    let store = backend().fresh();
+    drop(store.gate());
+    store
+}
 
 /// Forwards progress and log notifications to the test.
 #[derive(Clone)]
@@ -59,8 +91,9 @@ pub(crate) struct Session {
     #[allow(deprecated, reason = "MCP logging: deprecated by rmcp, tested here")]
     pub(crate) logs: mpsc::UnboundedReceiver<LoggingMessageNotificationParam>,
     pub(crate) stderr: Option<Lines<BufReader<ChildStderr>>>,
-    pub(crate) store: PathBuf,
-    _dir: TempDir,
+    pub(crate) store: Store,
+    /// The server's config home.
+    _config: TempDir,
 }
 
 impl Session {
@@ -70,28 +103,25 @@ impl Session {
 
     /// With `log`, the server logs at that filter and its stderr is readable.
     pub(crate) async fn start_with_log(log: Option<&str>) -> Self {
-        Self::start_configured(log, |_, _| {}).await
+        Self::start_configured(log, |_, _, _| {}).await
     }
 
-    /// `configure` adds to the server's command line and environment, given the store;
-    /// the default config file is `<store>/../approval-gate/config.toml`.
+    /// `configure` adds to the server's command line and environment, given the store and
+    /// the config home: the default config file is `<config home>/approval-gate/config.toml`.
     pub(crate) async fn start_configured(
         log: Option<&str>,
-        configure: impl FnOnce(&mut tokio::process::Command, &Path),
+        configure: impl FnOnce(&mut tokio::process::Command, &Store, &Path),
     ) -> Self {
-        let dir = tempfile::tempdir().unwrap();
-        let store = dir.path().join("store");
-        // The human's side creates the store first, as `approval-gate` would.
-        Gate::open(&store).unwrap();
+        let config = tempfile::tempdir().unwrap();
+        let store = fresh_store();
         let mut command = tokio::process::Command::new(BIN);
-        command
-            .env("APPROVAL_GATE_DIR", &store)
-            .env_remove("APPROVAL_GATE_LOG");
-        operator_settings_of_this_test_only(&mut command, dir.path());
+        command.env_remove("APPROVAL_GATE_LOG");
+        operator_settings_of_this_test_only(&mut command, config.path());
+        command.env("APPROVAL_GATE_STORE", store.location());
         if let Some(log) = log {
             command.env("APPROVAL_GATE_LOG", log);
         }
-        configure(&mut command, &store);
+        configure(&mut command, &store, config.path());
         let (transport, stderr) = TokioChildProcess::builder(command)
             .stderr(if log.is_some() {
                 Stdio::piped()
@@ -115,19 +145,19 @@ impl Session {
             logs,
             stderr: stderr.map(|s| BufReader::new(s).lines()),
             store,
-            _dir: dir,
+            _config: config,
         }
     }
 
     /// The store, as the human's side (the library) sees it.
     pub(crate) fn gate(&self) -> Gate {
-        Gate::open(&self.store).unwrap()
+        self.store.builder().open().unwrap()
     }
 
     /// A gate whose clock runs `behind` the real one: what it files is older than it looks.
     pub(crate) fn gate_in_the_past(&self, behind: Duration) -> Gate {
-        Gate::builder()
-            .dir(&self.store)
+        self.store
+            .builder()
             .clock(ManualClock::new(SystemClock.now().saturating_sub(behind)))
             .open()
             .unwrap()
@@ -260,6 +290,7 @@ pub(crate) fn operator_settings_of_this_test_only(
 ) {
     for name in [
         "APPROVAL_GATE_STORE",
+        "APPROVAL_GATE_DIR",
         "APPROVAL_GATE_CONFIG",
         "APPROVAL_GATE_MAX_PENDING",
         "APPROVAL_GATE_MAX_REQUESTS",
@@ -273,23 +304,16 @@ pub(crate) fn operator_settings_of_this_test_only(
     command.env("XDG_CONFIG_HOME", config_home);
 }
 
-/// Every file and directory under `root`, with file contents: to prove nothing changed.
-pub(crate) fn snapshot(root: &Path) -> BTreeMap<PathBuf, Option<Vec<u8>>> {
-    let mut entries = BTreeMap::new();
-    let mut dirs = vec![root.to_path_buf()];
-    while let Some(dir) = dirs.pop() {
-        for entry in std::fs::read_dir(&dir).unwrap() {
-            let path = entry.unwrap().path();
-            let relative = path.strip_prefix(root).unwrap().to_path_buf();
-            if path.is_dir() {
-                entries.insert(relative, None);
-                dirs.push(path);
-            } else {
-                entries.insert(relative, Some(std::fs::read(&path).unwrap()));
-            }
-        }
-    }
-    entries
+/// Asserts that `store` holds what it held `before` (its backend's
+/// [`contents`](Backend::contents)): to prove nothing changed.
+#[track_caller]
+pub(crate) fn assert_unchanged(
+    store: &Store,
+    before: &std::collections::BTreeMap<String, Vec<u8>>,
+    what: &str,
+) {
+    let changed = approval_gate_tests::changed(before, &backend().contents(store));
+    assert!(changed.is_empty(), "{what}: {changed:?} changed");
 }
 
 /// Files a request directly with the library.

@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 use tokio::io::AsyncWriteExt;
 use tokio::task::JoinSet;
 
-use crate::support::{BIN, PATIENCE, Reply, Session, file};
+use crate::support::{BIN, PATIENCE, Reply, Session, file, fresh_store};
 
 fn wait_params(id: RequestId, timeout_seconds: u64) -> CallToolRequestParams {
     let Value::Object(arguments) =
@@ -158,14 +158,10 @@ async fn a_hundred_waits_all_return_when_decided() {
 
 #[tokio::test]
 async fn closing_the_input_ends_pending_waits_and_the_server() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = dir.path().join("store");
-    let id = file(
-        &approval_gate::Gate::open(&store).unwrap(),
-        NewRequest::new("ship it", "friday"),
-    );
+    let store = fresh_store();
+    let id = file(&store.gate(), NewRequest::new("ship it", "friday"));
     let mut child = tokio::process::Command::new(BIN)
-        .env("APPROVAL_GATE_DIR", &store)
+        .env("APPROVAL_GATE_STORE", store.location())
         .env_remove("APPROVAL_GATE_LOG")
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())

@@ -349,14 +349,14 @@ impl NowMillis for ManualClock {
     }
 }
 
-/// Random sequences of up to 40 operations (`APPROVAL_GATE_MODEL_CASES` of them, 2000 by
-/// default), each checked against the model step by step, shrunk to the shortest failing
-/// one.
+/// Random sequences of up to 40 operations (`APPROVAL_GATE_MODEL_CASES` of them, by default
+/// the backend's [`model_cases`](Backend::model_cases)), each checked against the model step
+/// by step, shrunk to the shortest failing one.
 pub fn the_gate_behaves_like_the_state_machine(backend: &dyn Backend) {
     let cases = std::env::var("APPROVAL_GATE_MODEL_CASES")
         .ok()
         .and_then(|v| v.parse().ok())
-        .unwrap_or(2000);
+        .unwrap_or_else(|| backend.model_cases());
     let mut runner = TestRunner::new(Config {
         cases,
         max_shrink_iters: 2000,

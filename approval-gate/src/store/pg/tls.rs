@@ -240,9 +240,12 @@ fn fill_from_env(
         }
     }
     if config.get_user().is_none() {
-        let user = env("PGUSER").or_else(|| env("USER")).ok_or(
-            "no user name: name one in the store URL (postgres://USER@HOST/DB) or set PGUSER",
-        )?;
+        let user = env("PGUSER")
+            .or_else(|| env("USER"))
+            .or_else(|| env("LOGNAME"))
+            .ok_or(
+                "no user name: name one in the store URL (postgres://USER@HOST/DB) or set PGUSER",
+            )?;
         config.user(&user);
     }
     if config.get_password().is_none()
