@@ -704,3 +704,72 @@ fn a_wait_survives_a_database_restart_and_still_answers_correctly() {
         .expect("a write after the restart");
     assert_eq!(gate.verify_audit().unwrap().lines, 4);
 }
+
+/// An executor whose session is cut while the approved action runs (a network partition, an
+/// administrator's `pg_terminate_backend`) is, for the database, a dead executor: the next
+/// gate to open the store records `outcome unknown`. The executor itself goes on and its
+/// action finishes, but its own outcome is no longer recorded over the `unknown`, and the
+/// approval can never run again.
+#[test]
+fn an_executor_whose_session_is_cut_mid_execution_is_recorded_unknown_and_never_rerun() {
+    let store = Postgres.fresh();
+    let gate = store.gate();
+    let action = "pay 7 EUR with the session cut";
+    let id = ask(&gate, action);
+    gate.approve(id, &Decision::by("alice")).unwrap();
+    let url = Postgres::url(&store);
+
+    let mut runs = 0;
+    let outcome = gate.execute_approved(
+        id,
+        &Binding::new(action),
+        |_: &approval_gate::Grant<serde_json::Value>| {
+            runs += 1;
+            // The execution's advisory lock is held by exactly one session: end it.
+            let rows = Postgres::query(
+                &store,
+                "SELECT pg_terminate_backend(pid, 5000) FROM pg_locks
+                 WHERE locktype = 'advisory' AND classid = 1095192401 AND granted",
+            );
+            assert_eq!(rows.len(), 1, "one session holds the execution's lock");
+            // Another process opens the store meanwhile; opening runs recovery, which finds
+            // the execution dead and records it.
+            let other = Gate::builder()
+                .store(Location::parse(&url).unwrap())
+                .open()
+                .unwrap();
+            let unknown = other
+                .audit_records()
+                .unwrap()
+                .into_iter()
+                .filter(|r| r.id == id && r.event == AuditEvent::ExecutionFinished)
+                .count();
+            assert_eq!(unknown, 1, "recorded while the action still runs");
+            Ok::<_, Error>(())
+        },
+    );
+    assert!(outcome.is_ok(), "the action itself ran: {outcome:?}");
+    assert_eq!(runs, 1);
+
+    let finished: Vec<AuditRecord> = gate
+        .audit_records()
+        .unwrap()
+        .into_iter()
+        .filter(|r| r.id == id && r.event == AuditEvent::ExecutionFinished)
+        .collect();
+    assert_eq!(finished.len(), 1, "one outcome: {finished:?}");
+    assert_eq!(finished[0].details["outcome"], "unknown");
+    assert_eq!(finished[0].details["recovered"], true);
+    // Nothing runs again: not through this gate, not through a new one.
+    let again = gate.execute_approved(
+        id,
+        &Binding::new(action),
+        |_: &approval_gate::Grant<serde_json::Value>| Ok::<_, Error>(()),
+    );
+    assert!(
+        matches!(again, Err(Error::AlreadyConsumed(got)) if got == id),
+        "{again:?}"
+    );
+    assert!(gate.recover().unwrap().is_empty(), "recovered once");
+    gate.verify_audit().unwrap();
+}
