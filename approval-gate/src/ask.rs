@@ -98,8 +98,8 @@ impl Gate {
     pub(crate) fn scan_pending(&self, now: Timestamp, filing: Filing) -> Result<Scan, Error> {
         let store = self.store();
         let mut scan = Scan::default();
-        for id in store.pending_ids()? {
-            let Some(loaded) = scan.sort(store, id, store.load(id))? else {
+        for (id, loaded) in store.load_pending()? {
+            let Some(loaded) = scan.sort(store, id, loaded)? else {
                 continue;
             };
             match loaded {

@@ -665,8 +665,7 @@ fn a_wait_survives_a_database_restart_and_still_answers_correctly() {
     let watch = gate.watcher().fallback(Duration::from_secs(600)).start();
     assert_eq!(watch.polling(), None, "the wait listens, it does not poll");
 
-    let waiter =
-        std::thread::spawn(move || watch.wait_for_decision(id, Duration::from_secs(120)));
+    let waiter = std::thread::spawn(move || watch.wait_for_decision(id, Duration::from_secs(120)));
     std::thread::sleep(Duration::from_millis(300));
     cluster.restart();
     // Let the listener notice and reconnect, then decide from another gate, as a human's

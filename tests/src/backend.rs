@@ -281,7 +281,8 @@ fn empty(url: &str) {
              WHERE datname = current_database() AND pid <> pg_backend_pid();
          TRUNCATE approval_gate.requests, approval_gate.audit;
          UPDATE approval_gate.audit_head
-             SET seq = 0, hash = '0000000000000000000000000000000000000000000000000000000000000000';",
+             SET seq = 0, hash = '0000000000000000000000000000000000000000000000000000000000000000';
+         UPDATE approval_gate.counts SET live = 0;",
     );
 }
 

@@ -252,6 +252,15 @@ pub(crate) trait Store: Send + Sync + fmt::Debug {
     /// The ids the pending index names, in no order. Called with `filing` held, entries
     /// without a record are dropped from the index (none can be mid-filing).
     fn pending_ids(&self) -> Result<Vec<RequestId>, Error>;
+    /// Each id the pending index names with its [`load`](Store::load): what a scan of the
+    /// pending queue reads, in one go where the backend can.
+    fn load_pending(&self) -> Result<Vec<Loaded>, Error> {
+        Ok(self
+            .pending_ids()?
+            .into_iter()
+            .map(|id| (id, self.load(id)))
+            .collect())
+    }
     /// Drops `id` from the pending index (done after a decision; a leftover entry is
     /// harmless and dropped by the next scan).
     fn unindex(&self, id: RequestId) -> Result<(), Error>;
@@ -352,6 +361,9 @@ pub(crate) trait Store: Send + Sync + fmt::Debug {
     /// may be lost or spurious: whoever wakes reads the store again.
     fn watch(&self, sink: ChangeSink) -> Result<Held, String>;
 }
+
+/// An id and what loading its live record gave.
+pub(crate) type Loaded = (RequestId, Result<Option<Request>, Error>);
 
 /// Where a store sends change hints.
 pub(crate) type ChangeSink = Box<dyn Fn(crate::wait::Change) + Send + Sync>;

@@ -19,19 +19,18 @@
 
 mod tls;
 
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use postgres::fallible_iterator::FallibleIterator;
-use postgres::{Client, NoTls};
+use postgres::types::ToSql;
+use postgres::{Client, NoTls, Row, Statement};
 use serde_json::{Map, Value};
 
-use super::{ChangeSink, Entry, Held, Location, Store};
-use crate::audit::{
-    AuditEvent, AuditRecord, AuditSummary, LineHash, Reanchored, check_line_hash_with,
-    parse_chain_with,
-};
+use super::{ChangeSink, Entry, Held, Loaded, Location, Store};
+use crate::audit::{AuditEvent, AuditRecord, AuditSummary, LineHash, Reanchored, parse_chain_with};
 use crate::error::Error;
 use crate::id::RequestId;
 use crate::request::Request;
@@ -96,6 +95,16 @@ fn describe(error: &postgres::Error) -> String {
 fn map_error(operation: &'static str, id: Option<RequestId>, error: &postgres::Error) -> Error {
     let code = error.as_db_error().map(|db| db.code().code().to_owned());
     match (code.as_deref(), id) {
+        (Some("AG007"), _) => Error::AuditBroken {
+            line: error
+                .as_db_error()
+                .and_then(|db| db.hint())
+                .and_then(|hint| hint.parse().ok())
+                .unwrap_or(0),
+            problem: error
+                .as_db_error()
+                .map_or_else(|| error.to_string(), |db| db.message().to_owned()),
+        },
         (Some("AG004" | "42501"), _) => Error::NotPermitted {
             problem: describe(error),
         },
@@ -122,11 +131,76 @@ fn is_wrong_state(error: &postgres::Error) -> bool {
         .is_some_and(|db| db.code().code() == "AG001")
 }
 
+/// A connection and the statements prepared on it: each statement is parsed and planned
+/// once per connection, then runs in one round trip.
+struct Conn {
+    client: Client,
+    prepared: HashMap<&'static str, Statement>,
+}
+
+impl Conn {
+    fn new(client: Client) -> Self {
+        Self {
+            client,
+            prepared: HashMap::new(),
+        }
+    }
+
+    fn statement(&mut self, sql: &'static str) -> Result<Statement, postgres::Error> {
+        if let Some(statement) = self.prepared.get(sql) {
+            return Ok(statement.clone());
+        }
+        let statement = self.client.prepare(sql)?;
+        self.prepared.insert(sql, statement.clone());
+        Ok(statement)
+    }
+
+    fn query(
+        &mut self,
+        sql: &'static str,
+        params: &[&(dyn ToSql + Sync)],
+    ) -> Result<Vec<Row>, postgres::Error> {
+        let statement = self.statement(sql)?;
+        self.client.query(&statement, params)
+    }
+
+    fn query_one(
+        &mut self,
+        sql: &'static str,
+        params: &[&(dyn ToSql + Sync)],
+    ) -> Result<Row, postgres::Error> {
+        let statement = self.statement(sql)?;
+        self.client.query_one(&statement, params)
+    }
+
+    fn query_opt(
+        &mut self,
+        sql: &'static str,
+        params: &[&(dyn ToSql + Sync)],
+    ) -> Result<Option<Row>, postgres::Error> {
+        let statement = self.statement(sql)?;
+        self.client.query_opt(&statement, params)
+    }
+
+    fn execute(
+        &mut self,
+        sql: &'static str,
+        params: &[&(dyn ToSql + Sync)],
+    ) -> Result<u64, postgres::Error> {
+        let statement = self.statement(sql)?;
+        self.client.execute(&statement, params)
+    }
+
+    fn is_closed(&self) -> bool {
+        self.client.is_closed()
+    }
+}
+
 /// The connections of one store.
 struct Pool {
     config: postgres::Config,
     tls: Option<tokio_postgres_rustls::MakeRustlsConnect>,
-    idle: Mutex<Vec<(Client, Instant)>>,
+    idle: Mutex<Vec<(Conn, Instant)>>,
 }
 
 impl Pool {
@@ -138,7 +212,7 @@ impl Pool {
     }
 
     /// An open connection: an idle one, or a new one. Call off any runtime.
-    fn take(&self) -> Result<Client, postgres::Error> {
+    fn take(&self) -> Result<Conn, postgres::Error> {
         loop {
             let next = self
                 .idle
@@ -146,19 +220,20 @@ impl Pool {
                 .unwrap_or_else(PoisonError::into_inner)
                 .pop();
             match next {
-                Some((mut client, since)) if !client.is_closed() => {
-                    if since.elapsed() < IDLE_CHECK || client.is_valid(IDLE_CHECK * 4).is_ok() {
-                        return Ok(client);
+                Some((mut conn, since)) if !conn.is_closed() => {
+                    if since.elapsed() < IDLE_CHECK || conn.client.is_valid(IDLE_CHECK * 4).is_ok()
+                    {
+                        return Ok(conn);
                     }
                 }
                 Some(closed) => drop(closed),
-                None => return self.connect(),
+                None => return self.connect().map(Conn::new),
             }
         }
     }
 
     /// Keeps `client` for the next call if it is still open. Call off any runtime.
-    fn give(&self, client: Client) {
+    fn give(&self, client: Conn) {
         if client.is_closed() {
             return;
         }
@@ -176,7 +251,7 @@ impl Pool {
     fn run_raw<R: Send>(
         &self,
         retry: Retry,
-        f: impl Fn(&mut Client) -> Result<R, postgres::Error> + Send + Sync,
+        f: impl Fn(&mut Conn) -> Result<R, postgres::Error> + Send + Sync,
     ) -> Result<R, postgres::Error> {
         off_runtime(|| {
             let deadline = Instant::now() + RECONNECT_WINDOW;
@@ -199,7 +274,7 @@ impl Pool {
 
     /// [`take`](Pool::take), tried again until `deadline` while the server cannot be
     /// reached, unless `retry` is [`Retry::Never`]. Call off any runtime.
-    fn take_within(&self, retry: Retry, deadline: Instant) -> Result<Client, postgres::Error> {
+    fn take_within(&self, retry: Retry, deadline: Instant) -> Result<Conn, postgres::Error> {
         let mut pause = Duration::from_millis(50);
         loop {
             match self.take() {
@@ -217,7 +292,7 @@ impl Pool {
         operation: &'static str,
         id: Option<RequestId>,
         retry: Retry,
-        f: impl Fn(&mut Client) -> Result<R, postgres::Error> + Send + Sync,
+        f: impl Fn(&mut Conn) -> Result<R, postgres::Error> + Send + Sync,
     ) -> Result<R, Error> {
         self.run_raw(retry, f)
             .map_err(|e| map_error(operation, id, &e))
@@ -272,7 +347,7 @@ impl Drop for Pool {
 struct AdvisoryLock {
     pool: Arc<Pool>,
     /// In a mutex only because a held value must be `Sync`; one thread ever uses it.
-    client: Mutex<Option<Client>>,
+    client: Mutex<Option<Conn>>,
     class: i32,
     key: String,
 }
@@ -370,7 +445,7 @@ fn pool_for(url: &str) -> Result<Pool, Error> {
 pub fn init(url: &str) -> Result<u32, Error> {
     let pool = pool_for(url)?;
     pool.run("db init", None, Retry::Never, |client| {
-        let mut tx = client.transaction()?;
+        let mut tx = client.client.transaction()?;
         tx.execute(
             "SELECT pg_catalog.pg_advisory_xact_lock($1, 0)",
             &[&LOCK_INIT],
@@ -471,7 +546,7 @@ impl PgStore {
         &self,
         operation: &'static str,
         id: Option<RequestId>,
-        f: impl Fn(&mut Client) -> Result<R, postgres::Error> + Send + Sync,
+        f: impl Fn(&mut Conn) -> Result<R, postgres::Error> + Send + Sync,
     ) -> Result<R, Error> {
         self.pool.run(operation, id, Retry::Read, f)
     }
@@ -480,7 +555,7 @@ impl PgStore {
         &self,
         operation: &'static str,
         id: RequestId,
-        f: impl Fn(&mut Client) -> Result<R, postgres::Error> + Send + Sync,
+        f: impl Fn(&mut Conn) -> Result<R, postgres::Error> + Send + Sync,
     ) -> Result<R, Result<Error, postgres::Error>> {
         self.pool.run_raw(Retry::Connect, f).map_err(|e| {
             if is_wrong_state(&e) {
@@ -510,7 +585,7 @@ impl PgStore {
         operation: &'static str,
         id: RequestId,
         now: Timestamp,
-        f: impl Fn(&mut Client) -> Result<R, postgres::Error> + Send + Sync,
+        f: impl Fn(&mut Conn) -> Result<R, postgres::Error> + Send + Sync,
     ) -> Result<R, Error> {
         self.write(operation, id, f).map_err(|error| match error {
             Ok(error) => error,
@@ -544,7 +619,7 @@ impl PgStore {
     /// The chain's lines in order, and the head row.
     fn chain(&self) -> Result<(Vec<u8>, i64, String), Error> {
         self.read("audit", None, |client| {
-            let mut tx = client.build_transaction().read_only(true).start()?;
+            let mut tx = client.client.build_transaction().read_only(true).start()?;
             // One snapshot for the lines and the head.
             tx.batch_execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")?;
             let head = tx.query_one("SELECT seq, hash FROM approval_gate.audit_head", &[])?;
@@ -704,10 +779,7 @@ impl Store for PgStore {
     fn count_live(&self) -> Result<usize, Error> {
         let count: i64 = self.read("count", None, |client| {
             Ok(client
-                .query_one(
-                    "SELECT count(*) FROM approval_gate.requests WHERE NOT archived",
-                    &[],
-                )?
+                .query_one("SELECT live FROM approval_gate.counts", &[])?
                 .get(0))
         })?;
         Ok(usize::try_from(count).unwrap_or(usize::MAX))
@@ -732,6 +804,28 @@ impl Store for PgStore {
             "list",
             "SELECT id FROM approval_gate.requests WHERE status = 'pending' AND NOT archived",
         )
+    }
+
+    fn load_pending(&self) -> Result<Vec<Loaded>, Error> {
+        let rows = self.read("list", None, |client| {
+            client.query(
+                "SELECT id, record::text, payload FROM approval_gate.requests
+                 WHERE status = 'pending' AND NOT archived",
+                &[],
+            )
+        })?;
+        Ok(rows
+            .iter()
+            .filter_map(|row| {
+                let id = RequestId::parse(row.get::<_, &str>(0)).ok()?;
+                let record: &str = row.get(1);
+                let payload: Option<&str> = row.get(2);
+                let loaded = Request::decode(id, &compose(record, payload))
+                    .map(Some)
+                    .map_err(|problem| Error::Unreadable { id, problem });
+                Some((id, loaded))
+            })
+            .collect())
     }
 
     fn unindex(&self, _: RequestId) -> Result<(), Error> {
@@ -928,43 +1022,8 @@ impl Store for PgStore {
     }
 
     fn check_appendable(&self) -> Result<(), Error> {
-        let (head_seq, head_hash, last_seq, line) = self.read("audit", None, |client| {
-            let row = client.query_one(
-                "SELECT h.seq, h.hash, (SELECT max(seq) FROM approval_gate.audit),
-                        (SELECT line FROM approval_gate.audit a WHERE a.seq = h.seq)
-                 FROM approval_gate.audit_head h",
-                &[],
-            )?;
-            Ok((
-                row.get::<_, i64>(0),
-                row.get::<_, String>(1),
-                row.get::<_, Option<i64>>(2).unwrap_or(0),
-                row.get::<_, Option<String>>(3),
-            ))
-        })?;
-        let head = u64::try_from(head_seq).unwrap_or(0);
-        if last_seq != head_seq {
-            return Err(Error::AuditBroken {
-                line: head.min(u64::try_from(last_seq).unwrap_or(0)) + 1,
-                problem: format!(
-                    "the head row names line {head_seq}, the chain ends at line {last_seq}"
-                ),
-            });
-        }
-        if let Some(line) = line {
-            let hash = check_line_hash_with(&line, LineHash::Sha256)
-                .map_err(|problem| Error::AuditBroken {
-                    line: head,
-                    problem,
-                })?
-                .1;
-            if hash != head_hash {
-                return Err(Error::AuditBroken {
-                    line: head,
-                    problem: "altered: the line does not match the hash in the head row".into(),
-                });
-            }
-        }
+        // The database checks the chain's end against its head row on every append, in the
+        // transaction that appends: a step refused there rolls back whole, its effect too.
         Ok(())
     }
 

@@ -71,6 +71,16 @@ INSERT INTO approval_gate.audit_head (one, seq, hash)
     VALUES (true, 0, '0000000000000000000000000000000000000000000000000000000000000000')
     ON CONFLICT DO NOTHING;
 
+-- How many requests are live (not archived): what the creation limit counts, kept here so
+-- filing does not count rows.
+CREATE TABLE IF NOT EXISTS approval_gate.counts (
+    one  boolean PRIMARY KEY DEFAULT true CHECK (one),
+    live bigint NOT NULL
+);
+INSERT INTO approval_gate.counts (one, live)
+    VALUES (true, (SELECT count(*) FROM approval_gate.requests WHERE NOT archived))
+    ON CONFLICT DO NOTHING;
+
 INSERT INTO approval_gate.meta (key, value) VALUES ('schema_version', '1')
     ON CONFLICT (key) DO NOTHING;
 
@@ -140,6 +150,22 @@ DECLARE
     v_hash text;
 BEGIN
     SELECT h.seq, h.hash INTO v_seq, v_prev FROM approval_gate.audit_head h WHERE h.one FOR UPDATE;
+    -- Nothing is appended to a chain that does not end where its head row says: the last
+    -- line is there, hashes to the head's hash, and nothing follows it.
+    IF v_seq > 0 THEN
+        SELECT a.line INTO v_text FROM approval_gate.audit a WHERE a.seq = v_seq;
+        IF v_text IS NULL
+           OR encode(sha256(convert_to(left(v_text, length(v_text) - 75), 'UTF8')), 'hex') <> v_prev
+           OR right(v_text, 66) <> v_prev || '"}' THEN
+            RAISE EXCEPTION USING ERRCODE = 'AG007', HINT = v_seq::text, MESSAGE = CASE
+                WHEN v_text IS NULL THEN 'missing: the head row names a line the chain does not have (its tail was cut)'
+                ELSE 'altered: the line does not match the hash in the head row' END;
+        END IF;
+    END IF;
+    IF EXISTS (SELECT FROM approval_gate.audit a WHERE a.seq > v_seq) THEN
+        RAISE EXCEPTION USING ERRCODE = 'AG007', HINT = (v_seq + 1)::text,
+            MESSAGE = 'lines past the head row: they were added by hand';
+    END IF;
     v_seq := v_seq + 1;
     v_text := v_fields::text;
     v_prefix := '{"seq":' || v_seq
@@ -219,6 +245,7 @@ BEGIN
     END IF;
     INSERT INTO approval_gate.requests (id, record, payload, status, created_ms, expires_ms)
         VALUES (v_id, v_rec, payload, 'pending', v_created, v_expires);
+    UPDATE approval_gate.counts SET live = live + 1 WHERE one;
     RETURN approval_gate.append(v_now, 'requested', v_id, details);
 END
 $$;
@@ -467,6 +494,7 @@ BEGIN
             CASE WHEN r.executing THEN 'executing' ELSE 'not finished' END);
     END IF;
     UPDATE approval_gate.requests SET archived = true WHERE id = rid;
+    UPDATE approval_gate.counts SET live = live - 1 WHERE one;
     RETURN approval_gate.append(v_now, 'archived', rid, details);
 END
 $$;
@@ -480,7 +508,8 @@ REVOKE ALL ON ALL TABLES IN SCHEMA approval_gate
 REVOKE ALL ON ALL FUNCTIONS IN SCHEMA approval_gate
     FROM approval_gate_agent, approval_gate_approver, approval_gate_executor;
 GRANT USAGE ON SCHEMA approval_gate TO approval_gate_agent, approval_gate_approver, approval_gate_executor;
-GRANT SELECT ON approval_gate.meta, approval_gate.requests, approval_gate.audit, approval_gate.audit_head
+GRANT SELECT ON approval_gate.meta, approval_gate.requests, approval_gate.audit, approval_gate.audit_head,
+    approval_gate.counts
     TO approval_gate_agent, approval_gate_approver, approval_gate_executor;
 GRANT EXECUTE ON FUNCTION approval_gate.file_request(jsonb, text, jsonb, bigint) TO approval_gate_agent;
 GRANT EXECUTE ON FUNCTION approval_gate.decide(text, text, text, jsonb, jsonb, bigint)
