@@ -1144,10 +1144,7 @@ mod tests {
                 "store = \"relative/dir\"\n",
                 "store: \"relative/dir\" is relative",
             ),
-            (
-                "store = \"postgres://db/x\"\n",
-                "store: the scheme \"postgres\"",
-            ),
+            ("store = \"mysql://db/x\"\n", "store: the scheme \"mysql\""),
             (
                 "store = 5\n",
                 "store: expected a path or file: URL in a string",
@@ -1278,7 +1275,7 @@ mod tests {
             (MAX_REQUESTS_ENV, "-3", "\"-3\" is not a whole number"),
             (DEFAULT_TTL_ENV, "1 fortnight", "is not a duration"),
             (DEFAULT_TTL_ENV, "9s", "is outside 10s to 7days"),
-            (STORE_ENV, "postgres://db/x", "the scheme \"postgres\""),
+            (STORE_ENV, "mysql://db/x", "the scheme \"mysql\""),
             (STORE_ENV, "file://elsewhere/x", "names the host"),
         ] {
             let mut world = World::new();
@@ -1289,7 +1286,7 @@ mod tests {
         }
         // Checked even when a flag overrides it.
         let mut world = World::new();
-        world.set(STORE_ENV, "postgres://db/x");
+        world.set(STORE_ENV, "mysql://db/x");
         let error = world.error(&Flags {
             dir: Some("/x".into()),
             ..flags()

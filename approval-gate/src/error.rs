@@ -686,7 +686,7 @@ mod tests {
             assert_eq!(json, serde_json::Value::from(name));
             assert_eq!(serde_json::from_value::<ErrorCode>(json).unwrap(), *code);
         }
-        assert_eq!(seen.len(), 35);
+        assert_eq!(seen.len(), 37);
     }
 
     #[test]

@@ -30,6 +30,14 @@ pub trait Backend: Send + Sync {
         2000
     }
 
+    /// Waits until what a process that died held in `store` has been let go of. The
+    /// directory store's locks go with the process; a database server notices a closed
+    /// connection a moment later, and until then an execution it held looks alive (a later
+    /// open would record it). Called by the crash tests before they reopen a store.
+    fn settle(&self, store: &Store) {
+        let _ = store;
+    }
+
     /// Failpoints (as `FAILPOINTS` takes them, with `return(kill)`) inside this backend's
     /// own steps, where the crash matrix kills an executor on top of the lifecycle's own.
     fn kill_points(&self) -> &'static [&'static str];
@@ -378,6 +386,23 @@ impl Backend for Postgres {
         // Every step is a few round trips to the server (about 50 times the directory store's
         // cost on tmpfs); 400 sequences of up to 40 steps keep it near a minute in CI.
         400
+    }
+
+    fn settle(&self, store: &Store) {
+        // Until the server has ended the dead process's session, its execution lock is held.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while std::time::Instant::now() < deadline {
+            let held = Self::query(
+                store,
+                "SELECT count(*) FROM pg_locks
+                 WHERE locktype = 'advisory' AND classid = 1095192401 AND granted
+                   AND database = (SELECT oid FROM pg_database WHERE datname = current_database())",
+            );
+            if held.first().and_then(|row| row[0].as_deref()) == Some("0") {
+                return;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
     }
 
     fn kill_points(&self) -> &'static [&'static str] {

@@ -39,6 +39,7 @@ pub fn check_dir(dir: &Path, id: RequestId, runs: usize) -> Observed {
 ///
 /// If an invariant does not hold.
 pub fn check(backend: &dyn Backend, store: &Store, id: RequestId, runs: usize) -> Observed {
+    backend.settle(store);
     let gate = store
         .builder()
         .open()

@@ -88,7 +88,13 @@ impl Location {
             return Ok(Self::Dir(PathBuf::from(text)));
         };
         match scheme.to_ascii_lowercase().as_str() {
-            "postgres" | "postgresql" => Ok(Self::Postgres(text.to_owned())),
+            "postgres" | "postgresql" => {
+                // The URL's own syntax is checked here, so a bad one is a bad setting before
+                // anything opens; what the environment adds is checked when it is opened.
+                #[cfg(feature = "postgres")]
+                pg::check_url(text).map_err(invalid)?;
+                Ok(Self::Postgres(text.to_owned()))
+            }
             "file" => {
                 let path = match rest.strip_prefix("//") {
                     Some(authority_and_path) => {
@@ -367,3 +373,46 @@ pub(crate) type Loaded = (RequestId, Result<Option<Request>, Error>);
 
 /// Where a store sends change hints.
 pub(crate) type ChangeSink = Box<dyn Fn(crate::wait::Change) + Send + Sync>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_postgres_url_is_a_postgres_location_shown_without_its_password() {
+        let location = Location::parse("postgres://alice:s3cret@db.internal:5433/approvals")
+            .expect("a PostgreSQL store");
+        assert!(matches!(location, Location::Postgres(_)));
+        assert_eq!(
+            location.to_string(),
+            "postgres://alice:***@db.internal:5433/approvals"
+        );
+        assert!(matches!(
+            Location::parse("postgresql://db.internal/approvals"),
+            Ok(Location::Postgres(_))
+        ));
+        // Without a password there is nothing to hide.
+        assert_eq!(
+            Location::parse("postgres://bob@db/a?sslmode=verify-full")
+                .unwrap()
+                .to_string(),
+            "postgres://bob@db/a?sslmode=verify-full"
+        );
+    }
+
+    #[cfg(feature = "postgres")]
+    #[test]
+    fn a_postgres_url_with_a_bad_option_is_refused_before_anything_opens() {
+        for bad in [
+            "postgres://alice:s3cret@db/approvals?sslmode=sometimes",
+            "postgres://alice:s3cret@db/approvals?nonsense=1",
+        ] {
+            let error = Location::parse(bad).expect_err(bad);
+            assert!(
+                matches!(&error, Error::InvalidInput { field: "store", .. }),
+                "{error:?}"
+            );
+            assert!(!error.to_string().contains("s3cret"), "{error}");
+        }
+    }
+}

@@ -148,6 +148,7 @@ pub fn a_process_that_dies_mid_execution_is_recorded_as_unknown_and_never_rerun(
     assert_eq!(count(&gate, id, AuditEvent::ExecutionFinished), 0);
 
     // Any later open recovers: outcome unknown, exactly once.
+    backend.settle(&fx.store);
     let reopened = fx.store.gate();
     assert_eq!(count(&reopened, id, AuditEvent::ExecutionFinished), 1);
     let last = reopened.audit_records().unwrap().pop().unwrap();

@@ -419,6 +419,12 @@ fn env_var(name: &str) -> Option<String> {
     std::env::var(name).ok().filter(|v| !v.is_empty())
 }
 
+/// Checks what a store URL says by itself (its syntax, its options): the environment is left
+/// out, but for a user name, which it may leave to `PGUSER`.
+pub(crate) fn check_url(url: &str) -> Result<(), String> {
+    tls::settings(url, &|name| (name == "PGUSER").then(|| "user".to_owned())).map(drop)
+}
+
 fn pool_for(url: &str) -> Result<Pool, Error> {
     let invalid = |problem: String| Error::InvalidInput {
         field: "store",
