@@ -93,25 +93,7 @@ impl Cli {
 fn approve_in_pty(cli: &Cli, id: RequestId, reason: &str, os_user: &str) -> (i32, bool, String) {
     let mut command = cli.command(&["approve", id.as_str(), reason]);
     command.env("USER", os_user).env("LOGNAME", os_user);
-    let mut session = spawn_command(command, Some(20_000)).expect("spawn in a pty");
-    let mut printed = String::new();
-    let asked = match session.exp_regex(r"Type [0-9a-f]{8} to approve \(anything else cancels\): ")
-    {
-        Ok((before, prompt)) => {
-            printed.push_str(&before);
-            printed.push_str(&prompt);
-            // The code, read off the screen.
-            session.send_line(&prompt[5..13]).unwrap();
-            true
-        }
-        Err(_) => false,
-    };
-    printed.push_str(&session.exp_eof().unwrap_or_default());
-    let code = match session.process().wait().unwrap() {
-        WaitStatus::Exited(_, code) => code,
-        other => panic!("approve did not exit normally: {other:?}\n{printed}"),
-    };
-    (code, asked, printed)
+    crate::support::approve(command)
 }
 
 /// The name of the database of `url`.

@@ -11,11 +11,9 @@ use std::time::{Duration, Instant};
 use approval_gate::{
     Binding, CanonicalPayload, EffectiveStatus, Gate, Grant, NewRequest, Policy, RequestId,
 };
-use rexpect::process::WaitStatus;
-use rexpect::session::spawn_command;
 use serde_json::Value;
 
-use crate::support::{Store, assert_success, stdout};
+use crate::support::{Store, approve, assert_success, stdout};
 
 const ACTION: &str = "wire 1200 EUR to ACME Ltd";
 const OP: &str = "payments.wire";
@@ -122,29 +120,6 @@ impl Team {
         })?;
         Ok(runs)
     }
-}
-
-/// Runs `approve` in a pty and types the code it asks for, if it asks; its exit code,
-/// whether it asked, and everything it printed.
-fn approve(command: Command) -> (i32, bool, String) {
-    let mut session = spawn_command(command, Some(20_000)).expect("spawn in a pty");
-    let mut printed = String::new();
-    let asked = match session.exp_regex(r"Type [0-9a-f]{8} to approve \(anything else cancels\): ")
-    {
-        Ok((before, prompt)) => {
-            printed.push_str(&before);
-            printed.push_str(&prompt);
-            session.send_line(&prompt[5..13]).unwrap();
-            true
-        }
-        Err(_) => false,
-    };
-    printed.push_str(&session.exp_eof().unwrap_or_default());
-    let code = match session.process().wait().unwrap() {
-        WaitStatus::Exited(_, code) => code,
-        other => panic!("approve did not exit normally: {other:?}\n{printed}"),
-    };
-    (code, asked, printed)
 }
 
 #[test]

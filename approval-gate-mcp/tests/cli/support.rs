@@ -240,3 +240,27 @@ pub(crate) fn assert_exit(output: &Output, code: i32, message: &str) {
 pub(crate) fn millis_until(then: Timestamp) -> i64 {
     SystemClock.now().millis_until(then)
 }
+
+/// Runs `approve` in a pty and types the code it asks for, if it asks; its exit code,
+/// whether it asked, and everything it printed.
+pub(crate) fn approve(command: Command) -> (i32, bool, String) {
+    let mut session =
+        rexpect::session::spawn_command(command, Some(20_000)).expect("spawn in a pty");
+    let mut printed = String::new();
+    let asked = match session.exp_regex(r"Type [0-9a-f]{8} to approve \(anything else cancels\): ")
+    {
+        Ok((before, prompt)) => {
+            printed.push_str(&before);
+            printed.push_str(&prompt);
+            session.send_line(&prompt[5..13]).unwrap();
+            true
+        }
+        Err(_) => false,
+    };
+    printed.push_str(&session.exp_eof().unwrap_or_default());
+    let code = match session.process().wait().unwrap() {
+        rexpect::process::WaitStatus::Exited(_, code) => code,
+        other => panic!("approve did not exit normally: {other:?}\n{printed}"),
+    };
+    (code, asked, printed)
+}
