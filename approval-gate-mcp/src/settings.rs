@@ -49,7 +49,7 @@ use approval_gate::limits::{
 };
 use approval_gate::{Gate, Limits, Location, Policy};
 
-/// The store, as `--store` reads it: a directory or a `file:` URL.
+/// The store, as `--store` reads it: a directory, a `file:` URL or a `postgres://` URL.
 pub(crate) const STORE_ENV: &str = "APPROVAL_GATE_STORE";
 /// The store directory; `APPROVAL_GATE_STORE` wins when both are set.
 pub(crate) const DIR_ENV: &str = "APPROVAL_GATE_DIR";
@@ -95,8 +95,9 @@ pub(crate) struct Flags {
         global = true,
         value_name = "STORE",
         conflicts_with = "dir",
-        help = "The approval store: a directory or a file: URL [default: $APPROVAL_GATE_STORE, \
-                else $APPROVAL_GATE_DIR, else `store` in the config file, else ~/.approval-gate]"
+        help = "The approval store: a directory, a file: URL or a postgres:// URL \
+                [default: $APPROVAL_GATE_STORE, else $APPROVAL_GATE_DIR, else `store` in the \
+                config file, else ~/.approval-gate]"
     )]
     pub(crate) store: Option<String>,
 
