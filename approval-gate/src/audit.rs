@@ -259,3 +259,47 @@ pub(crate) fn line_hash_at(bytes: &[u8], seq: u64) -> Option<String> {
         .ok()
         .map(|(_, h)| h)
 }
+
+#[cfg(all(test, feature = "postgres"))]
+mod tests {
+    use super::*;
+
+    /// A line as the database writes it: the same shape, hashed with SHA-256.
+    fn sha256_line(seq: u64, prev: &str) -> (String, String) {
+        let prefix = format!(
+            r#"{{"seq":{seq},"ts":"2026-11-30T00:53:20.000Z","event":"requested","id":"a1b2c3d4e5f6","action": "x","prev":"{prev}""#
+        );
+        let hash = LineHash::Sha256.hex(prefix.as_bytes());
+        (format!("{prefix},\"hash\":\"{hash}\"}}"), hash)
+    }
+
+    #[test]
+    fn sha256_lines_chain_like_blake3_lines_and_the_two_are_not_mixed() {
+        // FIPS 180-2's example.
+        assert_eq!(
+            LineHash::Sha256.hex(b"abc"),
+            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+        );
+        let (first, hash) = sha256_line(1, GENESIS);
+        let (second, last) = sha256_line(2, &hash);
+        let chain = format!("{first}\n{second}\n");
+        let (records, summary) = parse_chain_with(chain.as_bytes(), LineHash::Sha256).unwrap();
+        assert_eq!(records.len(), 2);
+        assert_eq!(summary.lines, 2);
+        assert_eq!(summary.last_hash, last);
+        assert_eq!(
+            check_line_hash_with(&second, LineHash::Sha256).unwrap(),
+            (2, last)
+        );
+        // A SHA-256 chain read as a BLAKE3 one fails at its first line, and an edit is caught.
+        assert!(matches!(
+            parse_chain_with(chain.as_bytes(), LineHash::Blake3),
+            Err(Error::AuditBroken { line: 1, .. })
+        ));
+        let edited = chain.replacen("\"x\"", "\"y\"", 1);
+        assert!(matches!(
+            parse_chain_with(edited.as_bytes(), LineHash::Sha256),
+            Err(Error::AuditBroken { line: 1, .. })
+        ));
+    }
+}

@@ -400,6 +400,45 @@ mod tests {
         );
     }
 
+    #[test]
+    fn file_urls_and_plain_paths_name_directories() {
+        let dir = |text: &str| match Location::parse(text) {
+            Ok(Location::Dir(path)) => path,
+            other => panic!("{text}: {other:?}"),
+        };
+        assert_eq!(
+            dir("file:///srv/approvals"),
+            PathBuf::from("/srv/approvals")
+        );
+        assert_eq!(dir("file://localhost/srv/a"), PathBuf::from("/srv/a"));
+        assert_eq!(dir("file:relative/dir"), PathBuf::from("relative/dir"));
+        assert_eq!(dir("file:///a%20b/%C3%A9"), PathBuf::from("/a b/\u{e9}"));
+        assert_eq!(dir("FILE:///x"), PathBuf::from("/x"));
+        // Not a scheme: one letter (a drive), a digit first, a character a scheme cannot have.
+        for plain in ["C:/x", "1x:/y", "a_b:/c", "/abs/path", "rel"] {
+            assert_eq!(dir(plain), PathBuf::from(plain));
+        }
+        for bad in [
+            "",
+            "file://elsewhere/x",
+            "file://",
+            "file:///x?y",
+            "file:///x#y",
+            "file:///a%zz",
+            "file:///a%2",
+            "file:///%ff",
+            "ftp://host/x",
+        ] {
+            assert!(
+                matches!(
+                    Location::parse(bad),
+                    Err(Error::InvalidInput { field: "store", .. })
+                ),
+                "{bad:?} must be refused"
+            );
+        }
+    }
+
     #[cfg(feature = "postgres")]
     #[test]
     fn a_postgres_url_with_a_bad_option_is_refused_before_anything_opens() {
