@@ -260,19 +260,44 @@ pub(crate) fn line_hash_at(bytes: &[u8], seq: u64) -> Option<String> {
         .map(|(_, h)| h)
 }
 
-#[cfg(all(test, feature = "postgres"))]
+#[cfg(test)]
 mod tests {
     use super::*;
 
-    /// A line as the database writes it: the same shape, hashed with SHA-256.
-    fn sha256_line(seq: u64, prev: &str) -> (String, String) {
+    /// A line of the chain, hashed with `hash`: the database's shape (a space after a colon).
+    fn line(hash: LineHash, seq: u64, prev: &str) -> (String, String) {
         let prefix = format!(
             r#"{{"seq":{seq},"ts":"2026-11-30T00:53:20.000Z","event":"requested","id":"a1b2c3d4e5f6","action": "x","prev":"{prev}""#
         );
-        let hash = LineHash::Sha256.hex(prefix.as_bytes());
-        (format!("{prefix},\"hash\":\"{hash}\"}}"), hash)
+        let digest = hash.hex(prefix.as_bytes());
+        (format!("{prefix},\"hash\":\"{digest}\"}}"), digest)
     }
 
+    #[cfg(feature = "postgres")]
+    fn sha256_line(seq: u64, prev: &str) -> (String, String) {
+        line(LineHash::Sha256, seq, prev)
+    }
+
+    #[test]
+    fn a_line_out_of_place_is_named_duplicated_or_missing() {
+        let (first, hash) = line(LineHash::Blake3, 1, GENESIS);
+        let (again, _) = line(LineHash::Blake3, 1, &hash);
+        let (third, _) = line(LineHash::Blake3, 3, &hash);
+        let problem = |chain: String| match parse_chain(chain.as_bytes()) {
+            Err(Error::AuditBroken { line: 2, problem }) => problem,
+            other => panic!("{other:?}"),
+        };
+        assert!(
+            problem(format!("{first}\n{again}\n")).starts_with("duplicated or moved"),
+            "a second line 1"
+        );
+        assert!(
+            problem(format!("{first}\n{third}\n")).starts_with("missing"),
+            "line 3 where line 2 belongs"
+        );
+    }
+
+    #[cfg(feature = "postgres")]
     #[test]
     fn sha256_lines_chain_like_blake3_lines_and_the_two_are_not_mixed() {
         // FIPS 180-2's example.
