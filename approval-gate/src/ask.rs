@@ -4,9 +4,10 @@ use serde_json::json;
 
 use crate::audit::AuditEvent;
 use crate::error::Error;
-use crate::gate::{Gate, Scan, Submitted};
+use crate::gate::{Gate, Scan, Submitted, details};
 use crate::id::RequestId;
 use crate::request::{NewRequest, Request, Status, StatusReport};
+use crate::store::{Caps, Entry, Filed};
 use crate::time::Timestamp;
 
 /// Whether a scan of the pending index runs with filing serialised (so an index entry
@@ -15,6 +16,22 @@ use crate::time::Timestamp;
 pub(crate) enum Filing {
     Locked,
     Running,
+}
+
+/// The fields of a request's `requested` line.
+fn requested_fields(request: &Request) -> serde_json::Value {
+    let mut fields = json!({
+            "action": request.action(),
+            "reason": request.reason(),
+            "requestedBy": request.requested_by(),
+            "operation": request.operation(),
+            "payloadDigest": request.payload_digest(),
+            "expiresAt": request.expires_at(),
+    });
+    if request.required_approvals() > 1 {
+        fields["requiredApprovals"] = request.required_approvals().into();
+    }
+    fields
 }
 
 impl Gate {
@@ -32,6 +49,9 @@ impl Gate {
         new.validate()?;
         let limits = self.limits();
         let ttl = new.ttl.unwrap_or(limits.default_ttl);
+        if let Some(submitted) = self.file_at_once(&new, ttl)? {
+            return Ok(submitted);
+        }
         let _filing = self.store().lock_filing()?;
         // Nothing is filed that the audit log cannot record.
         self.check_audit_appendable()?;
@@ -60,26 +80,68 @@ impl Gate {
             });
         }
         let id = self.fresh_id()?;
-        let required = self.required_approvals(new.operation.as_deref(), 1);
-        let request = Request::new(id, new, now, ttl, required);
-        let mut fields = json!({
-                "action": request.action(),
-                "reason": request.reason(),
-                "requestedBy": request.requested_by(),
-                "operation": request.operation(),
-                "payloadDigest": request.payload_digest(),
-                "expiresAt": request.expires_at(),
-        });
-        if required > 1 {
-            fields["requiredApprovals"] = required.into();
-        }
-        self.effect_then_record(id, "request", AuditEvent::Requested, fields, |entry| {
-            self.store().insert(&request, entry)
-        })?;
+        let request = self.new_request(id, new, now, ttl);
+        self.effect_then_record(
+            id,
+            "request",
+            AuditEvent::Requested,
+            requested_fields(&request),
+            |entry| self.store().insert(&request, entry),
+        )?;
         Ok(Submitted {
             request,
             deduplicated: false,
         })
+    }
+
+    /// Files `new` through the store's own atomic filing step, where it has one (see
+    /// [`Store::file_at_once`](crate::store::Store::file_at_once)); `None` where it has not.
+    fn file_at_once(
+        &self,
+        new: &NewRequest,
+        ttl: std::time::Duration,
+    ) -> Result<Option<Submitted>, Error> {
+        let limits = self.limits();
+        let caps = Caps {
+            max_pending: limits.max_pending,
+            max_requests: limits.max_requests,
+        };
+        loop {
+            let now = self.now();
+            let id = RequestId::random().map_err(|e| Error::Random(e.to_string()))?;
+            let request = self.new_request(id, new.clone(), now, ttl);
+            let details = details(requested_fields(&request));
+            let entry = Entry {
+                ts: now,
+                event: AuditEvent::Requested,
+                details: &details,
+            };
+            let Some(filed) = self.store().file_at_once(&request, caps, &entry) else {
+                return Ok(None);
+            };
+            return match filed? {
+                Filed::New => Ok(Some(Submitted {
+                    request,
+                    deduplicated: false,
+                })),
+                Filed::Duplicate(existing) => Ok(Some(Submitted {
+                    request: self.load_live(existing)?,
+                    deduplicated: true,
+                })),
+                Filed::IdTaken => continue,
+            };
+        }
+    }
+
+    fn new_request(
+        &self,
+        id: RequestId,
+        new: NewRequest,
+        now: Timestamp,
+        ttl: std::time::Duration,
+    ) -> Request {
+        let required = self.required_approvals(new.operation.as_deref(), 1);
+        Request::new(id, new, now, ttl, required)
     }
 
     fn fresh_id(&self) -> Result<RequestId, Error> {

@@ -200,7 +200,7 @@ fn call(function: &str) -> String {
     let rid = format!("'{NO_SUCH_ID}'");
     match function {
         "file_request" => {
-            "SELECT approval_gate.file_request('{}'::jsonb, NULL::text, '{}'::jsonb, NULL::bigint)"
+            "SELECT approval_gate.file_request('{}'::jsonb, NULL::text, '{}'::jsonb, NULL::bigint, 1, 1, false)"
                 .to_owned()
         }
         "refuse" => format!(
@@ -251,6 +251,8 @@ fn check_login(url: &str, login: &str, plan: &Plan) {
     };
     assert_eq!(copy.as_deref(), Some("42501"), "{login}: COPY FROM STDIN");
     for sql in [
+        "SELECT nextval('approval_gate.audit_pos')",
+        "SELECT setval('approval_gate.audit_pos', 1)",
         "CREATE TABLE approval_gate.x (a int)",
         "CREATE FUNCTION approval_gate.f() RETURNS int LANGUAGE sql AS 'SELECT 1'",
     ] {
@@ -293,15 +295,19 @@ fn each_role_can_write_only_through_its_own_functions() {
         on_own_thread(move || check_login(&url, &login, plan));
     }
 
+    // The one sequence numbers audit rows as they are appended; no group role may use it.
     assert_eq!(
         Postgres::query(
             &store,
-            "SELECT count(*) FROM pg_catalog.pg_class c
-             JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
-             WHERE n.nspname = 'approval_gate' AND c.relkind = 'S'"
+            "SELECT c.relname, bool_or(has_sequence_privilege(r, c.oid, 'USAGE, SELECT, UPDATE'))
+             FROM pg_catalog.pg_class c
+             JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace,
+             unnest(ARRAY['approval_gate_agent', 'approval_gate_approver', 'approval_gate_executor']) r
+             WHERE n.nspname = 'approval_gate' AND c.relkind = 'S'
+             GROUP BY c.relname"
         ),
-        vec![vec![Some("0".to_owned())]],
-        "the schema has no sequences to misuse"
+        vec![vec![Some("audit_pos".to_owned()), Some("f".to_owned())]],
+        "the schema's only sequence is the audit rows', and no group role may use it"
     );
     assert_eq!(
         approval_gate_tests::changed(&before, &Postgres.contents(&store)),

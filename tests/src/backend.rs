@@ -290,7 +290,7 @@ fn empty(url: &str) {
          TRUNCATE approval_gate.requests, approval_gate.audit;
          UPDATE approval_gate.audit_head
              SET seq = 0, hash = '0000000000000000000000000000000000000000000000000000000000000000';
-         UPDATE approval_gate.counts SET live = 0;",
+         UPDATE approval_gate.filing_slots SET live = 0;",
     );
 }
 
@@ -412,10 +412,18 @@ impl Backend for Postgres {
     }
 
     fn contents(&self, store: &Store) -> BTreeMap<String, Vec<u8>> {
+        // Every committed row sealed first, as any read of the chain does (a broken chain,
+        // which refuses to be sealed onto, is read as it is).
+        let _ = Self::query(
+            store,
+            "DO $$ BEGIN PERFORM approval_gate.seal(true); \
+             EXCEPTION WHEN OTHERS THEN NULL; END $$",
+        );
         let rows = Self::query(
             store,
             "SELECT 'requests/' || id, row_to_json(r)::text FROM approval_gate.requests r
-             UNION ALL SELECT 'audit/' || seq, line FROM approval_gate.audit
+             UNION ALL SELECT 'audit/' || coalesce(seq::text, 'unsealed-' || pos),
+                 coalesce(line, event || ' ' || details::text) FROM approval_gate.audit
              UNION ALL SELECT 'head', seq || ' ' || hash FROM approval_gate.audit_head WHERE seq > 0",
         );
         rows.into_iter()

@@ -55,6 +55,28 @@ pub(crate) struct Entry<'a> {
     pub(crate) details: &'a Map<String, Value>,
 }
 
+/// The queue's caps, as [`Store::file_at_once`] applies them.
+#[derive(Debug, Clone, Copy)]
+#[cfg_attr(not(feature = "postgres"), allow(dead_code))]
+pub(crate) struct Caps {
+    /// At most this many pending requests not past their expiry.
+    pub(crate) max_pending: usize,
+    /// At most this many live (not archived) requests.
+    pub(crate) max_requests: usize,
+}
+
+/// What [`Store::file_at_once`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(not(feature = "postgres"), allow(dead_code))]
+pub(crate) enum Filed {
+    /// Filed the request.
+    New,
+    /// Filed nothing: this identical request is pending.
+    Duplicate(RequestId),
+    /// Filed nothing: the request's id is taken; a new one is needed.
+    IdTaken,
+}
+
 /// Which store a gate uses: what the builder, `--store` and `APPROVAL_GATE_STORE` name.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 #[non_exhaustive]
@@ -255,6 +277,18 @@ pub(crate) trait Store: Send + Sync + fmt::Debug {
     /// Files a new pending request, indexed as pending. Errors after the record may exist
     /// are [`Error::DurabilityUnknown`] for `request`.
     fn insert(&self, request: &Request, entry: &Entry<'_>) -> Result<(), Error>;
+    /// Files `request` in one step of the store's own that also applies the queue's caps and
+    /// finds an identical pending request, all atomically, so that filings need not be
+    /// serialised by [`lock_filing`](Store::lock_filing). `None`: the store has no such step,
+    /// and the lifecycle files under `lock_filing` with [`insert`](Store::insert).
+    fn file_at_once(
+        &self,
+        _request: &Request,
+        _caps: Caps,
+        _entry: &Entry<'_>,
+    ) -> Option<Result<Filed, Error>> {
+        None
+    }
     /// The ids the pending index names, in no order. Called with `filing` held, entries
     /// without a record are dropped from the index (none can be mid-filing).
     fn pending_ids(&self) -> Result<Vec<RequestId>, Error>;

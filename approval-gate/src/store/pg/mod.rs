@@ -29,7 +29,7 @@ use postgres::types::ToSql;
 use postgres::{Client, NoTls, Row, Statement};
 use serde_json::{Map, Value};
 
-use super::{ChangeSink, Entry, Held, Loaded, Location, Store};
+use super::{Caps, ChangeSink, Entry, Filed, Held, Loaded, Location, Store};
 use crate::audit::{AuditEvent, AuditRecord, AuditSummary, LineHash, Reanchored, parse_chain_with};
 use crate::error::Error;
 use crate::id::RequestId;
@@ -125,6 +125,11 @@ fn map_error(operation: &'static str, id: Option<RequestId>, error: &postgres::E
     }
 }
 
+/// The SQLSTATE of a database's error.
+fn sqlstate(error: &postgres::Error) -> Option<&str> {
+    error.as_db_error().map(|db| db.code().code())
+}
+
 fn is_wrong_state(error: &postgres::Error) -> bool {
     error
         .as_db_error()
@@ -193,6 +198,13 @@ impl Conn {
 
     fn is_closed(&self) -> bool {
         self.client.is_closed()
+    }
+
+    /// After a step on `id` committed: seals its audit row if no other sealer got there and
+    /// wakes the waiters, in a transaction of its own that does not wait for the disk (see
+    /// `approval_gate.wake`). Best effort: the step stands whatever happens here.
+    fn wake(&mut self, id: &str) {
+        let _ = self.execute("SELECT approval_gate.wake($1)", &[&id]);
     }
 }
 
@@ -622,15 +634,25 @@ impl PgStore {
             .collect())
     }
 
-    /// The chain's lines in order, and the head row.
+    /// The chain's lines in order, and the head row, after sealing every row committed so
+    /// far (a login that may not seal reads what is sealed).
     fn chain(&self) -> Result<(Vec<u8>, i64, String), Error> {
         self.read("audit", None, |client| {
+            if let Err(error) = client.execute("SELECT approval_gate.seal(true)", &[]) {
+                let code = error.as_db_error().map(|db| db.code().code());
+                if !matches!(code, Some("42501" | "AG004")) {
+                    return Err(error);
+                }
+            }
             let mut tx = client.client.build_transaction().read_only(true).start()?;
             // One snapshot for the lines and the head.
             tx.batch_execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")?;
             let head = tx.query_one("SELECT seq, hash FROM approval_gate.audit_head", &[])?;
             let mut bytes = Vec::new();
-            for row in tx.query("SELECT line FROM approval_gate.audit ORDER BY seq", &[])? {
+            for row in tx.query(
+                "SELECT line FROM approval_gate.audit WHERE seq IS NOT NULL ORDER BY seq",
+                &[],
+            )? {
                 bytes.extend_from_slice(row.get::<_, &str>(0).as_bytes());
                 bytes.push(b'\n');
             }
@@ -755,10 +777,12 @@ impl Store for PgStore {
         let event = event_name(entry.event);
         let ts = entry.ts.unix_millis();
         self.step(operation, id, entry.ts, |client| {
-            client.execute(
+            let done = client.execute(
                 "SELECT approval_gate.decide($1, $2, $3, $4::text::jsonb, $5::text::jsonb, $6)",
                 &[&id.as_str(), &operation, &event, &record, &details, &ts],
-            )
+            )?;
+            client.wake(id.as_str());
+            Ok(done)
         })
         .map(drop)
     }
@@ -785,24 +809,91 @@ impl Store for PgStore {
     fn count_live(&self) -> Result<usize, Error> {
         let count: i64 = self.read("count", None, |client| {
             Ok(client
-                .query_one("SELECT live FROM approval_gate.counts", &[])?
+                .query_one(
+                    "SELECT sum(live)::bigint FROM approval_gate.filing_slots",
+                    &[],
+                )?
                 .get(0))
         })?;
         Ok(usize::try_from(count).unwrap_or(usize::MAX))
     }
 
-    fn insert(&self, request: &Request, entry: &Entry<'_>) -> Result<(), Error> {
+    fn insert(&self, request: &Request, _: &Entry<'_>) -> Result<(), Error> {
+        // Filing is `file_at_once`, which applies the caps in the same transaction.
+        Err(Error::Database {
+            operation: "request",
+            problem: format!(
+                "request {}: the PostgreSQL store files only with the queue's caps",
+                request.id()
+            ),
+        })
+    }
+
+    fn file_at_once(
+        &self,
+        request: &Request,
+        caps: Caps,
+        entry: &Entry<'_>,
+    ) -> Option<Result<Filed, Error>> {
         let id = request.id();
-        let (record, payload) = split(request)?;
+        let split = split(request);
+        let (record, payload) = match split {
+            Ok(parts) => parts,
+            Err(error) => return Some(Err(error)),
+        };
         let details = details_text(entry.details);
         let ts = request.created_at().unix_millis();
-        self.step("request", id, entry.ts, |client| {
-            client.execute(
-                "SELECT approval_gate.file_request($1::text::jsonb, $2, $3::text::jsonb, $4)",
-                &[&record, &payload, &details, &ts],
-            )
+        let max_pending = i64::try_from(caps.max_pending).unwrap_or(i64::MAX);
+        let max_requests = i64::try_from(caps.max_requests).unwrap_or(i64::MAX);
+        let file = |exclusive: bool| {
+            self.pool.run_raw(Retry::Connect, |client| {
+                let found: Option<String> = client
+                    .query_one(
+                        "SELECT approval_gate.file_request($1::text::jsonb, $2, $3::text::jsonb, $4, $5, $6, $7)",
+                        &[&record, &payload, &details, &ts, &max_pending, &max_requests, &exclusive],
+                    )?
+                    .get(0);
+                if found.is_none() {
+                    client.wake(id.as_str());
+                }
+                Ok(found)
+            })
+        };
+        let mut filed = file(false);
+        if filed.as_ref().err().and_then(sqlstate) == Some("AG010") {
+            filed = file(true);
+        }
+        Some(match filed {
+            Ok(None) => Ok(Filed::New),
+            Ok(Some(existing)) => RequestId::parse(&existing)
+                .map(Filed::Duplicate)
+                .map_err(|_| Error::Database {
+                    operation: "request",
+                    problem: format!("the database named a malformed request id: {existing:?}"),
+                }),
+            Err(error) => {
+                let count = || {
+                    error
+                        .as_db_error()
+                        .and_then(|db| db.hint())
+                        .and_then(|hint| hint.parse().ok())
+                        .unwrap_or(usize::MAX)
+                };
+                match sqlstate(&error) {
+                    Some("AG008") => Err(Error::QueueFull {
+                        pending: count(),
+                        limit: caps.max_pending,
+                    }),
+                    Some("AG009") => Err(Error::CreationLimit {
+                        requests: count(),
+                        limit: caps.max_requests,
+                    }),
+                    // unique_violation: another request has this id.
+                    Some("23505") => Ok(Filed::IdTaken),
+                    _ => Err(map_error("request", Some(id), &error)),
+                }
+            }
         })
-        .map(drop)
     }
 
     fn pending_ids(&self) -> Result<Vec<RequestId>, Error> {
@@ -855,12 +946,14 @@ impl Store for PgStore {
         let details = details_text(entry.details);
         let ts = consumed_at.unix_millis();
         let outcome: String = self.step("consume", id, consumed_at, |client| {
-            Ok(client
+            let outcome = client
                 .query_one(
                     "SELECT approval_gate.claim($1, $2::text::jsonb, $3)",
                     &[&id.as_str(), &details, &ts],
                 )?
-                .get(0))
+                .get(0);
+            client.wake(id.as_str());
+            Ok(outcome)
         })?;
         match outcome.as_str() {
             "claimed" => Ok(true),
@@ -900,10 +993,12 @@ impl Store for PgStore {
         let started = off_runtime(|| {
             let mut client = lock.client.lock().unwrap_or_else(PoisonError::into_inner);
             let client = client.as_mut().expect("a held lock has its connection");
-            client.execute(
+            let done = client.execute(
                 "SELECT approval_gate.start_execution($1, $2::text::jsonb, $3)",
                 &[&id.as_str(), &details, &ts],
-            )
+            )?;
+            client.wake(id.as_str());
+            Ok::<_, postgres::Error>(done)
         });
         match started {
             Ok(_) => Ok(Held::new(Executing(lock))),
@@ -919,10 +1014,12 @@ impl Store for PgStore {
         let details = details_text(entry.details);
         let ts = entry.ts.unix_millis();
         self.step("execute", id, entry.ts, |client| {
-            client.execute(
+            let done = client.execute(
                 "SELECT approval_gate.finish_execution($1, $2::text::jsonb, $3)",
                 &[&id.as_str(), &details, &ts],
-            )
+            )?;
+            client.wake(id.as_str());
+            Ok(done)
         })
         .map(drop)
     }
@@ -930,7 +1027,12 @@ impl Store for PgStore {
     fn recover_executions(&self, now: Timestamp) -> Option<Result<Vec<RequestId>, Error>> {
         let ms = now.unix_millis();
         let recovered = self.pool.run("recover", None, Retry::Connect, |client| {
-            client.query("SELECT approval_gate.recover_executions($1)", &[&ms])
+            let rows = client.query("SELECT approval_gate.recover_executions($1)", &[&ms])?;
+            if !rows.is_empty() {
+                // Several requests, or one: every listener re-reads what it waits on.
+                client.wake("");
+            }
+            Ok(rows)
         });
         Some(match recovered {
             Ok(rows) => Ok(rows
@@ -975,10 +1077,12 @@ impl Store for PgStore {
         let details = details_text(entry.details);
         let ts = entry.ts.unix_millis();
         self.step("archive", id, entry.ts, |client| {
-            client.execute(
+            let done = client.execute(
                 "SELECT approval_gate.archive($1, $2::text::jsonb, $3)",
                 &[&id.as_str(), &details, &ts],
-            )
+            )?;
+            client.wake(id.as_str());
+            Ok(done)
         })
         .map(drop)
     }
@@ -1016,12 +1120,14 @@ impl Store for PgStore {
         let event = event_name(event);
         let seq: i64 = self
             .write(operation, id, |client| {
-                Ok(client
+                let pos = client
                     .query_one(
                         "SELECT approval_gate.refuse($1, $2, $3::text::jsonb, $4)",
                         &[&id.as_str(), &event, &details, &ms],
                     )?
-                    .get(0))
+                    .get(0);
+                client.wake(id.as_str());
+                Ok(pos)
             })
             .map_err(|e| e.unwrap_or_else(|e| map_error(operation, Some(id), &e)))?;
         Ok(u64::try_from(seq).unwrap_or(0))

@@ -45,21 +45,38 @@ CREATE TABLE IF NOT EXISTS approval_gate.requests (
     claimed_ms  bigint,
     started     boolean NOT NULL DEFAULT false,
     executing   boolean NOT NULL DEFAULT false,
-    archived    boolean NOT NULL DEFAULT false
+    archived    boolean NOT NULL DEFAULT false,
+    ask         text NOT NULL
 );
 CREATE INDEX IF NOT EXISTS requests_pending ON approval_gate.requests (id)
     WHERE status = 'pending' AND NOT archived;
 CREATE INDEX IF NOT EXISTS requests_executing ON approval_gate.requests (id) WHERE executing;
+-- Identical asks (action, operation, payload digest, requester) among the pending requests.
+CREATE INDEX IF NOT EXISTS requests_ask ON approval_gate.requests (ask)
+    WHERE status = 'pending' AND NOT archived;
 
--- The audit chain: each row is one line, `{"seq":…,…,"prev":"<hash of the line before>",
--- "hash":"<SHA-256 of the line up to its hash>"}`, built and hashed here.
+-- The audit chain: each row is one event, appended by the step it records, and sealed into
+-- the chain as one line, `{"seq":…,…,"prev":"<hash of the line before>","hash":"<SHA-256 of
+-- the line up to its hash>"}`, built and hashed here. Appending takes no lock every writer
+-- shares: a row gets its place in the chain (`seq`, `line`) from `seal`, which the appending
+-- transaction runs if no other sealer holds the head row, and which every later seal and
+-- every read of the chain runs too. So concurrent steps commit side by side (their WAL
+-- flushes shared), not one durable commit after another. Until sealed, a row has its event
+-- (`at_ms`, `event`, `id`, `details`) and no line.
+CREATE SEQUENCE IF NOT EXISTS approval_gate.audit_pos;
 CREATE TABLE IF NOT EXISTS approval_gate.audit (
-    seq   bigint PRIMARY KEY,
-    id    text NOT NULL,
-    event text NOT NULL,
-    line  text NOT NULL
+    pos     bigint PRIMARY KEY DEFAULT nextval('approval_gate.audit_pos'),
+    seq     bigint UNIQUE,
+    at_ms   bigint NOT NULL,
+    id      text NOT NULL,
+    event   text NOT NULL,
+    details jsonb,
+    line    text,
+    CHECK ((seq IS NULL) = (line IS NULL))
 );
+ALTER SEQUENCE approval_gate.audit_pos OWNED BY approval_gate.audit.pos;
 CREATE INDEX IF NOT EXISTS audit_by_request ON approval_gate.audit (id);
+CREATE INDEX IF NOT EXISTS audit_unsealed ON approval_gate.audit (pos) WHERE seq IS NULL;
 
 -- The head row: the sequence number and hash of the last line, so a cut tail is seen.
 CREATE TABLE IF NOT EXISTS approval_gate.audit_head (
@@ -71,14 +88,18 @@ INSERT INTO approval_gate.audit_head (one, seq, hash)
     VALUES (true, 0, '0000000000000000000000000000000000000000000000000000000000000000')
     ON CONFLICT DO NOTHING;
 
--- How many requests are live (not archived): what the creation limit counts, kept here so
--- filing does not count rows.
-CREATE TABLE IF NOT EXISTS approval_gate.counts (
-    one  boolean PRIMARY KEY DEFAULT true CHECK (one),
+-- Filing slots: a filing holds one (its row lock) until it commits, so at most as many
+-- filings as there are slots are ever in flight, and while the queue is far from its caps a
+-- filing needs only its own slot: filings commit side by side. Near a cap, a filing locks
+-- every slot and counts exactly. `live` counts the requests that are live (not archived), in
+-- parts: the creation limit is their sum, so filing never counts rows.
+CREATE TABLE IF NOT EXISTS approval_gate.filing_slots (
+    slot int PRIMARY KEY CHECK (slot BETWEEN 0 AND 7),
     live bigint NOT NULL
 );
-INSERT INTO approval_gate.counts (one, live)
-    VALUES (true, (SELECT count(*) FROM approval_gate.requests WHERE NOT archived))
+INSERT INTO approval_gate.filing_slots (slot, live)
+    SELECT s, CASE WHEN s = 0 THEN (SELECT count(*) FROM approval_gate.requests WHERE NOT archived) ELSE 0 END
+    FROM generate_series(0, 7) s
     ON CONFLICT DO NOTHING;
 
 INSERT INTO approval_gate.meta (key, value) VALUES ('schema_version', '1')
@@ -137,21 +158,39 @@ BEGIN
 END
 $$;
 
--- Appends one audit line for request `rid` and returns its sequence number; wakes waiters.
-CREATE OR REPLACE FUNCTION approval_gate.append(at_ms bigint, event text, rid text, details jsonb)
-RETURNS bigint
+-- Seals every committed unsealed row into the chain, in the order they were appended, and
+-- returns how many. With `wait` false it gives way at once to a sealer already at work (that
+-- one, or the next, seals what is left); with `wait` true it waits for it (a read of the
+-- chain). Nothing is sealed onto a chain that does not end where its head row says: the
+-- last line is there, hashes to the head's hash, and nothing follows it.
+--
+-- The order is safe for every request: its steps lock its row, so a later step's row is
+-- appended only after the earlier one committed, and any seal that sees the later row sees
+-- the earlier one, with a smaller `pos`.
+CREATE OR REPLACE FUNCTION approval_gate.seal(wait boolean) RETURNS bigint
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
     v_seq bigint;
     v_prev text;
-    v_fields jsonb := coalesce(details, '{}'::jsonb) - ARRAY['seq', 'ts', 'event', 'id', 'prev', 'hash'];
     v_text text;
+    v_fields jsonb;
     v_prefix text;
     v_hash text;
+    v_sealed bigint := 0;
+    r record;
 BEGIN
-    SELECT h.seq, h.hash INTO v_seq, v_prev FROM approval_gate.audit_head h WHERE h.one FOR UPDATE;
-    -- Nothing is appended to a chain that does not end where its head row says: the last
-    -- line is there, hashes to the head's hash, and nothing follows it.
+    IF NOT EXISTS (SELECT FROM approval_gate.audit a WHERE a.seq IS NULL) THEN
+        RETURN 0; -- the common case after a step that sealed its own row
+    END IF;
+    IF wait THEN
+        SELECT h.seq, h.hash INTO v_seq, v_prev FROM approval_gate.audit_head h WHERE h.one FOR UPDATE;
+    ELSE
+        SELECT h.seq, h.hash INTO v_seq, v_prev FROM approval_gate.audit_head h WHERE h.one
+            FOR UPDATE SKIP LOCKED;
+        IF NOT FOUND THEN
+            RETURN 0;
+        END IF;
+    END IF;
     IF v_seq > 0 THEN
         SELECT a.line INTO v_text FROM approval_gate.audit a WHERE a.seq = v_seq;
         IF v_text IS NULL
@@ -166,20 +205,59 @@ BEGIN
         RAISE EXCEPTION USING ERRCODE = 'AG007', HINT = (v_seq + 1)::text,
             MESSAGE = 'lines past the head row: they were added by hand';
     END IF;
-    v_seq := v_seq + 1;
-    v_text := v_fields::text;
-    v_prefix := '{"seq":' || v_seq
-        || ',"ts":' || to_json(approval_gate.ts_text(at_ms))::text
-        || ',"event":' || to_json(event)::text
-        || ',"id":' || to_json(rid)::text
-        || CASE WHEN v_fields = '{}'::jsonb THEN '' ELSE ',' || substr(v_text, 2, length(v_text) - 2) END
-        || ',"prev":"' || v_prev || '"';
-    v_hash := encode(sha256(convert_to(v_prefix, 'UTF8')), 'hex');
-    INSERT INTO approval_gate.audit (seq, id, event, line)
-        VALUES (v_seq, rid, event, v_prefix || ',"hash":"' || v_hash || '"}');
-    UPDATE approval_gate.audit_head SET seq = v_seq, hash = v_hash WHERE one;
+    FOR r IN SELECT a.pos, a.at_ms, a.event, a.id, a.details FROM approval_gate.audit a
+             WHERE a.seq IS NULL ORDER BY a.pos LOOP
+        v_seq := v_seq + 1;
+        v_fields := coalesce(r.details, '{}'::jsonb) - ARRAY['seq', 'ts', 'event', 'id', 'prev', 'hash'];
+        v_text := v_fields::text;
+        v_prefix := '{"seq":' || v_seq
+            || ',"ts":' || to_json(approval_gate.ts_text(r.at_ms))::text
+            || ',"event":' || to_json(r.event)::text
+            || ',"id":' || to_json(r.id)::text
+            || CASE WHEN v_fields = '{}'::jsonb THEN '' ELSE ',' || substr(v_text, 2, length(v_text) - 2) END
+            || ',"prev":"' || v_prev || '"';
+        v_hash := encode(sha256(convert_to(v_prefix, 'UTF8')), 'hex');
+        UPDATE approval_gate.audit
+            SET seq = v_seq, line = v_prefix || ',"hash":"' || v_hash || '"}', details = NULL
+            WHERE pos = r.pos;
+        v_prev := v_hash;
+        v_sealed := v_sealed + 1;
+    END LOOP;
+    IF v_sealed > 0 THEN
+        UPDATE approval_gate.audit_head SET seq = v_seq, hash = v_prev WHERE one;
+    END IF;
+    RETURN v_sealed;
+END
+$$;
+
+-- Appends the audit row of one step on request `rid`, in the step's transaction, and seals
+-- it into the chain unless another sealer is at work; returns its position. Waiters are
+-- woken by the client once the step has committed (NOTIFY would serialise every commit).
+CREATE OR REPLACE FUNCTION approval_gate.append(at_ms bigint, event text, rid text, details jsonb)
+RETURNS bigint
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    v_pos bigint;
+BEGIN
+    INSERT INTO approval_gate.audit (at_ms, id, event, details)
+        VALUES (at_ms, rid, event, coalesce(details, '{}'::jsonb))
+        RETURNING pos INTO v_pos;
+    PERFORM approval_gate.seal(false);
+    RETURN v_pos;
+END
+$$;
+
+-- Run by the client once a step has committed: seals what it can and wakes the waiters on
+-- `rid` (every listener re-reads; the payload is a hint). Its own transaction commits without
+-- waiting for the disk: a lost seal is sealed again by the next one, a lost wake-up is covered
+-- by the waiters' fallback timer, and NOTIFY in a durable step would make every step's commit
+-- wait for the one before it.
+CREATE OR REPLACE FUNCTION approval_gate.wake(rid text) RETURNS void
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+BEGIN
+    PERFORM set_config('synchronous_commit', 'off', true);
+    PERFORM approval_gate.seal(false);
     PERFORM pg_notify('approval_gate', rid);
-    RETURN v_seq;
 END
 $$;
 
@@ -210,10 +288,24 @@ $$;
 
 -- ----------------------------------------------------------------------------- the steps
 
--- Files a pending request (agents). Outside a superuser session the database's clock sets
+-- Files a pending request (agents), or finds an identical one pending: returns NULL when it
+-- filed, else the id of that request. Outside a superuser session the database's clock sets
 -- `createdAt`, and `expiresAt` keeps the asked time to live from there.
-CREATE OR REPLACE FUNCTION approval_gate.file_request(record jsonb, payload text, details jsonb, given_ms bigint)
-RETURNS bigint
+--
+-- Everything the queue's rules need is decided here, in the filing's own transaction, so
+-- filings need no lock every filing shares:
+-- - identical asks file one at a time (a transaction advisory lock on the ask), so the second
+--   finds the first;
+-- - the caps (`max_pending` pending requests not past their expiry, `max_requests` live ones)
+--   hold exactly: a filing takes one of the 8 filing slots and needs no more while the counts
+--   it reads, plus 8, are within the caps (at most 8 filings are in flight, itself included);
+--   otherwise it locks every slot, waiting for the filings in flight, and counts exactly.
+--   With `exclusive` it does that at once; AG010 asks the caller to run it again that way,
+--   when the counts grew past the margin after it took its slot.
+DROP FUNCTION IF EXISTS approval_gate.file_request(jsonb, text, jsonb, bigint);
+CREATE OR REPLACE FUNCTION approval_gate.file_request(record jsonb, payload text, details jsonb,
+    given_ms bigint, max_pending bigint, max_requests bigint, exclusive boolean)
+RETURNS text
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
     v_rec jsonb := record;
@@ -221,6 +313,12 @@ DECLARE
     v_created bigint;
     v_expires bigint;
     v_now bigint;
+    v_ask text;
+    v_found text;
+    v_slot int;
+    v_pending bigint;
+    v_live bigint;
+    c_slots constant int := 8;
 BEGIN
     PERFORM approval_gate.require('file requests', ARRAY['approval_gate_agent']);
     IF v_rec->>'status' IS DISTINCT FROM 'pending' OR v_rec ? 'payload'
@@ -243,10 +341,62 @@ BEGIN
     IF v_expires <= v_created THEN
         RAISE EXCEPTION USING ERRCODE = 'AG005', MESSAGE = 'a request must expire after it is filed';
     END IF;
-    INSERT INTO approval_gate.requests (id, record, payload, status, created_ms, expires_ms)
-        VALUES (v_id, v_rec, payload, 'pending', v_created, v_expires);
-    UPDATE approval_gate.counts SET live = live + 1 WHERE one;
-    RETURN approval_gate.append(v_now, 'requested', v_id, details);
+    v_ask := encode(sha256(convert_to(jsonb_build_array(v_rec->'action', v_rec->'operation',
+        v_rec->'payloadDigest', v_rec->'requestedBy')::text, 'UTF8')), 'hex');
+
+    PERFORM pg_advisory_xact_lock(1095192404, hashtext(v_ask));
+    SELECT r.id INTO v_found FROM approval_gate.requests r
+        WHERE r.ask = v_ask AND r.status = 'pending' AND NOT r.archived AND r.expires_ms >= v_now
+        ORDER BY r.created_ms, r.id LIMIT 1;
+    IF FOUND THEN
+        RETURN v_found;
+    END IF;
+
+    IF NOT exclusive THEN
+        SELECT count(*) INTO v_pending FROM approval_gate.requests r
+            WHERE r.status = 'pending' AND NOT r.archived AND r.expires_ms >= v_now;
+        SELECT sum(s.live) INTO v_live FROM approval_gate.filing_slots s;
+        IF v_pending + c_slots <= max_pending AND v_live + c_slots <= max_requests THEN
+            SELECT s.slot INTO v_slot FROM approval_gate.filing_slots s
+                ORDER BY s.slot FOR UPDATE SKIP LOCKED LIMIT 1;
+            IF v_slot IS NULL THEN
+                -- Every slot busy: wait for one (holding no other, so no deadlock).
+                SELECT s.slot INTO v_slot FROM approval_gate.filing_slots s
+                    WHERE s.slot = pg_backend_pid() % c_slots FOR UPDATE;
+            END IF;
+        END IF;
+        IF v_slot IS NOT NULL THEN
+            -- Counted again with the slot held: what was filed meanwhile is in these counts.
+            SELECT count(*) INTO v_pending FROM approval_gate.requests r
+                WHERE r.status = 'pending' AND NOT r.archived AND r.expires_ms >= v_now;
+            SELECT sum(s.live) INTO v_live FROM approval_gate.filing_slots s;
+            IF v_pending + c_slots > max_pending OR v_live + c_slots > max_requests THEN
+                RAISE EXCEPTION USING ERRCODE = 'AG010',
+                    MESSAGE = 'the queue neared its caps: file again with every filing slot';
+            END IF;
+        END IF;
+    END IF;
+    IF v_slot IS NULL THEN
+        PERFORM FROM approval_gate.filing_slots s ORDER BY s.slot FOR UPDATE;
+        v_slot := 0;
+        SELECT count(*) INTO v_pending FROM approval_gate.requests r
+            WHERE r.status = 'pending' AND NOT r.archived AND r.expires_ms >= v_now;
+        IF v_pending >= max_pending THEN
+            RAISE EXCEPTION USING ERRCODE = 'AG008', HINT = v_pending::text,
+                MESSAGE = format('the queue is full: %s pending requests', v_pending);
+        END IF;
+        SELECT sum(s.live) INTO v_live FROM approval_gate.filing_slots s;
+        IF v_live >= max_requests THEN
+            RAISE EXCEPTION USING ERRCODE = 'AG009', HINT = v_live::text,
+                MESSAGE = format('the creation limit is reached: %s live requests', v_live);
+        END IF;
+    END IF;
+
+    INSERT INTO approval_gate.requests (id, record, payload, status, created_ms, expires_ms, ask)
+        VALUES (v_id, v_rec, payload, 'pending', v_created, v_expires, v_ask);
+    UPDATE approval_gate.filing_slots SET live = live + 1 WHERE slot = v_slot;
+    PERFORM approval_gate.append(v_now, 'requested', v_id, details);
+    RETURN NULL;
 END
 $$;
 
@@ -484,6 +634,7 @@ LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path = pg_catalog, pg_temp
 DECLARE
     r approval_gate.requests;
     v_now bigint;
+    v_slot int;
 BEGIN
     PERFORM approval_gate.require('archive', ARRAY['approval_gate_approver']);
     r := approval_gate.locked(rid);
@@ -494,7 +645,10 @@ BEGIN
             CASE WHEN r.executing THEN 'executing' ELSE 'not finished' END);
     END IF;
     UPDATE approval_gate.requests SET archived = true WHERE id = rid;
-    UPDATE approval_gate.counts SET live = live - 1 WHERE one;
+    -- One request fewer live, in a free filing slot's part (or, if every slot is busy, in
+    -- the first one's, once it is free).
+    SELECT s.slot INTO v_slot FROM approval_gate.filing_slots s ORDER BY s.slot FOR UPDATE SKIP LOCKED LIMIT 1;
+    UPDATE approval_gate.filing_slots SET live = live - 1 WHERE slot = coalesce(v_slot, 0);
     RETURN approval_gate.append(v_now, 'archived', rid, details);
 END
 $$;
@@ -503,15 +657,19 @@ $$;
 
 REVOKE ALL ON ALL TABLES IN SCHEMA approval_gate FROM PUBLIC;
 REVOKE ALL ON ALL FUNCTIONS IN SCHEMA approval_gate FROM PUBLIC;
+REVOKE ALL ON ALL SEQUENCES IN SCHEMA approval_gate FROM PUBLIC;
+REVOKE ALL ON ALL SEQUENCES IN SCHEMA approval_gate
+    FROM approval_gate_agent, approval_gate_approver, approval_gate_executor;
 REVOKE ALL ON ALL TABLES IN SCHEMA approval_gate
     FROM approval_gate_agent, approval_gate_approver, approval_gate_executor;
 REVOKE ALL ON ALL FUNCTIONS IN SCHEMA approval_gate
     FROM approval_gate_agent, approval_gate_approver, approval_gate_executor;
 GRANT USAGE ON SCHEMA approval_gate TO approval_gate_agent, approval_gate_approver, approval_gate_executor;
 GRANT SELECT ON approval_gate.meta, approval_gate.requests, approval_gate.audit, approval_gate.audit_head,
-    approval_gate.counts
+    approval_gate.filing_slots
     TO approval_gate_agent, approval_gate_approver, approval_gate_executor;
-GRANT EXECUTE ON FUNCTION approval_gate.file_request(jsonb, text, jsonb, bigint) TO approval_gate_agent;
+GRANT EXECUTE ON FUNCTION approval_gate.file_request(jsonb, text, jsonb, bigint, bigint, bigint, boolean)
+    TO approval_gate_agent;
 GRANT EXECUTE ON FUNCTION approval_gate.decide(text, text, text, jsonb, jsonb, bigint)
     TO approval_gate_agent, approval_gate_approver, approval_gate_executor;
 GRANT EXECUTE ON FUNCTION approval_gate.claim(text, jsonb, bigint) TO approval_gate_executor;
@@ -520,4 +678,6 @@ GRANT EXECUTE ON FUNCTION approval_gate.start_execution(text, jsonb, bigint) TO 
 GRANT EXECUTE ON FUNCTION approval_gate.finish_execution(text, jsonb, bigint) TO approval_gate_executor;
 GRANT EXECUTE ON FUNCTION approval_gate.archive(text, jsonb, bigint) TO approval_gate_approver;
 GRANT EXECUTE ON FUNCTION approval_gate.recover_executions(bigint)
+    TO approval_gate_agent, approval_gate_approver, approval_gate_executor;
+GRANT EXECUTE ON FUNCTION approval_gate.seal(boolean), approval_gate.wake(text)
     TO approval_gate_agent, approval_gate_approver, approval_gate_executor;
