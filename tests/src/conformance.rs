@@ -22,7 +22,8 @@ macro_rules! conformance {
                 approve_versus_deny_has_one_winner,
                 revoke_versus_execute_never_both,
                 expiry_versus_consume_has_one_consistent_outcome,
-                approve_versus_expiry_has_one_outcome;
+                approve_versus_expiry_has_one_outcome,
+                concurrent_filings_keep_the_caps_and_deduplication_exact;
             lifecycle:
                 a_request_starts_pending_and_never_authorizes,
                 every_non_approved_state_refuses_consume_with_its_own_reason,

@@ -2,6 +2,12 @@
 //!
 //! Usage: `approval-gate-child <store> <id> <action> <runs-file> [operation] [payload-json]`
 //!
+//! Or `approval-gate-child --serve <store> <operation> <payload-json>`: opens the store once,
+//! prints `ready`, then for each line `<id>\t<action>\t<runs-file>` on stdin runs one
+//! `execute_approved` and prints its exit code as below (then a space and the error, for 4),
+//! until stdin ends. The races use it so that a trial's processes are all running, their
+//! stores open, when the trial starts.
+//!
 //! `<store>` is a store location as `--store` takes it (a directory, or a URL of any
 //! backend this build has), so the same races and crashes run against every backend.
 //!
@@ -20,6 +26,9 @@ fn main() -> ExitCode {
     // Reads FAILPOINTS, e.g. `consume::after_claim=return(kill)`.
     let _failpoints = fail::FailScenario::setup();
     let args: Vec<String> = std::env::args().skip(1).collect();
+    if args.first().map(String::as_str) == Some("--serve") && args.len() == 4 {
+        return serve(&args[1], &args[2], &args[3]);
+    }
     if args.len() < 4 {
         eprintln!(
             "usage: approval-gate-child <store> <id> <action> <runs-file> [operation] [payload]"
@@ -36,8 +45,49 @@ fn main() -> ExitCode {
     }
 }
 
+/// The `--serve` loop.
+fn serve(store: &str, operation: &str, payload: &str) -> ExitCode {
+    let gate =
+        match Location::parse(store).and_then(|location| Gate::builder().store(location).open()) {
+            Ok(gate) => gate,
+            Err(error) => {
+                eprintln!("{}: {error}", error.code());
+                return ExitCode::from(4);
+            }
+        };
+    let mut out = std::io::stdout().lock();
+    if writeln!(out, "ready").and_then(|()| out.flush()).is_err() {
+        return ExitCode::from(2);
+    }
+    for line in std::io::stdin().lines() {
+        let Ok(line) = line else { break };
+        let fields: Vec<&str> = line.split('\t').collect();
+        let [id, action, runs] = fields[..] else {
+            eprintln!("expected <id>\\t<action>\\t<runs-file>, got {line:?}");
+            return ExitCode::from(2);
+        };
+        let args = [store, id, action, runs, operation, payload].map(str::to_owned);
+        let answer = match execute(&gate, &args) {
+            Ok(()) => "0".to_owned(),
+            Err(Error::AlreadyConsumed(_)) => "3".to_owned(),
+            Err(other) => format!("4 {}: {other}", other.code()),
+        };
+        if writeln!(out, "{answer}")
+            .and_then(|()| out.flush())
+            .is_err()
+        {
+            return ExitCode::from(2);
+        }
+    }
+    ExitCode::SUCCESS
+}
+
 fn run(args: &[String]) -> Result<(), Error> {
     let gate = Gate::builder().store(Location::parse(&args[0])?).open()?;
+    execute(&gate, args)
+}
+
+fn execute(gate: &Gate, args: &[String]) -> Result<(), Error> {
     let id = RequestId::parse(&args[1])?;
     let mut binding = Binding::new(args[2].as_str());
     if let Some(op) = args.get(4).filter(|s| !s.is_empty()) {

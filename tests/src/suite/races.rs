@@ -12,6 +12,9 @@ use crate::{Subject, binding, child_binary};
 
 /// 64 processes race to execute one approval, 100 times: exactly one closure runs, one
 /// `consumed` line, 63 `consume_replayed`.
+///
+/// The 64 processes start once, each opening the store (`approval-gate-child --serve`); each
+/// trial hands all of them the same approval at once and collects their 64 answers.
 pub fn sixty_four_processes_race_to_execute_one_approval_and_exactly_one_runs(
     backend: &dyn Backend,
 ) {
@@ -20,8 +23,13 @@ pub fn sixty_four_processes_race_to_execute_one_approval_and_exactly_one_runs(
     let tmp = tempfile::tempdir().unwrap();
     let store = backend.fresh();
     let gate = store.gate();
-    let child = child_binary();
     let payload = r#"{"to":"alice@example.com","cents":100}"#;
+    let mut children: Vec<Server> = (0..PROCESSES)
+        .map(|_| Server::start(store.location(), "pay", payload))
+        .collect();
+    for child in &mut children {
+        assert_eq!(child.answer(), "ready", "a child opened the store");
+    }
     for trial in 0..TRIALS {
         let action = format!("pay alice, trial {trial}");
         let submitted = gate
@@ -34,32 +42,16 @@ pub fn sixty_four_processes_race_to_execute_one_approval_and_exactly_one_runs(
         let id = submitted.request.id();
         gate.approve(id, &Decision::by("tester")).unwrap();
         let runs = tmp.path().join(format!("runs-{trial}"));
-        let children: Vec<_> = (0..PROCESSES)
-            .map(|_| {
-                Command::new(&child)
-                    .args([
-                        store.location().as_ref(),
-                        id.as_str().as_ref(),
-                        action.as_ref(),
-                        runs.as_os_str(),
-                    ])
-                    .args(["pay", payload])
-                    .stdout(Stdio::null())
-                    .stderr(Stdio::piped())
-                    .spawn()
-                    .expect("spawn child")
-            })
-            .collect();
+        let order = format!("{id}\t{action}\t{}\n", runs.display());
+        for child in &mut children {
+            child.send(&order);
+        }
         let mut winners = 0;
-        for child in children {
-            let out = child.wait_with_output().unwrap();
-            match out.status.code() {
-                Some(0) => winners += 1,
-                Some(3) => {}
-                other => panic!(
-                    "trial {trial}: child exited {other:?}: {}",
-                    String::from_utf8_lossy(&out.stderr)
-                ),
+        for child in &mut children {
+            match child.answer().as_str() {
+                "0" => winners += 1,
+                "3" => {}
+                other => panic!("trial {trial}: a child answered {other:?}"),
             }
         }
         let executions = std::fs::read_to_string(&runs)
@@ -68,15 +60,78 @@ pub fn sixty_four_processes_race_to_execute_one_approval_and_exactly_one_runs(
             .count();
         assert_eq!(winners, 1, "trial {trial}: winners");
         assert_eq!(executions, 1, "trial {trial}: closure runs");
+        // This trial's lines, read once (the chain grows by 66 a trial).
+        let lines = gate.audit_records().unwrap();
+        let count = |event| {
+            lines
+                .iter()
+                .filter(|r| r.id == id && r.event == event)
+                .count()
+        };
         assert_eq!(
-            count(&gate, id, AuditEvent::Consumed),
+            count(AuditEvent::Consumed),
             1,
             "trial {trial}: consumed lines"
         );
-        assert_eq!(count(&gate, id, AuditEvent::ExecutionStarted), 1);
-        assert_eq!(count(&gate, id, AuditEvent::ConsumeReplayed), PROCESSES - 1);
+        assert_eq!(count(AuditEvent::ExecutionStarted), 1);
+        assert_eq!(count(AuditEvent::ConsumeReplayed), PROCESSES - 1);
+    }
+    for child in children {
+        child.finish();
     }
     gate.verify_audit().unwrap();
+}
+
+/// One `approval-gate-child --serve` process.
+struct Server {
+    child: std::process::Child,
+    input: std::process::ChildStdin,
+    output: std::io::BufReader<std::process::ChildStdout>,
+}
+
+impl Server {
+    fn start(store: &str, operation: &str, payload: &str) -> Self {
+        let mut child = Command::new(child_binary())
+            .arg("--serve")
+            .arg(store)
+            .args([operation, payload])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("spawn child");
+        let input = child.stdin.take().expect("piped stdin");
+        let output = std::io::BufReader::new(child.stdout.take().expect("piped stdout"));
+        Self {
+            child,
+            input,
+            output,
+        }
+    }
+
+    fn send(&mut self, line: &str) {
+        use std::io::Write as _;
+        self.input
+            .write_all(line.as_bytes())
+            .expect("write to a child");
+        self.input.flush().expect("flush to a child");
+    }
+
+    /// Its next line, without the newline.
+    fn answer(&mut self) -> String {
+        use std::io::BufRead as _;
+        let mut line = String::new();
+        self.output.read_line(&mut line).expect("read from a child");
+        assert!(line.ends_with('\n'), "a child ended early: {line:?}");
+        line.pop();
+        line
+    }
+
+    fn finish(mut self) {
+        drop(self.input);
+        let status = self.child.wait().expect("wait for a child");
+        assert!(status.success(), "a child exited {status}");
+    }
 }
 
 /// Runs `a` and `b` on two threads released at the same instant.
@@ -222,5 +277,98 @@ pub fn approve_versus_expiry_has_one_outcome(backend: &dyn Backend) {
         let decisions =
             count(&fx.gate, id, AuditEvent::Approved) + count(&fx.gate, id, AuditEvent::Expired);
         assert_eq!(decisions, 1);
+    }
+}
+
+/// 16 gates file at the same instant, 10 times each way: the queue cap, the creation limit
+/// and de-duplication hold exactly, however the store serialises filings (the directory
+/// store locks; the PostgreSQL store files side by side).
+pub fn concurrent_filings_keep_the_caps_and_deduplication_exact(backend: &dyn Backend) {
+    const GATES: usize = 16;
+    const TRIALS: usize = 10;
+    /// Files one ask from each of `GATES` gates released together: their outcomes.
+    fn file_all(
+        backend: &dyn Backend,
+        limits: approval_gate::Limits,
+        ask: impl Fn(usize) -> NewRequest + Sync,
+    ) -> Vec<Result<approval_gate::Submitted, Error>> {
+        let store = backend.fresh();
+        let gates: Vec<_> = (0..GATES).map(|_| store.open(None, limits)).collect();
+        let barrier = Barrier::new(GATES);
+        let outcomes = std::thread::scope(|s| {
+            let handles: Vec<_> = gates
+                .iter()
+                .enumerate()
+                .map(|(i, gate)| {
+                    let (barrier, ask) = (&barrier, &ask);
+                    s.spawn(move || {
+                        barrier.wait();
+                        gate.request_approval(ask(i))
+                    })
+                })
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| h.join().unwrap())
+                .collect::<Vec<_>>()
+        });
+        let live = store
+            .gate()
+            .list(approval_gate::ListFilter::Pending, None, 100)
+            .unwrap()
+            .items
+            .len();
+        let filed = outcomes
+            .iter()
+            .filter(|o| o.as_ref().is_ok_and(|s| !s.deduplicated))
+            .count();
+        assert_eq!(live, filed, "every request filed is pending, and no other");
+        store.gate().verify_audit().unwrap();
+        outcomes
+    }
+    for trial in 0..TRIALS {
+        // Queue cap: 12 of 16 distinct asks get in. (Caps above the PostgreSQL store's
+        // margin of 8 filings in flight, so that its filings start side by side and end
+        // counting exactly.)
+        let outcomes = file_all(
+            backend,
+            approval_gate::Limits::default().max_pending(12),
+            |i| NewRequest::new(format!("ask {i}"), "r"),
+        );
+        let filed = outcomes.iter().filter(|o| o.is_ok()).count();
+        let full = outcomes
+            .iter()
+            .filter(|o| matches!(o, Err(Error::QueueFull { limit: 12, .. })))
+            .count();
+        assert_eq!((filed, full), (12, GATES - 12), "trial {trial}: queue cap");
+        // Creation limit: 11 of 16.
+        let outcomes = file_all(
+            backend,
+            approval_gate::Limits::default().max_requests(11),
+            |i| NewRequest::new(format!("ask {i}"), "r"),
+        );
+        let filed = outcomes.iter().filter(|o| o.is_ok()).count();
+        let limited = outcomes
+            .iter()
+            .filter(|o| matches!(o, Err(Error::CreationLimit { limit: 11, .. })))
+            .count();
+        assert_eq!(
+            (filed, limited),
+            (11, GATES - 11),
+            "trial {trial}: creation limit"
+        );
+        // Sixteen identical asks: one request, fifteen times found.
+        let outcomes = file_all(backend, approval_gate::Limits::default(), |_| {
+            NewRequest::new("the same ask", "r").requested_by("agent")
+        });
+        let ids: std::collections::BTreeSet<_> = outcomes
+            .iter()
+            .map(|o| o.as_ref().unwrap().request.id())
+            .collect();
+        let fresh = outcomes
+            .iter()
+            .filter(|o| !o.as_ref().unwrap().deduplicated)
+            .count();
+        assert_eq!((ids.len(), fresh), (1, 1), "trial {trial}: de-duplication");
     }
 }
