@@ -3,8 +3,7 @@
 //! compiler output next to each), and every supported function shape builds (`ui/pass/*.rs`).
 //!
 //! After changing a message, regenerate the `.stderr` files with `TRYBUILD=overwrite cargo
-//! test -p approval-gate --test ui` and review the diff.
-#![cfg(feature = "macros")]
+//! test -p approval-gate-ui-tests --test ui` and review the diff.
 
 #[test]
 fn ui() {
