@@ -1201,3 +1201,90 @@ impl Store for PgStore {
         Ok(Held::new(StopOnDrop(stop)))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::request::NewRequest;
+
+    /// The server of `APPROVAL_GATE_TEST_PG` (a superuser URL), which `.ci/run` sets; without
+    /// it these tests have nothing to run against, which in CI is a failure.
+    fn admin_url() -> Option<String> {
+        let url = std::env::var("APPROVAL_GATE_TEST_PG").ok();
+        assert!(
+            url.is_some() || std::env::var_os("CI").is_none(),
+            "APPROVAL_GATE_TEST_PG is not set: the PostgreSQL tests cannot run"
+        );
+        url
+    }
+
+    /// A new database with the schema, dropped at the end of `test`.
+    fn with_store(test: impl FnOnce(&PgStore) + std::panic::UnwindSafe) {
+        let Some(admin) = admin_url() else { return };
+        let name = format!("agunit_{}", std::process::id());
+        let base = admin.rsplit_once('/').expect("a URL ending in /database").0;
+        let url = format!("{base}/{name}");
+        let run = |sql: String| {
+            let admin = admin.clone();
+            std::thread::spawn(move || {
+                let mut client = postgres::Client::connect(&admin, NoTls).expect("connect");
+                client.batch_execute(&sql).expect("admin SQL");
+            })
+            .join()
+            .expect("admin thread");
+        };
+        run(format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"));
+        run(format!("CREATE DATABASE {name}"));
+        init(&url).expect("db init");
+        let outcome = std::panic::catch_unwind(|| test(&PgStore::open(&url).expect("open")));
+        run(format!("DROP DATABASE {name} WITH (FORCE)"));
+        if let Err(panic) = outcome {
+            std::panic::resume_unwind(panic);
+        }
+    }
+
+    fn file(store: &PgStore, id: &str, action: &str) -> Result<Filed, Error> {
+        let now = Timestamp::from_unix_millis(1_767_225_600_000);
+        let request = Request::new(
+            RequestId::parse(id).unwrap(),
+            NewRequest::new(action, "unit"),
+            now,
+            Duration::from_secs(600),
+            1,
+        );
+        let details = Map::new();
+        let entry = Entry {
+            ts: now,
+            event: AuditEvent::Requested,
+            details: &details,
+        };
+        let caps = Caps {
+            max_pending: 100,
+            max_requests: 100,
+        };
+        store
+            .file_at_once(&request, caps, &entry)
+            .expect("the PostgreSQL store files at once")
+    }
+
+    /// The one path that asks for another id: the database's unique key, not a check before
+    /// (two filings may pick the same id at once).
+    #[test]
+    fn a_taken_id_asks_for_another_and_files_nothing() {
+        with_store(|store| {
+            assert_eq!(file(store, "a1b2c3d4e5f6", "first").unwrap(), Filed::New);
+            assert_eq!(
+                file(store, "a1b2c3d4e5f6", "second").unwrap(),
+                Filed::IdTaken
+            );
+            // The same ask again is found, not filed.
+            assert_eq!(
+                file(store, "0123456789ab", "first").unwrap(),
+                Filed::Duplicate(RequestId::parse("a1b2c3d4e5f6").unwrap())
+            );
+            assert_eq!(store.count_live().unwrap(), 1);
+            let lines = store.records().expect("the chain");
+            assert_eq!(lines.len(), 1, "one requested line: {lines:?}");
+        });
+    }
+}
