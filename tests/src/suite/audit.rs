@@ -45,6 +45,17 @@ pub fn every_event_of_a_lifecycle_is_logged_and_the_chain_verifies(backend: &dyn
             .enumerate()
             .all(|(i, r)| r.seq == i as u64 + 1)
     );
+    // What was asked is on its `requested` line; a quorum's size only where above one.
+    let asked = &records[0].details;
+    assert_eq!(asked["action"], "a");
+    assert_eq!(
+        asked["expiresAt"],
+        serde_json::to_value(fx.gate.status(id).unwrap().request().expires_at()).unwrap()
+    );
+    for field in ["reason", "requestedBy", "operation", "payloadDigest"] {
+        assert!(asked.contains_key(field), "{field} in {asked:?}");
+    }
+    assert!(!asked.contains_key("requiredApprovals"), "{asked:?}");
     assert_eq!(records[4].details["decidedBy"], "bob");
     assert_eq!(records[4].details["reason"], "wrong recipient");
     assert_eq!(fx.gate.verify_audit().unwrap().lines, 8);

@@ -143,6 +143,17 @@ pub fn a_quorum_of_signed_approvals_runs_exactly_once(backend: &dyn Backend) {
         2,
         "recorded when filed"
     );
+    let requested = fx
+        .gate
+        .audit_records()
+        .unwrap()
+        .into_iter()
+        .find(|r| r.id == id && r.event == AuditEvent::Requested)
+        .expect("a requested line");
+    assert_eq!(
+        requested.details["requiredApprovals"], 2,
+        "and on its requested line"
+    );
 
     let first = approve_as(&fx.gate, id, &team.alice).unwrap();
     assert_eq!(first.effective_status(), EffectiveStatus::Pending);
