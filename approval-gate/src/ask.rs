@@ -101,6 +101,9 @@ impl Gate {
         new: &NewRequest,
         ttl: std::time::Duration,
     ) -> Result<Option<Submitted>, Error> {
+        if !self.store().files_at_once() {
+            return Ok(None);
+        }
         let limits = self.limits();
         let caps = Caps {
             max_pending: limits.max_pending,

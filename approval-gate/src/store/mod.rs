@@ -277,10 +277,15 @@ pub(crate) trait Store: Send + Sync + fmt::Debug {
     /// Files a new pending request, indexed as pending. Errors after the record may exist
     /// are [`Error::DurabilityUnknown`] for `request`.
     fn insert(&self, request: &Request, entry: &Entry<'_>) -> Result<(), Error>;
+    /// Whether the store files through [`file_at_once`](Store::file_at_once), not under
+    /// [`lock_filing`](Store::lock_filing) with [`insert`](Store::insert).
+    fn files_at_once(&self) -> bool {
+        false
+    }
     /// Files `request` in one step of the store's own that also applies the queue's caps and
     /// finds an identical pending request, all atomically, so that filings need not be
-    /// serialised by [`lock_filing`](Store::lock_filing). `None`: the store has no such step,
-    /// and the lifecycle files under `lock_filing` with [`insert`](Store::insert).
+    /// serialised by [`lock_filing`](Store::lock_filing). `None`: the store has no such step
+    /// (see [`files_at_once`](Store::files_at_once)).
     fn file_at_once(
         &self,
         _request: &Request,

@@ -829,6 +829,10 @@ impl Store for PgStore {
         })
     }
 
+    fn files_at_once(&self) -> bool {
+        true
+    }
+
     fn file_at_once(
         &self,
         request: &Request,
