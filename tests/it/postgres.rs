@@ -183,8 +183,9 @@ const TABLES: [(&str, &str); 4] = [
 ];
 
 /// EXECUTE on these is revoked from everyone: only the schema's own functions call them.
-const HELPERS: [&str; 9] = [
+const HELPERS: [&str; 10] = [
     "SELECT approval_gate.append(0, 'requested', 'a1b2c3d4e5f6', '{}'::jsonb)",
+    "SELECT approval_gate.queue(0)",
     "SELECT approval_gate.now_ms(0)",
     "SELECT approval_gate.who('somebody')",
     "SELECT approval_gate.locked('a1b2c3d4e5f6')",

@@ -288,6 +288,16 @@ $$;
 
 -- ----------------------------------------------------------------------------- the steps
 
+-- What the queue's caps count at `now_ms`: pending requests not past their expiry, and live
+-- requests (the filing slots' parts summed). Each call reads what had committed when the
+-- calling statement began.
+CREATE OR REPLACE FUNCTION approval_gate.queue(now_ms bigint, OUT pending bigint, OUT live bigint)
+LANGUAGE sql STABLE SET search_path = pg_catalog, pg_temp AS $$
+    SELECT (SELECT count(*) FROM approval_gate.requests r
+            WHERE r.status = 'pending' AND NOT r.archived AND r.expires_ms >= now_ms),
+           (SELECT sum(s.live)::bigint FROM approval_gate.filing_slots s)
+$$;
+
 -- Files a pending request (agents), or finds an identical one pending: returns NULL when it
 -- filed, else the id of that request. Outside a superuser session the database's clock sets
 -- `createdAt`, and `expiresAt` keeps the asked time to live from there.
@@ -353,9 +363,7 @@ BEGIN
     END IF;
 
     IF NOT exclusive THEN
-        SELECT count(*) INTO v_pending FROM approval_gate.requests r
-            WHERE r.status = 'pending' AND NOT r.archived AND r.expires_ms >= v_now;
-        SELECT sum(s.live) INTO v_live FROM approval_gate.filing_slots s;
+        SELECT q.pending, q.live INTO v_pending, v_live FROM approval_gate.queue(v_now) q;
         IF v_pending + c_slots <= max_pending AND v_live + c_slots <= max_requests THEN
             SELECT s.slot INTO v_slot FROM approval_gate.filing_slots s
                 ORDER BY s.slot FOR UPDATE SKIP LOCKED LIMIT 1;
@@ -367,9 +375,7 @@ BEGIN
         END IF;
         IF v_slot IS NOT NULL THEN
             -- Counted again with the slot held: what was filed meanwhile is in these counts.
-            SELECT count(*) INTO v_pending FROM approval_gate.requests r
-                WHERE r.status = 'pending' AND NOT r.archived AND r.expires_ms >= v_now;
-            SELECT sum(s.live) INTO v_live FROM approval_gate.filing_slots s;
+            SELECT q.pending, q.live INTO v_pending, v_live FROM approval_gate.queue(v_now) q;
             IF v_pending + c_slots > max_pending OR v_live + c_slots > max_requests THEN
                 RAISE EXCEPTION USING ERRCODE = 'AG010',
                     MESSAGE = 'the queue neared its caps: file again with every filing slot';
@@ -379,13 +385,11 @@ BEGIN
     IF v_slot IS NULL THEN
         PERFORM FROM approval_gate.filing_slots s ORDER BY s.slot FOR UPDATE;
         v_slot := 0;
-        SELECT count(*) INTO v_pending FROM approval_gate.requests r
-            WHERE r.status = 'pending' AND NOT r.archived AND r.expires_ms >= v_now;
+        SELECT q.pending, q.live INTO v_pending, v_live FROM approval_gate.queue(v_now) q;
         IF v_pending >= max_pending THEN
             RAISE EXCEPTION USING ERRCODE = 'AG008', HINT = v_pending::text,
                 MESSAGE = format('the queue is full: %s pending requests', v_pending);
         END IF;
-        SELECT sum(s.live) INTO v_live FROM approval_gate.filing_slots s;
         IF v_live >= max_requests THEN
             RAISE EXCEPTION USING ERRCODE = 'AG009', HINT = v_live::text,
                 MESSAGE = format('the creation limit is reached: %s live requests', v_live);
