@@ -17,6 +17,7 @@
 //! | approvers | `--approvers` | `APPROVAL_GATE_APPROVERS` | `approvers` | none |
 //! | quorum | `--quorum` | `APPROVAL_GATE_QUORUM` | `[quorum]` | none |
 //! | signing key | `approve --key` | `APPROVAL_GATE_SIGNING_KEY` | `signing_key` | none |
+//! | signer | | `APPROVAL_GATE_SSH_KEYGEN` | `ssh_keygen` | `/usr/bin/ssh-keygen` |
 //!
 //! The approvers (an OpenSSH `allowed_signers` file) and the quorum (`payments.*=2,deploy.*=3`
 //! in the flag and the variable, a `[quorum]` table of `"payments.*" = 2` in the file, each
@@ -67,6 +68,8 @@ pub(crate) const APPROVERS_ENV: &str = "APPROVAL_GATE_APPROVERS";
 pub(crate) const QUORUM_ENV: &str = "APPROVAL_GATE_QUORUM";
 /// The key `approve` signs with (a private key, or the `.pub` of a key in ssh-agent).
 pub(crate) const SIGNING_KEY_ENV: &str = "APPROVAL_GATE_SIGNING_KEY";
+/// The `ssh-keygen` that signs, by absolute path: never one found through `PATH`.
+pub(crate) const SSH_KEYGEN_ENV: &str = "APPROVAL_GATE_SSH_KEYGEN";
 
 /// Why an empty store directory is refused, and what to do instead.
 pub(crate) const EMPTY_DIR: &str = "the store directory is empty (from --dir or \
@@ -76,7 +79,7 @@ pub(crate) const EMPTY_DIR: &str = "the store directory is empty (from --dir or 
 /// Longer than any honest config file; read no further.
 const MAX_CONFIG_BYTES: u64 = 64 * 1024;
 /// The keys a config file may hold.
-const KEYS: [&str; 7] = [
+const KEYS: [&str; 8] = [
     "store",
     "max_pending",
     "max_requests",
@@ -84,6 +87,7 @@ const KEYS: [&str; 7] = [
     "approvers",
     "quorum",
     "signing_key",
+    "ssh_keygen",
 ];
 
 /// The flags both binaries take. The help text is given as attributes: it is terminal text,
@@ -233,6 +237,8 @@ pub(crate) struct Settings {
     pub(crate) quorum: Setting<Vec<(String, u32)>>,
     /// The key `approve` signs with, unless `--key` names another.
     pub(crate) signing_key: Setting<Option<PathBuf>>,
+    /// The `ssh-keygen` that signs: an absolute path, the system's unless set.
+    pub(crate) ssh_keygen: Setting<Option<PathBuf>>,
     /// The policy the approvers and the quorum make, read and checked when resolving.
     pub(crate) policy: Option<Policy>,
 }
@@ -259,6 +265,7 @@ struct FileValues {
     approvers: Option<PathBuf>,
     quorum: Option<Vec<(String, u32)>>,
     signing_key: Option<PathBuf>,
+    ssh_keygen: Option<PathBuf>,
 }
 
 impl Settings {
@@ -316,6 +323,17 @@ impl Settings {
             env,
             file.signing_key.map(|p| (p, file_source())),
         )?;
+        let ssh_keygen = resolve_path(
+            None,
+            SSH_KEYGEN_ENV,
+            env,
+            file.ssh_keygen.map(|p| (p, file_source())),
+        )?;
+        if let Some(program) = &ssh_keygen.value {
+            approval_gate::SshKeygen::at(program).map_err(|e| {
+                SettingsError(format!("{} ({}): {e}", SSH_KEYGEN_ENV, ssh_keygen.source))
+            })?;
+        }
         let policy = policy(&approvers, &quorum)?;
         Ok(Self {
             config,
@@ -326,8 +344,19 @@ impl Settings {
             approvers,
             quorum,
             signing_key,
+            ssh_keygen,
             policy,
         })
+    }
+
+    /// The `ssh-keygen` that signs approvals: the configured absolute path, else the
+    /// system's. Never one found through `PATH`.
+    pub(crate) fn signer(&self) -> approval_gate::SshKeygen {
+        self.ssh_keygen
+            .value
+            .as_ref()
+            .and_then(|program| approval_gate::SshKeygen::at(program).ok())
+            .unwrap_or_default()
     }
 
     /// The limits the gate enforces.
@@ -502,7 +531,7 @@ fn parse_table(table: &toml::Table) -> Result<FileValues, String> {
                 })?;
                 values.default_ttl = Some(parse_ttl(text).map_err(|problem| bad(&problem))?);
             }
-            "approvers" | "signing_key" => {
+            "approvers" | "signing_key" | "ssh_keygen" => {
                 let text = value
                     .as_str()
                     .ok_or_else(|| bad(&expected("a path in a string", value)))?;
@@ -513,10 +542,10 @@ fn parse_table(table: &toml::Table) -> Result<FileValues, String> {
                          depend on where each binary starts)"
                     )));
                 }
-                if key == "approvers" {
-                    values.approvers = Some(path);
-                } else {
-                    values.signing_key = Some(path);
+                match key.as_str() {
+                    "approvers" => values.approvers = Some(path),
+                    "signing_key" => values.signing_key = Some(path),
+                    _ => values.ssh_keygen = Some(path),
                 }
             }
             "quorum" => {
@@ -1158,6 +1187,37 @@ mod tests {
             assert!(error.starts_with(&file), "{text:?}: {error}");
             assert!(error.contains(needle), "{text:?}: {error}");
         }
+    }
+
+    #[test]
+    fn the_signer_is_an_absolute_path_never_one_found_through_path() {
+        let mut world = World::new();
+        assert_eq!(
+            world.settings(&flags()).signer().program(),
+            Path::new("/usr/bin/ssh-keygen")
+        );
+        world.write_config("ssh_keygen = \"/opt/openssh/bin/ssh-keygen\"\n");
+        assert_eq!(
+            world.settings(&flags()).signer().program(),
+            Path::new("/opt/openssh/bin/ssh-keygen")
+        );
+        world.set(SSH_KEYGEN_ENV, "/usr/local/bin/ssh-keygen");
+        let settings = world.settings(&flags());
+        assert_eq!(settings.ssh_keygen.source, Source::Env(SSH_KEYGEN_ENV));
+        assert_eq!(
+            settings.signer().program(),
+            Path::new("/usr/local/bin/ssh-keygen")
+        );
+        for relative in ["ssh-keygen", "bin/ssh-keygen"] {
+            world.set(SSH_KEYGEN_ENV, relative);
+            let error = world.error(&flags());
+            assert!(error.contains("never looked up through PATH"), "{error}");
+        }
+        world.set(SSH_KEYGEN_ENV, "");
+        assert!(world.error(&flags()).contains(SSH_KEYGEN_ENV));
+        world.env.remove(SSH_KEYGEN_ENV);
+        world.write_config("ssh_keygen = \"ssh-keygen\"\n");
+        assert!(world.error(&flags()).contains("is relative"));
     }
 
     const KEY: &str =

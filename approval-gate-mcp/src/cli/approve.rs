@@ -7,7 +7,9 @@
 //! Under a policy (SPEC §11) the approval is signed after the confirmation: the request's
 //! decision statement goes to `ssh-keygen -Y sign`, so a passphrase, ssh-agent (`ssh-add -c`)
 //! or a FIDO touch happens at the human's terminal, and the library checks the signature
-//! before it records anything.
+//! before it records anything. The `ssh-keygen` is the operator's absolute path (or
+//! `/usr/bin/ssh-keygen`), never one found through `PATH`, which others on the account can
+//! put a program in front of.
 
 use std::fmt::Write as _;
 use std::io::{self, BufRead, IsTerminal, Read};
@@ -104,7 +106,7 @@ pub(crate) fn approve(
     let decision = match &signing {
         Some(signing) => {
             let statement = shown.request().decision_statement(&signing.principal)?;
-            let signature = approval_gate::sign_with_ssh_keygen(&signing.key, &statement)?;
+            let signature = settings.signer().sign(&signing.key, &statement)?;
             decide::decision(reason).signed(signing.principal.as_str(), signature)
         }
         None => decide::decision(reason),

@@ -89,7 +89,8 @@ refused if the request changed or expired meanwhile.
 
 Under a policy (--approvers, see `config --help`) an approval counts only when signed: give
 --key (or APPROVAL_GATE_SIGNING_KEY), and after you type the code the CLI signs the request's
-decision statement with `ssh-keygen -Y sign -n approval-gate`, which may ask for the key's
+decision statement with `ssh-keygen -Y sign -n approval-gate` (the ssh_keygen setting's
+absolute path, else /usr/bin/ssh-keygen: never one found through PATH), which may ask for the key's
 passphrase or a touch of a FIDO key. For a key held by ssh-agent give its .pub file (with
 `ssh-add -c` the agent asks you to confirm each use). Your principal is the one the approvers
 file lists for the key, unless --principal says otherwise. A request needing M approvers stays
@@ -269,6 +270,8 @@ Each setting comes from the first of: a flag, the environment, the config file, 
                 [quorum] \"payments.*\" = 2: distinct approvers an operation needs
                 (default 1; needs approvers)
   signing_key   approve --key, APPROVAL_GATE_SIGNING_KEY, `signing_key` (default none)
+  ssh_keygen    APPROVAL_GATE_SSH_KEYGEN, `ssh_keygen`: the absolute path of the ssh-keygen
+                that signs (default /usr/bin/ssh-keygen; never one found through PATH)
 The config file is TOML: --config, else APPROVAL_GATE_CONFIG, else
 $XDG_CONFIG_HOME/approval-gate/config.toml, else ~/.config/approval-gate/config.toml.
 An unknown key or a bad value anywhere is an error (exit 2), even one overridden. config

@@ -43,6 +43,10 @@ fn as_json(settings: &Settings) -> Value {
             settings.quorum.value.iter().map(|(p, n)| (p.clone(), json!(n))).collect(),
         )),
         "signingKey": entry(&settings.signing_key, json!(path(&settings.signing_key))),
+        "sshKeygen": entry(
+            &settings.ssh_keygen,
+            json!(settings.signer().program().to_string_lossy()),
+        ),
     })
 }
 
@@ -127,6 +131,11 @@ fn as_text(settings: &Settings) -> String {
             "signing_key",
             path(&settings.signing_key).unwrap_or_else(|| "none".to_owned()),
             settings.signing_key.source.to_string(),
+        ),
+        (
+            "ssh_keygen",
+            settings.signer().program().to_string_lossy().into_owned(),
+            settings.ssh_keygen.source.to_string(),
         ),
     ];
     let rows = rows.map(|(name, value, source)| (name, escape(&value), escape(&source)));

@@ -397,3 +397,48 @@ fn bad_approvers_and_quorums_are_refused_before_anything_is_opened() {
     assert_eq!(json["approvers"]["source"], "flag");
     assert_eq!(json["quorum"]["value"]["payments.*"], 2);
 }
+
+/// An `ssh-keygen` planted earlier on `PATH` (as an agent with a shell on the approver's
+/// account can, in `~/.local/bin`) is never what signs: it would see the key, the passphrase
+/// and the statement, and could sign another request with the human's confirmation.
+#[test]
+fn a_signer_planted_on_path_is_never_run() {
+    use std::os::unix::fs::PermissionsExt as _;
+
+    let team = Team::new();
+    let id = team.ask(1);
+    let bin = team.store.scratch().join("planted-bin");
+    std::fs::create_dir(&bin).unwrap();
+    let ran = team.store.scratch().join("planted-ran");
+    let real = Command::new("sh")
+        .args(["-c", "command -v ssh-keygen"])
+        .output()
+        .unwrap();
+    let real = String::from_utf8(real.stdout).unwrap().trim().to_owned();
+    assert!(real.starts_with('/'), "ssh-keygen not found: {real:?}");
+    let planted = bin.join("ssh-keygen");
+    std::fs::write(
+        &planted,
+        format!(
+            "#!/bin/sh\necho \"$@\" >> '{}'\nexec '{real}' \"$@\"\n",
+            ran.display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&planted, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    let mut command = team.command(1, &["approve", id.as_str(), "--key"]);
+    command.arg(team.key("alice")).env(
+        "PATH",
+        std::env::join_paths(std::iter::once(bin.clone()).chain(std::env::split_paths(&path)))
+            .unwrap(),
+    );
+    let (code, _, printed) = approve(command);
+    assert!(
+        !ran.exists(),
+        "the planted ssh-keygen ran: {}",
+        std::fs::read_to_string(&ran).unwrap_or_default()
+    );
+    assert_eq!(code, 0, "{printed}");
+    assert_eq!(team.execute(id, 1).unwrap(), 1);
+}

@@ -15,7 +15,7 @@ use std::sync::Arc;
 
 use ssh_key::{HashAlg, PublicKey, SshSig};
 
-pub use self::sign::sign_with_ssh_keygen;
+pub use self::sign::SshKeygen;
 use self::signers::{Signer, glob};
 use crate::error::Error;
 use crate::limits::{MAX_OPERATION_BYTES, MAX_QUORUM};

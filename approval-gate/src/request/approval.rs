@@ -80,7 +80,7 @@ impl Request {
     /// ```
     ///
     /// Sign it with `ssh-keygen -Y sign -n approval-gate -f KEY` (see
-    /// [`sign_with_ssh_keygen`](crate::sign_with_ssh_keygen)); any change to one of those
+    /// [`SshKeygen::sign`](crate::SshKeygen::sign)); any change to one of those
     /// fields, or another principal, is another statement.
     ///
     /// # Errors
