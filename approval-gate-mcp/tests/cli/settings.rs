@@ -105,6 +105,7 @@ fn config_prints_the_defaults_and_creates_nothing() {
             "approvers": { "value": null, "source": "default", "from": null },
             "quorum": { "value": {}, "source": "default", "from": null },
             "signingKey": { "value": null, "source": "default", "from": null },
+            "sshKeygen": { "value": "/usr/bin/ssh-keygen", "source": "default", "from": null },
         })
     );
     assert_eq!(operator.entries(), Vec::<PathBuf>::new());
@@ -204,6 +205,7 @@ fn config_says_where_each_setting_came_from() {
             vec!["approvers", "none", "(default)"],
             vec!["quorum", "none", "(default)"],
             vec!["signing_key", "none", "(default)"],
+            vec!["ssh_keygen", "/usr/bin/ssh-keygen", "(default)"],
         ],
         "{shown}"
     );
