@@ -7,6 +7,7 @@ use crate::error::Error;
 use crate::faults::failpoint;
 use crate::gate::Gate;
 use crate::id::RequestId;
+use crate::limits::MAX_QUORUM;
 use crate::policy;
 use crate::request::{Decision, Request, Status, StatusReport};
 use crate::rules::{Order, Verdict};
@@ -87,14 +88,24 @@ impl Gate {
                 self.required_approvals(request.operation(), request.required_approvals());
             match &decision.signed {
                 Some(signed) => {
-                    self.check_new_approval(&request, &signed.principal, &signed.signature, now)?;
+                    self.check_new_approval(
+                        &request,
+                        required,
+                        &signed.principal,
+                        &signed.signature,
+                        now,
+                    )?;
+                    self.make_room(&mut request, required, now)?;
                     request.add_approval(policy::approval_record(
                         &signed.principal,
                         decision.decided_by(),
                         now,
                         &signed.signature,
                     ));
-                    let count = u32::try_from(request.approvals().len()).unwrap_or(u32::MAX);
+                    // Only approvals this gate can verify count (under its policy, only
+                    // trusted ones): a forged entry claiming a principal adds nothing.
+                    let count =
+                        policy::counted(&policy::standings(self.policy(), &request, required, now));
                     record["principal"] = signed.principal.clone().into();
                     record["signature"] = signed.signature.trim().into();
                     record["approvals"] = count.into();
@@ -154,31 +165,49 @@ impl Gate {
         }
         let effective = request.effective(claimed, now);
         let required = self.required_approvals(request.operation(), request.required_approvals());
-        Ok(StatusReport::new(request, effective, required))
+        Ok(StatusReport::new(
+            request,
+            effective,
+            required,
+            self.policy(),
+            now,
+        ))
     }
 
-    /// Checks an approver's signature before it is recorded: each principal and each key
-    /// approves once; the signature verifies over this request's statement; and, under a
-    /// policy, its key is trusted for the principal. Nothing is written when it fails.
+    /// Checks an approver's signature before it is recorded: the gate holds the trusted
+    /// approvers (without them it could not tell a trusted signature from anyone's); the
+    /// signature verifies over this request's statement; its key is trusted for the
+    /// principal; and each principal and each key approves once. Nothing is written when it
+    /// fails.
+    ///
+    /// Only earlier approvals that verify and are trusted can make this one a repeat: an
+    /// entry someone stored claiming this principal with another key blocks nobody.
     fn check_new_approval(
         &self,
         request: &Request,
+        required: u32,
         principal: &str,
         signature: &str,
         now: Timestamp,
     ) -> Result<(), Error> {
         let id = request.id();
-        let key = policy::check_signature(request, principal, signature).map_err(|problem| {
-            Error::BadSignature {
+        let Some(policy) = self.policy() else {
+            return Err(Error::NoApprovers { id });
+        };
+        let key = policy::check_signature(request, required, principal, signature).map_err(
+            |problem| Error::BadSignature {
                 id,
                 principal: principal.to_owned(),
                 problem,
+            },
+        )?;
+        policy.check_trusted(request, principal, &key, now)?;
+        let judged = policy::judged(Some(policy), request, required, now);
+        for (earlier, (standing, earlier_key)) in request.approvals().iter().zip(judged) {
+            if !standing.is_trusted() {
+                continue;
             }
-        })?;
-        for earlier in request.approvals() {
-            let same_key =
-                policy::check_signature(request, earlier.principal(), earlier.signature())
-                    .is_ok_and(|earlier_key| earlier_key.key_data() == key.key_data());
+            let same_key = earlier_key.is_some_and(|k| k.key_data() == key.key_data());
             if earlier.principal() == principal || same_key {
                 return Err(Error::AlreadySigned {
                     id,
@@ -186,10 +215,32 @@ impl Gate {
                 });
             }
         }
-        match self.policy() {
-            Some(policy) => policy.check_trusted(request, principal, &key, now),
-            None => Ok(()),
+        Ok(())
+    }
+
+    /// Makes room for one more approval in a record that holds as many as a record can: the
+    /// entries that count for nothing (they do not verify, or the policy does not trust
+    /// them) give way; they stay in the audit log, where each was recorded (only a gate
+    /// holding a policy records a signed approval, so there is one here).
+    /// So entries nobody can use never stop the approvers a quorum needs, and a record never
+    /// grows past what a reader accepts.
+    fn make_room(&self, request: &mut Request, required: u32, now: Timestamp) -> Result<(), Error> {
+        if request.approvals().len() < MAX_QUORUM as usize {
+            return Ok(());
         }
+        let standings = policy::standings(self.policy(), request, required, now);
+        request.retain_approvals(|i| standings[i].is_trusted());
+        if request.approvals().len() < MAX_QUORUM as usize {
+            return Ok(());
+        }
+        Err(Error::InvalidInput {
+            field: "approvals",
+            problem: format!(
+                "request {} already holds {MAX_QUORUM} approvals, the most a record keeps; \
+                 nothing was recorded",
+                request.id()
+            ),
+        })
     }
 
     // Fails only at its failpoint, which exists only with the `failpoints` feature.

@@ -201,6 +201,16 @@ pub enum Error {
         principal: String,
     },
 
+    /// A signed approval offered to a gate that holds no trusted approvers: it could not
+    /// tell a trusted signature from one made by anyone's key, so it records none.
+    #[error(
+        "request {id}: a signed approval needs the trusted approvers (an allowed_signers file) on the gate that records it, so that only trusted signatures count; nothing was recorded"
+    )]
+    NoApprovers {
+        /// The request.
+        id: RequestId,
+    },
+
     /// Signing a decision statement failed.
     #[error("signing failed: {0}")]
     Signing(String),
@@ -421,6 +431,7 @@ impl Error {
             Self::UntrustedSigner { .. } => ErrorCode::UntrustedSigner,
             Self::SignatureRequired { .. } => ErrorCode::SignatureRequired,
             Self::AlreadySigned { .. } => ErrorCode::AlreadySigned,
+            Self::NoApprovers { .. } => ErrorCode::NoApprovers,
             Self::Signing(_) => ErrorCode::Signing,
             Self::Changed(_) => ErrorCode::Changed,
             Self::WrongState { .. } => ErrorCode::WrongState,
@@ -462,6 +473,7 @@ impl Error {
             | Self::UntrustedSigner { id, .. }
             | Self::SignatureRequired { id, .. }
             | Self::AlreadySigned { id, .. }
+            | Self::NoApprovers { id }
             | Self::Unreadable { id, .. }
             | Self::DurabilityUnknown { id, .. }
             | Self::NotRecorded { id, .. } => Some(*id),
@@ -544,6 +556,8 @@ pub enum ErrorCode {
     SignatureRequired,
     /// [`Error::AlreadySigned`]: the approver already approved.
     AlreadySigned,
+    /// [`Error::NoApprovers`]: a signed approval offered to a gate without trusted approvers.
+    NoApprovers,
     /// [`Error::Signing`]: signing a decision statement failed.
     Signing,
     /// [`Error::Changed`]: the request changed after it was shown.
@@ -600,6 +614,7 @@ impl ErrorCode {
         Self::UntrustedSigner,
         Self::SignatureRequired,
         Self::AlreadySigned,
+        Self::NoApprovers,
         Self::Signing,
         Self::Changed,
         Self::WrongState,
@@ -643,6 +658,7 @@ impl ErrorCode {
             Self::UntrustedSigner => "untrusted_signer",
             Self::SignatureRequired => "signature_required",
             Self::AlreadySigned => "already_signed",
+            Self::NoApprovers => "no_approvers",
             Self::Signing => "signing",
             Self::Changed => "changed",
             Self::WrongState => "wrong_state",
@@ -686,7 +702,7 @@ mod tests {
             assert_eq!(json, serde_json::Value::from(name));
             assert_eq!(serde_json::from_value::<ErrorCode>(json).unwrap(), *code);
         }
-        assert_eq!(seen.len(), 37);
+        assert_eq!(seen.len(), 38);
     }
 
     #[test]

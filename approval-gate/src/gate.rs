@@ -396,7 +396,13 @@ impl Gate {
             request.status() == Status::Approved && self.store().is_claimed(request.id())?;
         let effective = request.effective(claimed, now);
         let required = self.required_approvals(request.operation(), request.required_approvals());
-        Ok(StatusReport::new(request, effective, required))
+        Ok(StatusReport::new(
+            request,
+            effective,
+            required,
+            self.policy(),
+            now,
+        ))
     }
 
     // ------------------------------------------------------------------ audit

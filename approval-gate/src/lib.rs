@@ -94,7 +94,7 @@ pub use id::{InvalidId, RequestId};
 pub use limits::Limits;
 pub use list::{ListFilter, ListItem, Page, UnreadableRecord};
 pub use payload::{CanonicalPayload, PayloadDigest, PayloadError};
-pub use policy::{Policy, SshKeygen};
+pub use policy::{Policy, SshKeygen, Standing};
 pub use recover::Recovery;
 pub use request::{
     ApprovalJson, Binding, Decision, EffectiveStatus, NewRequest, NotAuthorized, PayloadShown,

@@ -133,7 +133,13 @@ mod tests {
             request.created_at(),
             "-----BEGIN SSH SIGNATURE-----".into(),
         ));
-        let report = crate::StatusReport::new(request, report.effective_status(), 2);
+        let report = crate::StatusReport::new(
+            request,
+            report.effective_status(),
+            2,
+            None,
+            report.request().created_at(),
+        );
         let full = serde_json::to_value(&report).unwrap();
         assert_eq!(full["requiredApprovals"], 2);
         assert_eq!(full["approvals"][0]["principal"], "alice@example.com");

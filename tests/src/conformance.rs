@@ -63,7 +63,10 @@ macro_rules! conformance {
                 one_denial_or_expiry_ends_a_quorum_in_progress,
                 two_approvers_at_the_same_moment_both_count_once,
                 forged_approvals_are_refused_with_their_reason_and_spend_nothing,
-                an_approval_without_the_executors_quorum_is_refused;
+                an_approval_without_the_executors_quorum_is_refused,
+                a_squatted_principal_counts_for_nothing_and_blocks_nobody,
+                more_approvals_than_any_quorum_never_make_a_record_unreadable,
+                every_field_an_approver_is_shown_is_signed;
         }
     };
 }

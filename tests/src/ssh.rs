@@ -150,7 +150,9 @@ impl Approver {
     /// If ssh-keygen fails.
     #[must_use]
     pub fn sign(&self, statement: &[u8]) -> String {
-        approval_gate::SshKeygen::system().sign(&self.key, statement).expect("ssh-keygen -Y sign")
+        approval_gate::SshKeygen::system()
+            .sign(&self.key, statement)
+            .expect("ssh-keygen -Y sign")
     }
 
     /// Signs `message` in another `namespace`, as ssh-keygen would for some other use.

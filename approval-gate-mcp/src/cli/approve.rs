@@ -105,7 +105,7 @@ pub(crate) fn approve(
     // agent's confirmation, which the human gives for what the screen showed.
     let decision = match &signing {
         Some(signing) => {
-            let statement = shown.request().decision_statement(&signing.principal)?;
+            let statement = shown.decision_statement(&signing.principal)?;
             let signature = settings.signer().sign(&signing.key, &statement)?;
             decide::decision(reason).signed(signing.principal.as_str(), signature)
         }
@@ -151,7 +151,7 @@ pub(crate) fn approve(
 fn done(gate: &Gate, approved: &StatusReport, signed: bool) -> anyhow::Result<Exit> {
     let request = approved.request();
     let id = request.id();
-    let count = request.approvals().len();
+    let count = approved.counted_approvals() as usize;
     let required = approved.required_approvals() as usize;
     if request.status() == Status::Pending {
         let more = required.saturating_sub(count);

@@ -338,6 +338,7 @@ fn gate_exit(error: &approval_gate::Error) -> Exit {
         | E::NoStateDir
         | E::Random(_)
         | E::Signing(_)
+        | E::NoApprovers { .. }
         | E::Database { .. }
         | E::Io { .. } => Exit::Failed,
         _ => Exit::Failed,

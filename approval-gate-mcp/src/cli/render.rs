@@ -3,7 +3,9 @@
 
 use std::fmt::Write as _;
 
-use approval_gate::{EffectiveStatus, Request, StatusReport, Timestamp, UnreadableRecord};
+use approval_gate::{
+    EffectiveStatus, Request, Standing, StatusReport, Timestamp, UnreadableRecord,
+};
 use serde::Serialize;
 use unicode_width::UnicodeWidthStr;
 
@@ -285,23 +287,38 @@ pub(crate) fn details(report: &StatusReport, now: Timestamp, style: Style) -> St
     out
 }
 
-/// `1 of 2 (alice@example.com)`: the signed approvals against the distinct approvers the
-/// request needs, when it needs more than one or holds any. Raw: the names are the store's,
-/// which whoever can write the store can write (only the executor's check says they count),
-/// so callers escape it.
+/// `1 of 2 (alice@example.com)`: the signed approvals that count, as this gate verified
+/// them, against the distinct approvers the request needs, when it needs more than one or
+/// holds any; then any that count for nothing, named as such (`not counted: bob@example.com
+/// (untrusted key SHA256:…)`). Raw: the names are the store's, which whoever can write the
+/// store can write, so callers escape it.
 fn approvals_raw(report: &StatusReport) -> Option<String> {
     let approvals = report.request().approvals();
     let required = report.required_approvals();
     if required <= 1 && approvals.is_empty() {
         return None;
     }
-    let mut text = format!("{} of {required}", approvals.len());
-    if !approvals.is_empty() {
-        let names: Vec<_> = approvals
-            .iter()
-            .map(approval_gate::SignedApproval::principal)
-            .collect();
-        let _ = write!(text, " ({})", names.join(", "));
+    let mut text = format!("{} of {required}", report.counted_approvals());
+    let mut counted = Vec::new();
+    let mut other = Vec::new();
+    for (approval, standing) in approvals.iter().zip(report.standings()) {
+        let principal = approval.principal();
+        match standing {
+            Standing::Counts => counted.push(principal.to_owned()),
+            Standing::Repeat => other.push(format!("{principal} (again)")),
+            Standing::Untrusted(key) => other.push(format!("{principal} (untrusted key {key})")),
+            Standing::Bad(_) => other.push(format!("{principal} (signature does not verify)")),
+            Standing::Unjudged(key) => other.push(format!(
+                "{principal} (key {key}: no approvers file here to say whether it is trusted)"
+            )),
+            _ => other.push(format!("{principal} (not counted)")),
+        }
+    }
+    if !counted.is_empty() {
+        let _ = write!(text, " ({})", counted.join(", "));
+    }
+    if !other.is_empty() {
+        let _ = write!(text, "; not counted: {}", other.join(", "));
     }
     Some(text)
 }

@@ -73,7 +73,7 @@ impl StatusAnswer {
 /// signed approvals; `None` otherwise.
 pub(crate) fn quorum(report: &StatusReport) -> Option<String> {
     let required = report.required_approvals();
-    let count = report.request().approvals().len();
+    let count = report.counted_approvals();
     if required <= 1 && count == 0 {
         return None;
     }

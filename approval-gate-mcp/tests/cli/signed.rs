@@ -442,3 +442,64 @@ fn a_signer_planted_on_path_is_never_run() {
     assert_eq!(code, 0, "{printed}");
     assert_eq!(team.execute(id, 1).unwrap(), 1);
 }
+
+/// An approval stored by hand, signed by mallory's key and claiming bob, is shown as not
+/// counting (with the key it was made by) and stops neither bob nor the quorum; `show
+/// --json` says where each approval stands.
+#[test]
+fn a_squatted_principal_is_shown_as_not_counted_and_blocks_nobody() {
+    let team = Team::new();
+    let id = team.ask(2);
+    let statement = team
+        .status(id)
+        .request()
+        .decision_statement("bob@example.com")
+        .unwrap();
+    let statement_file = team.store.scratch().join("statement");
+    std::fs::write(&statement_file, statement).unwrap();
+    let signed = Command::new("ssh-keygen")
+        .args(["-q", "-Y", "sign", "-n", "approval-gate", "-f"])
+        .arg(team.key("mallory"))
+        .arg(&statement_file)
+        .status()
+        .unwrap();
+    assert!(signed.success());
+    let signature = std::fs::read_to_string(statement_file.with_extension("sig")).unwrap();
+    let record_path = team.store.path.join("requests").join(format!("{id}.json"));
+    let mut record: Value = serde_json::from_slice(&std::fs::read(&record_path).unwrap()).unwrap();
+    record["approvals"] = serde_json::json!([{
+        "principal": "bob@example.com",
+        "decidedBy": "agent",
+        "decidedAt": record["createdAt"],
+        "signature": signature,
+    }]);
+    std::fs::write(&record_path, serde_json::to_vec(&record).unwrap()).unwrap();
+
+    let show = team.command(2, &["show", id.as_str()]).output().unwrap();
+    assert_success(&show);
+    let shown = stdout(&show);
+    assert!(
+        shown.contains(
+            "approvals       0 of 2; not counted: bob@example.com (untrusted key SHA256:"
+        ),
+        "{shown}"
+    );
+    let json: Value = serde_json::from_slice(
+        &team
+            .command(2, &["show", id.as_str(), "--json"])
+            .output()
+            .unwrap()
+            .stdout,
+    )
+    .unwrap();
+    assert_eq!(json["approvals"][0]["standing"], "untrusted", "{json}");
+    assert_eq!(json["countedApprovals"], 0, "{json}");
+
+    for name in ["bob", "alice"] {
+        let mut approving = team.command(2, &["approve", id.as_str(), "--key"]);
+        approving.arg(team.key(name));
+        let (code, _, printed) = approve(approving);
+        assert_eq!(code, 0, "{name}: {printed}");
+    }
+    assert_eq!(team.execute(id, 2).unwrap(), 1);
+}

@@ -152,24 +152,6 @@ impl Policy {
             .collect())
     }
 
-    /// Checks one approver's signature of `request` as `principal`, at `now`: that it is an
-    /// SSHSIG in the `approval-gate` namespace over the request's exact decision
-    /// statement, made by a key this policy trusts for that principal. Returns the key.
-    fn check(
-        &self,
-        request: &Request,
-        principal: &str,
-        signature: &str,
-        now: Timestamp,
-    ) -> Result<PublicKey, Problem> {
-        let key = check_signature(request, principal, signature).map_err(Problem::Bad)?;
-        if self.trusts(&key, principal, now) {
-            Ok(key)
-        } else {
-            Err(Problem::Untrusted(fingerprint(&key)))
-        }
-    }
-
     /// Whether this policy lets `key` sign as `principal` in our namespace at `now`.
     fn trusts(&self, key: &PublicKey, principal: &str, now: Timestamp) -> bool {
         self.signers.iter().any(|signer| {
@@ -210,38 +192,147 @@ impl Policy {
         required: u32,
         now: Timestamp,
     ) -> Result<(), Error> {
-        let mut principals = HashSet::new();
-        let mut keys = HashSet::new();
-        let mut bad = None;
-        let mut untrusted = None;
-        let mut valid = 0_u32;
-        for approval in request.approvals() {
-            match self.check(request, approval.principal(), approval.signature(), now) {
-                Ok(key) => {
-                    let fresh_key = keys.insert(key.key_data().clone());
-                    let fresh_principal = principals.insert(approval.principal());
-                    if fresh_key && fresh_principal {
-                        valid += 1;
-                    }
-                }
-                Err(problem @ Problem::Bad(_)) => {
-                    bad.get_or_insert_with(|| problem.into_error(request, approval.principal()));
-                }
-                Err(problem @ Problem::Untrusted(_)) => {
-                    untrusted
-                        .get_or_insert_with(|| problem.into_error(request, approval.principal()));
-                }
-            }
-        }
+        let standings = standings(Some(self), request, required, now);
+        let valid = counted(&standings);
         if valid >= required {
             return Ok(());
         }
-        Err(bad.or(untrusted).unwrap_or(Error::InsufficientApprovals {
-            id: request.id(),
-            valid,
-            required,
-        }))
+        let first = |bad: bool| {
+            request
+                .approvals()
+                .iter()
+                .zip(&standings)
+                .find_map(|(approval, standing)| match standing {
+                    Standing::Bad(problem) if bad => Some(
+                        Problem::Bad(problem.clone()).into_error(request, approval.principal()),
+                    ),
+                    Standing::Untrusted(key) if !bad => Some(
+                        Problem::Untrusted(key.clone()).into_error(request, approval.principal()),
+                    ),
+                    _ => None,
+                })
+        };
+        Err(first(true)
+            .or_else(|| first(false))
+            .unwrap_or(Error::InsufficientApprovals {
+                id: request.id(),
+                valid,
+                required,
+            }))
     }
+}
+
+/// Where one stored approval stands, as a gate holding a policy (or none) reads it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Standing {
+    /// It verifies, the policy trusts its key for its principal, and it is the first of its
+    /// principal and of its key: it counts toward the quorum.
+    Counts,
+    /// It verifies and is trusted, but its principal or its key approved earlier: counted
+    /// once, with the earlier one.
+    Repeat,
+    /// The signature does not verify over this request as it stands (the problem).
+    Bad(String),
+    /// The signature verifies, by a key (its fingerprint) the policy does not trust for the
+    /// principal. It counts for nothing and blocks nobody.
+    Untrusted(String),
+    /// The signature verifies, by a key (its fingerprint) that the reading gate cannot judge:
+    /// it holds no policy. It counts for nothing there.
+    Unjudged(String),
+}
+
+impl Standing {
+    /// Its stable name in JSON: `counts`, `repeat`, `bad_signature`, `untrusted`,
+    /// `unjudged`.
+    #[must_use]
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Self::Counts => "counts",
+            Self::Repeat => "repeat",
+            Self::Bad(_) => "bad_signature",
+            Self::Untrusted(_) => "untrusted",
+            Self::Unjudged(_) => "unjudged",
+        }
+    }
+
+    /// What is wrong, for one that does not count on its own: a bad signature's problem, or
+    /// the fingerprint of a key that is not trusted or cannot be judged.
+    #[must_use]
+    pub fn detail(&self) -> Option<&str> {
+        match self {
+            Self::Counts | Self::Repeat => None,
+            Self::Bad(text) | Self::Untrusted(text) | Self::Unjudged(text) => Some(text),
+        }
+    }
+
+    /// Whether a trusted approver made it (it counts, or counted already): only such an
+    /// approval can make another one a repeat.
+    #[must_use]
+    pub fn is_trusted(&self) -> bool {
+        matches!(self, Self::Counts | Self::Repeat)
+    }
+}
+
+/// The standing of each of `request`'s approvals, in order, as one of `required`: what a
+/// gate counts, shows, and lets block a repeat. An approval that does not verify, or that
+/// the policy does not trust (or that no policy is there to trust), counts for nothing and
+/// blocks nobody: anyone who can write the store can store such a one, claiming any
+/// principal.
+pub(crate) fn standings(
+    policy: Option<&Policy>,
+    request: &Request,
+    required: u32,
+    now: Timestamp,
+) -> Vec<Standing> {
+    judged(policy, request, required, now)
+        .into_iter()
+        .map(|(standing, _)| standing)
+        .collect()
+}
+
+/// [`standings`], each with the key of a signature that verifies.
+pub(crate) fn judged(
+    policy: Option<&Policy>,
+    request: &Request,
+    required: u32,
+    now: Timestamp,
+) -> Vec<(Standing, Option<PublicKey>)> {
+    let mut principals = HashSet::new();
+    let mut keys = HashSet::new();
+    request
+        .approvals()
+        .iter()
+        .map(|approval| {
+            let principal = approval.principal();
+            let key = match check_signature(request, required, principal, approval.signature()) {
+                Ok(key) => key,
+                Err(problem) => return (Standing::Bad(problem), None),
+            };
+            let standing = match policy {
+                None => Standing::Unjudged(fingerprint(&key)),
+                Some(policy) if !policy.trusts(&key, principal, now) => {
+                    Standing::Untrusted(fingerprint(&key))
+                }
+                Some(_) => {
+                    let fresh_key = keys.insert(key.key_data().clone());
+                    let fresh_principal = principals.insert(principal);
+                    if fresh_key && fresh_principal {
+                        Standing::Counts
+                    } else {
+                        Standing::Repeat
+                    }
+                }
+            };
+            (standing, Some(key))
+        })
+        .collect()
+}
+
+/// How many of `standings` count.
+pub(crate) fn counted(standings: &[Standing]) -> u32 {
+    let n = standings.iter().filter(|s| **s == Standing::Counts).count();
+    u32::try_from(n).unwrap_or(u32::MAX)
 }
 
 impl Problem {
@@ -262,10 +353,11 @@ impl Problem {
 }
 
 /// Checks what needs no policy: `signature` is an SSHSIG in the `approval-gate` namespace,
-/// over the decision statement of `request` for `principal`, by the key it carries. Returns
-/// that key.
+/// over the decision statement of `request` for `principal` as one of `required` approvers,
+/// by the key it carries. Returns that key.
 pub(crate) fn check_signature(
     request: &Request,
+    required: u32,
     principal: &str,
     signature: &str,
 ) -> Result<PublicKey, String> {
@@ -278,13 +370,14 @@ pub(crate) fn check_signature(
         ));
     }
     let statement = request
-        .decision_statement(principal)
+        .statement(principal, required)
         .map_err(|e| e.to_string())?;
     let key = PublicKey::from(sig.public_key().clone());
     key.verify(SIGNATURE_NAMESPACE, &statement, &sig)
         .map_err(|_| {
             format!(
-                "does not verify: it is not {principal}'s signature of this request as it stands"
+                "does not verify: it is not {principal}'s signature of this request as it stands \
+                 (every field shown, and a quorum of {required})"
             )
         })?;
     Ok(key)

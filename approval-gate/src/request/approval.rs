@@ -12,7 +12,7 @@ use crate::time::Timestamp;
 pub const SIGNATURE_NAMESPACE: &str = "approval-gate";
 
 /// Version of the decision statement's format.
-pub const STATEMENT_VERSION: u32 = 1;
+pub const STATEMENT_VERSION: u32 = 2;
 
 /// One approver's signed approval, as the request record keeps it.
 ///
@@ -68,26 +68,37 @@ impl SignedApproval {
 }
 
 impl Request {
-    /// The decision statement an approver signs to approve this request as `principal`:
-    /// RFC 8785 JSON of the statement's version, the request's store-independent fields (id,
-    /// action, operation, payload digest, creation and expiry) and the decision, as bytes.
+    /// The decision statement an approver signs to approve this request as `principal`,
+    /// one of the [`required_approvals`](Request::required_approvals) recorded with it: RFC
+    /// 8785 JSON of the statement's version, every field an approver is shown (id, action,
+    /// reason, requester, operation, payload digest, creation and expiry), the quorum, and
+    /// the decision, as bytes.
     ///
     /// ```json
     /// {"action":"pay 5 EUR","createdAt":"2026-12-01T10:00:00.000Z","decision":"approve",
     ///  "expiresAt":"2026-12-01T11:00:00.000Z","id":"0123456789ab","operation":"pay",
-    ///  "payloadDigest":"…","principal":"alice@example.com",
-    ///  "statement":"approval-gate decision","version":1}
+    ///  "payloadDigest":"…","principal":"alice@example.com","reason":"rent",
+    ///  "requestedBy":null,"requiredApprovals":1,
+    ///  "statement":"approval-gate decision","version":2}
     /// ```
     ///
     /// Sign it with `ssh-keygen -Y sign -n approval-gate -f KEY` (see
     /// [`SshKeygen::sign`](crate::SshKeygen::sign)); any change to one of those
-    /// fields, or another principal, is another statement.
+    /// fields, another principal or another quorum, is another statement. An approver shown
+    /// a gate's quorum signs [`StatusReport::decision_statement`](crate::StatusReport::decision_statement).
     ///
     /// # Errors
     ///
     /// [`Error::InvalidInput`] if `principal` cannot be part of a statement (it is checked
     /// as a decider's name is).
     pub fn decision_statement(&self, principal: &str) -> Result<Vec<u8>, Error> {
+        self.statement(principal, self.required_approvals())
+    }
+
+    /// The decision statement for `principal` as one of `required` approvers. The quorum
+    /// is signed because it is part of what the approver agreed to: "one of two" is not
+    /// consent to be the only one.
+    pub(crate) fn statement(&self, principal: &str, required: u32) -> Result<Vec<u8>, Error> {
         super::new::check_text(
             "principal",
             principal,
@@ -99,10 +110,13 @@ impl Request {
             "version": STATEMENT_VERSION,
             "id": self.id(),
             "action": self.action(),
+            "reason": self.reason(),
+            "requestedBy": self.requested_by(),
             "operation": self.operation(),
             "payloadDigest": self.payload_digest(),
             "createdAt": self.created_at(),
             "expiresAt": self.expires_at(),
+            "requiredApprovals": required,
             "decision": "approve",
             "principal": principal,
         });
@@ -132,27 +146,33 @@ mod tests {
         assert_eq!(
             statement,
             format!(
-                r#"{{"action":"pay \"5\" EUR","createdAt":"2026-12-01T10:00:00.000Z","decision":"approve","expiresAt":"2026-12-01T10:00:10.000Z","id":"0123456789ab","operation":"pay","payloadDigest":"{digest}","principal":"alice@x","statement":"approval-gate decision","version":1}}"#
+                r#"{{"action":"pay \"5\" EUR","createdAt":"2026-12-01T10:00:00.000Z","decision":"approve","expiresAt":"2026-12-01T10:00:10.000Z","id":"0123456789ab","operation":"pay","payloadDigest":"{digest}","principal":"alice@x","reason":"rent","requestedBy":null,"requiredApprovals":1,"statement":"approval-gate decision","version":2}}"#
             )
         );
-        // Another principal, another statement; the reason is not part of it.
+        // Another principal, another statement; and so is another quorum.
         assert_ne!(
             request.decision_statement("bob@x").unwrap(),
             statement.as_bytes()
         );
-        let other = Request::new(
-            id,
-            NewRequest::new("pay \"5\" EUR", "other reason")
-                .operation("pay")
-                .payload(CanonicalPayload::from_json_text(r#"{"a":"x","b":1}"#).unwrap()),
-            t0,
-            MIN_TTL,
-            1,
-        );
-        assert_eq!(
-            other.decision_statement("alice@x").unwrap(),
+        assert_ne!(
+            request.statement("alice@x", 2).unwrap(),
             statement.as_bytes()
         );
+        let same = |reason: &str, by: Option<&str>| {
+            let mut new = NewRequest::new("pay \"5\" EUR", reason)
+                .operation("pay")
+                .payload(CanonicalPayload::from_json_text(r#"{"a":"x","b":1}"#).unwrap());
+            if let Some(by) = by {
+                new = new.requested_by(by);
+            }
+            Request::new(id, new, t0, MIN_TTL, 1)
+                .decision_statement("alice@x")
+                .unwrap()
+        };
+        // Key order of the payload is not a difference; every field the approver is shown is.
+        assert_eq!(same("rent", None), statement.as_bytes());
+        assert_ne!(same("other reason", None), statement.as_bytes());
+        assert_ne!(same("rent", Some("alice@x")), statement.as_bytes());
         assert!(request.decision_statement("").is_err());
     }
 }

@@ -257,6 +257,15 @@ impl Request {
         self.approvals.push(approval);
     }
 
+    /// Keeps the approvals at the positions `keep` says.
+    pub(crate) fn retain_approvals(&mut self, keep: impl Fn(usize) -> bool) {
+        let mut i = 0;
+        self.approvals.retain(|_| {
+            i += 1;
+            keep(i - 1)
+        });
+    }
+
     pub(crate) fn is_past_expiry(&self, now: Timestamp) -> bool {
         now > self.expires_at
     }

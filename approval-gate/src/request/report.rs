@@ -3,8 +3,10 @@
 use serde::{Serialize, Serializer};
 
 use super::Request;
+use crate::error::Error;
 use crate::id::RequestId;
 use crate::payload::{CanonicalPayload, PayloadDigest};
+use crate::policy::{Policy, Standing};
 use crate::status::{EffectiveStatus, Status};
 use crate::time::Timestamp;
 
@@ -17,21 +19,42 @@ pub struct StatusReport {
     request: Request,
     effective_status: EffectiveStatus,
     required_approvals: u32,
+    standings: Vec<Standing>,
     authorizes_execution: bool,
 }
 
 impl StatusReport {
+    /// The report of `request` as a gate holding `policy` (or none) reads it at `now`: its
+    /// approvals are verified here, so what is shown as counting is what this gate counts.
     pub(crate) fn new(
         request: Request,
         effective_status: EffectiveStatus,
         required_approvals: u32,
+        policy: Option<&Policy>,
+        now: Timestamp,
     ) -> Self {
+        let standings = crate::policy::standings(policy, &request, required_approvals, now);
         Self {
             request,
             effective_status,
             required_approvals,
+            standings,
             authorizes_execution: false,
         }
+    }
+
+    /// Where each of the request's [approvals](Request::approvals) stands, in order, as the
+    /// reporting gate verified it: only [`Standing::Counts`] counts toward the quorum.
+    #[must_use]
+    pub fn standings(&self) -> &[Standing] {
+        &self.standings
+    }
+
+    /// How many distinct approvers whose signatures the reporting gate verified (under its
+    /// policy: trusted ones only) have approved: the "k" of "k of M".
+    #[must_use]
+    pub fn counted_approvals(&self) -> u32 {
+        crate::policy::counted(&self.standings)
     }
 
     /// The request.
@@ -52,6 +75,17 @@ impl StatusReport {
     #[must_use]
     pub fn required_approvals(&self) -> u32 {
         self.required_approvals
+    }
+
+    /// The [decision statement](Request::decision_statement) an approver shown this report
+    /// signs as `principal`: the request as shown, and this report's quorum, so the
+    /// signature says "one of M" for the M the approver was told.
+    ///
+    /// # Errors
+    ///
+    /// As [`Request::decision_statement`].
+    pub fn decision_statement(&self, principal: &str) -> Result<Vec<u8>, Error> {
+        self.request.statement(principal, self.required_approvals)
     }
 
     /// Always `false`: a status never authorizes execution. Only a successful consume does.
@@ -102,13 +136,18 @@ impl StatusReport {
             decided_by: request.decided_by().map(str::to_owned),
             decision_reason: request.decision_reason().map(str::to_owned),
             required_approvals: self.required_approvals,
+            counted_approvals: (self.required_approvals > 1 || !request.approvals().is_empty())
+                .then(|| self.counted_approvals()),
             approvals: request
                 .approvals()
                 .iter()
-                .map(|a| ApprovalJson {
+                .zip(&self.standings)
+                .map(|(a, standing)| ApprovalJson {
                     principal: a.principal().to_owned(),
                     decided_by: a.decided_by().to_owned(),
                     decided_at: a.decided_at(),
+                    standing: standing.as_str(),
+                    problem: standing.detail().map(str::to_owned),
                 })
                 .collect(),
         }
@@ -193,6 +232,11 @@ pub struct ReportJson {
     /// How many distinct approvers must sign; left out when one approval is enough.
     #[serde(skip_serializing_if = "is_one")]
     required_approvals: u32,
+    /// How many of the approvals count toward that number, as the reporting gate verified
+    /// them (under its policy: distinct trusted approvers); left out when one unsigned
+    /// approval is enough and none is stored.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    counted_approvals: Option<u32>,
     /// The signed approvals so far, oldest first; left out when there are none. A request
     /// needing more than these stays `pending`.
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -216,4 +260,12 @@ pub struct ApprovalJson {
     decided_by: String,
     /// When.
     decided_at: Timestamp,
+    /// Where it stands as the reporting gate verified it: `counts`, `repeat` (its approver
+    /// counted already), `bad_signature`, `untrusted` or `unjudged` (the gate holds no
+    /// policy to judge it by). Only `counts` counts.
+    standing: &'static str,
+    /// What is wrong with it (a bad signature's problem, the fingerprint of an untrusted or
+    /// unjudged key); left out when it counts.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    problem: Option<String>,
 }

@@ -8,7 +8,7 @@ use std::sync::{Arc, Barrier};
 
 use approval_gate::{
     AuditEvent, CanonicalPayload, Decision, EffectiveStatus, Error, ErrorCode, Gate, Grant,
-    ManualClock, NewRequest, Policy, RequestId, StatusReport,
+    ManualClock, NewRequest, Policy, RequestId, Standing, StatusReport,
 };
 use serde_json::{Value, json};
 
@@ -527,7 +527,8 @@ fn forgeries<'a>(team: &'a Team, other_request: &'a approval_gate::Request) -> V
 }
 
 /// An approval made where no policy is held (or with a lower quorum) is not one the
-/// executor's policy takes: refused with its reason, nothing spent.
+/// executor's policy takes: refused with its reason, nothing spent. A signed one is refused
+/// at the door by a gate without the approvers.
 pub fn an_approval_without_the_executors_quorum_is_refused(backend: &dyn Backend) {
     let team = Team::new();
     let fx = Signed::new(backend, team.policy());
@@ -541,21 +542,21 @@ pub fn an_approval_without_the_executors_quorum_is_refused(backend: &dyn Backend
         ErrorCode::InsufficientApprovals,
         "{refused}"
     );
-    // One genuine signature where the executor needs two.
+    // A gate without the approvers records no signed approval.
     let id = file(&lax, "wire 5 EUR to ACME Ltd");
-    approve_as(&lax, id, &team.alice).unwrap();
+    let refused = approve_as(&lax, id, &team.alice).unwrap_err();
+    assert_eq!(refused.code(), ErrorCode::NoApprovers, "{refused}");
+    // One genuine signature, through a gate that needs one, where the executor needs two:
+    // alice signed "one of one", which is not her part in a quorum of two.
+    let low = fx.gate_with(Some(team.keys.policy(&[
+        &team.alice,
+        &team.bob,
+        &team.carol,
+    ])));
+    approve_as(&low, id, &team.alice).unwrap();
     let refused = execute(&fx.gate, id).unwrap_err();
-    assert!(
-        matches!(
-            refused,
-            Error::InsufficientApprovals {
-                valid: 1,
-                required: 2,
-                ..
-            }
-        ),
-        "{refused}"
-    );
+    assert_eq!(refused.code(), ErrorCode::BadSignature, "{refused}");
+    assert!(refused.to_string().contains("a quorum of 2"), "{refused}");
     assert!(!backend.claimed(&fx.store, id));
 }
 
@@ -594,5 +595,121 @@ impl Signed {
     /// Another request, whose genuine signatures are misused.
     fn file_other(&self) -> RequestId {
         file(&self.gate, "wire 1 EUR to ACME Ltd")
+    }
+}
+
+/// Squatting a principal: someone who can write the store (or run a gate without the
+/// approvers file) stores an approval signed by their own key claiming bob. It counts for
+/// nothing, is not shown as counting, and stops neither bob nor the quorum: alice and bob
+/// approve and the wire runs exactly once. A gate without the approvers cannot record a
+/// signed approval at all: it could not tell whose signature counts.
+pub fn a_squatted_principal_counts_for_nothing_and_blocks_nobody(backend: &dyn Backend) {
+    let team = Team::new();
+    let fx = Signed::new(backend, team.policy());
+    let lax = fx.gate_with(None);
+    let id = fx.file();
+    approve_as(&fx.gate, id, &team.alice).unwrap();
+    let request = fx.gate.status(id).unwrap().into_request();
+    let squat = team
+        .mallory
+        .sign(&request.decision_statement("bob@example.com").unwrap());
+
+    // Through a gate that holds no approvers: refused, nothing recorded.
+    let before = backend.contents(&fx.store);
+    let refused = lax
+        .approve(
+            id,
+            &Decision::by("agent").signed("bob@example.com", squat.clone()),
+        )
+        .unwrap_err();
+    assert_eq!(refused.code(), ErrorCode::NoApprovers, "{refused}");
+    assert_eq!(backend.contents(&fx.store), before, "nothing recorded");
+
+    // Written into the store by hand: stored, but it counts for nothing and blocks nobody.
+    backend.tamper(&fx.store, id, &mut |record| {
+        record["approvals"]
+            .as_array_mut()
+            .unwrap()
+            .push(entry(&team.mallory, &squat));
+        record["approvals"][1]["principal"] = json!("bob@example.com");
+    });
+    let report = fx.gate.status(id).unwrap();
+    assert_eq!(report.effective_status(), EffectiveStatus::Pending);
+    assert_eq!(report.counted_approvals(), 1, "only alice counts");
+    assert!(
+        matches!(
+            report.standings(),
+            [Standing::Counts, Standing::Untrusted(_)]
+        ),
+        "{:?}",
+        report.standings()
+    );
+    let refused = execute(&fx.gate, id).unwrap_err();
+    assert_eq!(refused.code(), ErrorCode::NotApproved, "{refused}");
+
+    // The real bob approves: the quorum is met and the wire runs once.
+    let approved = approve_as(&fx.gate, id, &team.bob).unwrap();
+    assert_eq!(
+        approved.effective_status(),
+        EffectiveStatus::ApprovedUnconsumed
+    );
+    assert_eq!(approved.counted_approvals(), 2);
+    assert_eq!(execute(&fx.gate, id).unwrap(), 1);
+    assert!(backend.claimed(&fx.store, id));
+}
+
+/// A record stuffed with more approvals than any quorum (entries nobody trusts, written by
+/// hand) stays readable, and the real approvers still complete it: what counts for nothing
+/// gives way (it stays in the audit log) rather than make the record unreadable.
+pub fn more_approvals_than_any_quorum_never_make_a_record_unreadable(backend: &dyn Backend) {
+    let team = Team::new();
+    let fx = Signed::new(backend, team.policy());
+    let id = fx.file();
+    let request = fx.gate.status(id).unwrap().into_request();
+    let squat = team
+        .mallory
+        .sign(&request.decision_statement("mallory@example.com").unwrap());
+    backend.tamper(&fx.store, id, &mut |record| {
+        record["approvals"] = Value::Array(vec![entry(&team.mallory, &squat); 16]);
+    });
+    let report = fx.gate.status(id).unwrap();
+    assert_eq!(report.counted_approvals(), 0);
+    approve_as(&fx.gate, id, &team.alice).unwrap();
+    let approved = approve_as(&fx.gate, id, &team.bob).unwrap();
+    assert_eq!(
+        approved.effective_status(),
+        EffectiveStatus::ApprovedUnconsumed
+    );
+    let report = fx.gate.status(id).expect("the record stays readable");
+    assert_eq!(report.counted_approvals(), 2);
+    assert_eq!(execute(&fx.gate, id).unwrap(), 1);
+}
+
+/// What the human saw is what is signed: the reason and the requester, shown on every
+/// approver's screen, are part of the statement. Changed between two approvers (by whoever
+/// can write the store), the first approval no longer counts: the second approver saw
+/// another request than the first, and the quorum is not met.
+pub fn every_field_an_approver_is_shown_is_signed(backend: &dyn Backend) {
+    let team = Team::new();
+    let fx = Signed::new(backend, team.policy());
+    let changes: [(&str, Value); 2] = [
+        ("reason", json!("the invoice you approved yesterday")),
+        ("requestedBy", json!("alice@example.com")),
+    ];
+    for (field, value) in changes {
+        let id = fx.file_fresh(field);
+        approve_as(&fx.gate, id, &team.alice).unwrap();
+        backend.tamper(&fx.store, id, &mut |record| {
+            record[field] = value.clone();
+        });
+        let second = approve_as(&fx.gate, id, &team.bob).unwrap();
+        assert_eq!(
+            second.effective_status(),
+            EffectiveStatus::Pending,
+            "{field}: alice approved another {field}"
+        );
+        let refused = execute(&fx.gate, id).unwrap_err();
+        assert_eq!(refused.code(), ErrorCode::NotApproved, "{field}: {refused}");
+        assert!(!backend.claimed(&fx.store, id), "{field}");
     }
 }

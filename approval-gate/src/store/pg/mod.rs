@@ -1211,6 +1211,14 @@ mod tests {
     use super::*;
     use crate::request::NewRequest;
 
+    /// The schema lets a full record give up untrusted approvals at the number of approvals a
+    /// record holds at most: the same number as the Rust side's.
+    #[test]
+    fn the_schema_makes_room_at_the_most_approvals_a_record_holds() {
+        let rule = format!("OR v_old_n >= {}) -- MAX_QUORUM", crate::limits::MAX_QUORUM);
+        assert!(include_str!("schema.sql").contains(&rule), "{rule}");
+    }
+
     /// The server of `APPROVAL_GATE_TEST_PG` (a superuser URL), which `.ci/run` sets; without
     /// it these tests have nothing to run against, which in CI is a failure.
     fn admin_url() -> Option<String> {

@@ -404,6 +404,28 @@ BEGIN
 END
 $$;
 
+-- Whether `kept` is `old` with some elements left out, the rest in their order.
+CREATE OR REPLACE FUNCTION approval_gate.keeps_in_order(old jsonb, kept jsonb)
+RETURNS boolean
+LANGUAGE plpgsql IMMUTABLE SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    i int := 0;
+    n int := jsonb_array_length(old);
+    e jsonb;
+BEGIN
+    FOR e IN SELECT value FROM jsonb_array_elements(kept) LOOP
+        WHILE i < n AND old->i <> e LOOP
+            i := i + 1;
+        END LOOP;
+        IF i >= n THEN
+            RETURN false;
+        END IF;
+        i := i + 1;
+    END LOOP;
+    RETURN true;
+END
+$$;
+
 -- A decision on one request: `approve` (approvers), `deny` (agents and approvers), `revoke`
 -- (approvers), `expire` (anyone, once the clock is past the expiry). `record` is the record
 -- as the caller means it to be; only the decision's fields may differ from what is stored,
@@ -442,12 +464,14 @@ BEGIN
     v_new_approvals := coalesce(v_new->'approvals', '[]'::jsonb);
     v_old_n := jsonb_array_length(v_old_approvals);
     v_new_n := jsonb_array_length(v_new_approvals);
-    -- Approvals only grow, by one signed approval at a time, and only when approving.
+    -- Approvals grow by one signed approval at a time, and only when approving. A record
+    -- full of approvals may give up some to make room (the gate drops those its policy does
+    -- not trust; each stays in the audit rows where it was recorded): what is kept, it keeps
+    -- in order.
     IF NOT (v_new_approvals = v_old_approvals
-            OR (step = 'approve' AND v_new_n = v_old_n + 1
-                AND (SELECT coalesce(jsonb_agg(e ORDER BY i), '[]'::jsonb)
-                     FROM jsonb_array_elements(v_new_approvals) WITH ORDINALITY AS t(e, i)
-                     WHERE i <= v_old_n) = v_old_approvals)) THEN
+            OR (step = 'approve' AND v_new_n >= 1
+                AND (v_new_n = v_old_n + 1 OR v_old_n >= 16) -- MAX_QUORUM
+                AND approval_gate.keeps_in_order(v_old_approvals, v_new_approvals - (v_new_n - 1)))) THEN
         RAISE EXCEPTION USING ERRCODE = 'AG005',
             MESSAGE = format('a decision on request %s may only add one approval', rid);
     END IF;
@@ -478,7 +502,7 @@ BEGIN
                    (event = 'approved' AND v_status = 'approved'
                     AND (v_new_n >= coalesce((v_new->>'requiredApprovals')::int, 1)
                          OR coalesce((v_new->>'requiredApprovals')::int, 1) = 1))
-                OR (event = 'approval_added' AND v_status = 'pending' AND v_new_n = v_old_n + 1)) THEN
+                OR (event = 'approval_added' AND v_status = 'pending' AND v_new_approvals <> v_old_approvals)) THEN
                 RAISE EXCEPTION USING ERRCODE = 'AG005',
                     MESSAGE = 'an approval needs all its required signed approvals';
             END IF;
