@@ -118,7 +118,8 @@ pub mod __private {
     }
 
     /// What the guarded function is about to run: the approval's action text, the macro's
-    /// operation, and the caller's payload.
+    /// operation, and the caller's payload. A payload that cannot be bound is a refused
+    /// consume of the approval like any other, and is recorded as one.
     fn binding<T: Serialize>(
         approval: &Claim<'_>,
         operation: &'static str,
@@ -127,6 +128,11 @@ pub mod __private {
         Binding::new(approval.action())
             .operation(operation)
             .payload_of(payload)
+            .inspect_err(|refusal| {
+                approval
+                    .gate()
+                    .record_refused_consume(approval.id(), refusal);
+            })
     }
 
     /// The async form of [`execute`].

@@ -14,7 +14,12 @@ use crate::grant::Grant;
 use crate::id::RequestId;
 use crate::request::{Binding, Request};
 use crate::rules;
-use crate::store::Entry;
+use crate::store::{Entry, Held};
+use crate::time::Timestamp;
+
+/// Longest refusal text kept in a `consume_refused` line: a record that cannot be read is
+/// described by its parser, whose words may quote what the record holds.
+const MAX_DETAIL: usize = 1024;
 
 impl Gate {
     /// Consumes an approval: the only thing that authorizes acting.
@@ -29,8 +34,10 @@ impl Gate {
     /// read again: if the approval expired meanwhile the call refuses, and the approval stays
     /// spent.
     ///
-    /// A refusal before the claim does not spend the approval; every refusal is audited, and
-    /// a replay of a consumed approval is audited as `consume_replayed`.
+    /// A refusal before the claim does not spend the approval. Every refusal is audited, with
+    /// its error code as the reason, also of a record that cannot be read, an id nobody filed
+    /// or an archived request; a replay of a consumed approval is audited as
+    /// `consume_replayed`.
     ///
     /// For a request without a payload, `T` is deserialized from `null` (use `()`).
     ///
@@ -40,7 +47,9 @@ impl Gate {
     /// [`Error::BadSignature`], [`Error::UntrustedSigner`], [`Error::Denied`], [`Error::Expired`],
     /// [`Error::Revoked`], [`Error::AlreadyConsumed`], [`Error::ApprovalExpired`],
     /// [`Error::ActionMismatch`], [`Error::OperationMismatch`], [`Error::PayloadMismatch`],
-    /// [`Error::PayloadType`], [`Error::ExpiredDuringConsume`]; [`Error::AuditBroken`] if the
+    /// [`Error::PayloadType`], [`Error::ExpiredDuringConsume`]; [`Error::NotFound`],
+    /// [`Error::Archived`] or [`Error::Unreadable`] for a request it cannot consume at all;
+    /// [`Error::AuditBroken`] if the
     /// audit log refuses appends (nothing is spent); [`Error::DurabilityUnknown`] or
     /// [`Error::NotRecorded`] if the claim was made but could not be made durable or
     /// recorded (the approval is spent, nothing is authorized); and any I/O error before
@@ -49,30 +58,13 @@ impl Gate {
     where
         T: DeserializeOwned + Serialize,
     {
-        self.load_live(id)?;
-        let _lock = self.store().lock(id)?;
-        let now = self.now();
-        let (request, claimed) = self.refresh_locked(id, now)?;
-        let policy = self.policy().map(|policy| {
-            let required =
-                self.required_approvals(request.operation(), request.required_approvals());
-            (policy, required)
-        });
-        let payload = match rules::check_consumable::<T>(&request, claimed, binding, policy, now) {
-            Ok(payload) => payload,
+        let (request, payload, now, _lock) = match self.check_consume::<T>(id, binding) {
+            Ok(checked) => checked,
             Err(refusal) => {
-                // The refusal stands whether or not its record can be written.
-                let _ = self.audit(
-                    rules::refusal_event(&refusal),
-                    id,
-                    json!({ "reason": refusal.code(), "detail": refusal.to_string() }),
-                );
+                self.record_refused_consume(id, &refusal);
                 return Err(refusal);
             }
         };
-
-        // The claim is a "yes": it is not made unless its `consumed` line can follow.
-        self.check_audit_appendable()?;
         failpoint!("consume::before_claim");
         let consumed = json!({
             "operation": request.operation(),
@@ -84,13 +76,17 @@ impl Gate {
             event: AuditEvent::Consumed,
             details: &consumed,
         };
-        if !self.store().claim(id, now, &entry)? {
-            let _ = self.audit(
-                AuditEvent::ConsumeReplayed,
-                id,
-                json!({ "reason": "already_consumed" }),
-            );
-            return Err(Error::AlreadyConsumed(id));
+        let claimed = self.store().claim(id, now, &entry).inspect_err(|error| {
+            // A store that records effects recorded the refusal it found itself; on another,
+            // an error that changed nothing is a refusal like the others.
+            if !self.store().records_effects() && !error.took_effect() {
+                self.record_refused_consume(id, error);
+            }
+        })?;
+        if !claimed {
+            let replay = Error::AlreadyConsumed(id);
+            self.record_refused_consume(id, &replay);
+            return Err(replay);
         }
         // From here on the approval is spent, whatever happens next.
         self.record_consumed(&request)
@@ -101,11 +97,7 @@ impl Gate {
                 id,
                 expired_at: request.expires_at(),
             };
-            let _ = self.audit(
-                AuditEvent::ConsumeRefused,
-                id,
-                json!({ "reason": refusal.code(), "detail": refusal.to_string() }),
-            );
+            self.record_refused_consume(id, &refusal);
             return Err(refusal);
         }
         Ok(Grant::new(
@@ -116,6 +108,62 @@ impl Gate {
             payload,
             Arc::clone(self.clock()),
         ))
+    }
+
+    /// Everything a consume checks before it claims, in order (`docs/authorization-states.md`):
+    /// the request, read under its lock (held until the claim is made), the payload as `T`,
+    /// and the time the checks were made at.
+    fn check_consume<T>(
+        &self,
+        id: RequestId,
+        binding: &Binding,
+    ) -> Result<(Request, T, Timestamp, Held), Error>
+    where
+        T: DeserializeOwned + Serialize,
+    {
+        self.load_live(id)?;
+        let lock = self.store().lock(id)?;
+        let now = self.now();
+        let (request, claimed) = self.refresh_locked(id, now)?;
+        let policy = self.policy().map(|policy| {
+            let required =
+                self.required_approvals(request.operation(), request.required_approvals());
+            (policy, required)
+        });
+        let payload = rules::check_consumable::<T>(&request, claimed, binding, policy, now)?;
+        // The claim is a "yes": it is not made unless its `consumed` line can follow.
+        self.check_audit_appendable()?;
+        Ok((request, payload, now, lock))
+    }
+
+    /// Records that a consume of `id` was refused with `refusal`, as `consume_refused` (or
+    /// `consume_replayed`) with its code as the reason. [`consume`](Gate::consume) and the
+    /// guarded functions of `#[requires_approval]` record every refusal themselves; a front
+    /// end that refuses a consume before it can ask (a payload it cannot read, of a
+    /// well-formed id) calls this, so that every refusal leaves a line, also when nothing
+    /// else can be said of the request, since the line is all that shows the attempt.
+    ///
+    /// Best effort: the refusal stands whether or not the line can be written, and a log
+    /// that refuses appends ([`Error::AuditBroken`]) is not asked. On PostgreSQL only an
+    /// executor's login may write refusals.
+    pub fn record_refused_consume(&self, id: RequestId, refusal: &Error) {
+        if matches!(refusal, Error::AuditBroken { .. }) {
+            return;
+        }
+        let mut detail = refusal.to_string();
+        if detail.len() > MAX_DETAIL {
+            let mut cut = MAX_DETAIL;
+            while !detail.is_char_boundary(cut) {
+                cut -= 1;
+            }
+            detail.truncate(cut);
+            detail.push_str("...");
+        }
+        let _ = self.audit(
+            rules::refusal_event(refusal),
+            id,
+            json!({ "reason": refusal.code(), "detail": detail }),
+        );
     }
 
     fn record_consumed(&self, request: &Request) -> Result<(), Error> {

@@ -270,6 +270,20 @@ pub enum Error {
         problem: String,
     },
 
+    /// The audit log's lines chain and verify, but what they say could not have happened: a
+    /// request's events do not follow the state machine (`docs/authorization-states.md`),
+    /// such as `consumed` with no `approved` before it. The log was written by someone other
+    /// than the gate, or by a gate that broke its own rules; either way a human must look.
+    #[error("audit log inconsistent at line {line}: request {id}: {problem}")]
+    AuditInconsistent {
+        /// 1-based line number of the first line that makes no sense.
+        line: u64,
+        /// The request the line is about.
+        id: RequestId,
+        /// What the line says and why it cannot follow what came before.
+        problem: String,
+    },
+
     /// The operation took effect on disk, but the directory fsync that makes it survive a
     /// crash failed: after a power loss it may be as if it never happened. It is not a
     /// refusal: check where the request stands (`approval-gate show ID`) before acting
@@ -439,6 +453,7 @@ impl Error {
             Self::Corrupt { .. } => ErrorCode::Corrupt,
             Self::Unreadable { .. } => ErrorCode::Unreadable,
             Self::AuditBroken { .. } => ErrorCode::AuditBroken,
+            Self::AuditInconsistent { .. } => ErrorCode::AuditInconsistent,
             Self::DurabilityUnknown { .. } => ErrorCode::DurabilityUnknown,
             Self::NotRecorded { .. } => ErrorCode::NotRecorded,
             Self::NoStateDir => ErrorCode::NoStateDir,
@@ -475,6 +490,7 @@ impl Error {
             | Self::AlreadySigned { id, .. }
             | Self::NoApprovers { id }
             | Self::Unreadable { id, .. }
+            | Self::AuditInconsistent { id, .. }
             | Self::DurabilityUnknown { id, .. }
             | Self::NotRecorded { id, .. } => Some(*id),
             _ => None,
@@ -572,6 +588,8 @@ pub enum ErrorCode {
     Unreadable,
     /// [`Error::AuditBroken`]: the audit log fails verification or refuses appends.
     AuditBroken,
+    /// [`Error::AuditInconsistent`]: the audit log's events break the state machine.
+    AuditInconsistent,
     /// [`Error::DurabilityUnknown`]: it took effect, but may not survive a crash.
     DurabilityUnknown,
     /// [`Error::NotRecorded`]: it took effect, but its audit line could not be written.
@@ -622,6 +640,7 @@ impl ErrorCode {
         Self::Corrupt,
         Self::Unreadable,
         Self::AuditBroken,
+        Self::AuditInconsistent,
         Self::DurabilityUnknown,
         Self::NotRecorded,
         Self::NoStateDir,
@@ -666,6 +685,7 @@ impl ErrorCode {
             Self::Corrupt => "corrupt",
             Self::Unreadable => "unreadable",
             Self::AuditBroken => "audit_broken",
+            Self::AuditInconsistent => "audit_inconsistent",
             Self::DurabilityUnknown => "durability_unknown",
             Self::NotRecorded => "not_recorded",
             Self::NoStateDir => "no_state_dir",

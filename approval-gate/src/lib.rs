@@ -77,6 +77,7 @@ mod schema;
 mod status;
 mod store;
 mod time;
+mod trail;
 mod wait;
 
 #[cfg(feature = "macros")]
@@ -126,6 +127,20 @@ pub mod __fuzz {
     /// [`Error::AuditBroken`](crate::Error::AuditBroken) at the first bad line.
     pub fn parse_audit_log(bytes: &[u8]) -> Result<Vec<crate::AuditRecord>, crate::Error> {
         crate::audit::parse_chain(bytes).map(|(records, _)| records)
+    }
+
+    /// Parses a whole audit log as [`parse_audit_log`] does, then checks what its lines say
+    /// against the state machine, as a store that writes lines apart from their effects.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::AuditBroken`](crate::Error::AuditBroken) at the first bad line,
+    /// [`Error::AuditInconsistent`](crate::Error::AuditInconsistent) at the first line that
+    /// cannot follow the ones before it.
+    pub fn check_audit_log(bytes: &[u8]) -> Result<Vec<crate::AuditRecord>, crate::Error> {
+        let records = parse_audit_log(bytes)?;
+        crate::trail::check(&records, crate::trail::Recording::Ordered)?;
+        Ok(records)
     }
 }
 

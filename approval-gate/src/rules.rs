@@ -32,6 +32,9 @@ pub(crate) enum Order {
 }
 
 impl Verdict {
+    /// Every verdict.
+    pub(crate) const ALL: [Self; 3] = [Self::Approve, Self::Deny, Self::Revoke];
+
     /// The status the request takes.
     pub(crate) fn status(self) -> Status {
         match self {
@@ -172,6 +175,211 @@ pub(crate) fn refusal_event(refusal: &Error) -> AuditEvent {
     } else {
         AuditEvent::ConsumeRefused
     }
+}
+
+/// Where a request stands as far as its audit trail can tell: its effective status, the clock
+/// aside, with the execution of a consumed approval and the archive told apart. What
+/// [`next_stage`] allows between them is what the functions above allow between statuses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Stage {
+    Pending,
+    Approved,
+    Consumed,
+    Executing,
+    Executed,
+    Denied,
+    Expired,
+    Revoked,
+    Archived,
+}
+
+impl Stage {
+    /// Every stage.
+    pub(crate) const ALL: [Self; 9] = [
+        Self::Pending,
+        Self::Approved,
+        Self::Consumed,
+        Self::Executing,
+        Self::Executed,
+        Self::Denied,
+        Self::Expired,
+        Self::Revoked,
+        Self::Archived,
+    ];
+
+    /// The stage's name, as problems name it.
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            Self::Pending => "pending",
+            Self::Approved => "approved",
+            Self::Consumed => "consumed",
+            Self::Executing => "executing",
+            Self::Executed => "executed",
+            Self::Denied => "denied",
+            Self::Expired => "expired",
+            Self::Revoked => "revoked",
+            Self::Archived => "archived",
+        }
+    }
+
+    /// The effective status of a request at this stage; `None` once archived, when nothing
+    /// can happen to it any more. The log does not say what the clock said: an approval
+    /// counts as unexpired ([`next_stage`] lets archiving see it expired, as it must be by
+    /// then).
+    fn status(self) -> Option<EffectiveStatus> {
+        Some(match self {
+            Self::Pending => EffectiveStatus::Pending,
+            Self::Approved => EffectiveStatus::ApprovedUnconsumed,
+            Self::Consumed | Self::Executing | Self::Executed => EffectiveStatus::Consumed,
+            Self::Denied => EffectiveStatus::Denied,
+            Self::Expired => EffectiveStatus::Expired,
+            Self::Revoked => EffectiveStatus::Revoked,
+            Self::Archived => return None,
+        })
+    }
+
+    fn of(status: Status) -> Self {
+        match status {
+            Status::Pending => Self::Pending,
+            Status::Approved => Self::Approved,
+            Status::Denied => Self::Denied,
+            Status::Expired => Self::Expired,
+            Status::Revoked => Self::Revoked,
+        }
+    }
+}
+
+/// What an audit event does to the request its line names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Effect {
+    /// Files it: the first line of its trail.
+    Files,
+    /// Moves it from one [`Stage`] to another, where [`next_stage`] allows it.
+    Moves,
+    /// Nothing: a refused consume changes nothing, and may be tried at any stage, of any id.
+    Refuses,
+    /// Concerns the whole store (the line names [`RequestId::STORE`](crate::RequestId::STORE)):
+    /// a re-anchoring accepted the log as it was, lines lost before it included.
+    Reanchors,
+}
+
+/// Every event, for [`reachable`]. A new event must be added here and to [`effect`].
+pub(crate) const EVENTS: [AuditEvent; 13] = [
+    AuditEvent::Requested,
+    AuditEvent::Approved,
+    AuditEvent::ApprovalAdded,
+    AuditEvent::Denied,
+    AuditEvent::Revoked,
+    AuditEvent::Expired,
+    AuditEvent::Consumed,
+    AuditEvent::ConsumeRefused,
+    AuditEvent::ConsumeReplayed,
+    AuditEvent::ExecutionStarted,
+    AuditEvent::ExecutionFinished,
+    AuditEvent::Archived,
+    AuditEvent::Reanchored,
+];
+
+/// What `event` does to the request its line names.
+pub(crate) fn effect(event: AuditEvent) -> Effect {
+    match event {
+        AuditEvent::Requested => Effect::Files,
+        AuditEvent::Approved
+        | AuditEvent::ApprovalAdded
+        | AuditEvent::Denied
+        | AuditEvent::Revoked
+        | AuditEvent::Expired
+        | AuditEvent::Consumed
+        | AuditEvent::ExecutionStarted
+        | AuditEvent::ExecutionFinished
+        | AuditEvent::Archived => Effect::Moves,
+        AuditEvent::ConsumeRefused | AuditEvent::ConsumeReplayed => Effect::Refuses,
+        AuditEvent::Reanchored => Effect::Reanchors,
+    }
+}
+
+/// The decision an event records, if it records one (an added approval is an approve that
+/// leaves the request pending).
+fn verdict_of(event: AuditEvent) -> Option<Verdict> {
+    if event == AuditEvent::ApprovalAdded {
+        return Some(Verdict::Approve);
+    }
+    Verdict::ALL
+        .into_iter()
+        .find(|verdict| verdict.event() == event)
+}
+
+/// The stage `event` moves a request at `from` to, if the rules allow it there: decisions as
+/// [`Verdict::check`] allows them; an expiry only of a pending request (as
+/// `Gate::expire_if_due`); a consume only of an unconsumed approval (as [`check_consumable`]),
+/// an execution only of a fresh consume and its end only after its start (as
+/// `Gate::execute_approved`); and archiving only of a finished request no execution holds
+/// (as [`archivable`] and `Gate::archive`). Nothing moves an archived request.
+pub(crate) fn next_stage(from: Stage, event: AuditEvent) -> Option<Stage> {
+    let status = from.status()?;
+    if let Some(verdict) = verdict_of(event) {
+        verdict.check(crate::RequestId::STORE, status).ok()?;
+        return Some(if event == AuditEvent::ApprovalAdded {
+            Stage::Pending
+        } else {
+            Stage::of(verdict.status())
+        });
+    }
+    match event {
+        AuditEvent::Expired => (status == EffectiveStatus::Pending).then_some(Stage::Expired),
+        AuditEvent::Consumed => {
+            (status == EffectiveStatus::ApprovedUnconsumed).then_some(Stage::Consumed)
+        }
+        AuditEvent::ExecutionStarted => (from == Stage::Consumed).then_some(Stage::Executing),
+        AuditEvent::ExecutionFinished => (from == Stage::Executing).then_some(Stage::Executed),
+        AuditEvent::Archived => {
+            // Archiving waits until the expiry is days past: an approval it finds expired.
+            let status = if status == EffectiveStatus::ApprovedUnconsumed {
+                EffectiveStatus::ApprovedExpired
+            } else {
+                status
+            };
+            (status.is_finished() && from != Stage::Executing).then_some(Stage::Archived)
+        }
+        _ => None,
+    }
+}
+
+/// Whether a line of `event` is written before its effect takes place, so that a crash or a
+/// failed write may leave the line without the effect (an approval: [`Order::RecordFirst`]).
+pub(crate) fn recorded_first(event: AuditEvent) -> bool {
+    verdict_of(event).is_some_and(|verdict| verdict.order() == Order::RecordFirst)
+}
+
+/// The stages a request at `from` may have reached with no line saying so, when a store
+/// writes a line after its effect: a "no" ([`Order::EffectFirst`]: deny, revoke, and an
+/// expiry, which `Gate::expire_if_due` records the same way) stands even when its line could
+/// not be written.
+pub(crate) fn unrecorded(from: Stage) -> impl Iterator<Item = Stage> {
+    let silent = Verdict::ALL
+        .into_iter()
+        .filter(|verdict| verdict.order() == Order::EffectFirst)
+        .map(Verdict::event)
+        .chain([AuditEvent::Expired]);
+    silent.filter_map(move |event| next_stage(from, event))
+}
+
+/// Every stage a request at `from` can reach through any number of events (`from` included):
+/// what may have happened in lines that were lost.
+pub(crate) fn reachable(from: Stage) -> Vec<Stage> {
+    let mut seen = vec![from];
+    let mut next = 0;
+    while let Some(&stage) = seen.get(next) {
+        next += 1;
+        for event in EVENTS {
+            if let Some(to) = next_stage(stage, event)
+                && !seen.contains(&to)
+            {
+                seen.push(to);
+            }
+        }
+    }
+    seen
 }
 
 /// Whether a request may leave the live store: finished (`status`), created at least

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use approval_gate::limits::MAX_PAGE;
 use approval_gate::{
-    Decision, Error, Gate, Grant, Limits, ListFilter, ListItem, NewRequest, RequestId,
+    AuditEvent, Decision, Error, Gate, Grant, Limits, ListFilter, ListItem, NewRequest, RequestId,
     UnreadableRecord,
 };
 use approval_gate_tests::{Fixture, binding, changed, snapshot};
@@ -100,9 +100,28 @@ fn assert_refuses_everything(d: &Damaged, problem: &str) {
             }),
     );
     assert!(!ran, "nothing runs for an unreadable record");
+    // Nothing changed but the audit log: each refused consume left its line.
     assert_eq!(
         changed(&before, &snapshot(&d.fx.dir)),
-        Vec::<PathBuf>::new()
+        [PathBuf::from("audit.head"), PathBuf::from("audit.jsonl")]
+    );
+    let records = d.gate().audit_records().unwrap();
+    let refusals: Vec<_> = records
+        .iter()
+        .rev()
+        .take(2)
+        .map(|r| {
+            (
+                r.event,
+                r.id,
+                r.details["reason"].as_str().unwrap_or_default(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        refusals,
+        [(AuditEvent::ConsumeRefused, id, "unreadable"); 2],
+        "the consume, then the execution"
     );
 }
 

@@ -128,7 +128,8 @@ fn ask(gate: &Gate, action: &str) -> RequestId {
 
 /// What one group role may and may not call: functions it may not execute at all (42501),
 /// steps of `decide` it may not take (AG004), and calls it may make, which pass the role
-/// check and stop at the missing request (AG003).
+/// check and stop at the missing request (AG003), or for `refuse`, which records refusals of
+/// any id, at an id that is not one (AG005).
 struct Plan {
     group: &'static str,
     not_granted: &'static [&'static str],
@@ -204,9 +205,8 @@ fn call(function: &str) -> String {
             "SELECT approval_gate.file_request('{}'::jsonb, NULL::text, '{}'::jsonb, NULL::bigint, 1, 1, false)"
                 .to_owned()
         }
-        "refuse" => format!(
-            "SELECT approval_gate.refuse({rid}, 'consume_refused', '{{}}'::jsonb, NULL::bigint)"
-        ),
+        "refuse" => "SELECT approval_gate.refuse('not an id', 'consume_refused', '{}'::jsonb, NULL::bigint)"
+            .to_owned(),
         "claim" | "start_execution" | "finish_execution" | "archive" => {
             format!("SELECT approval_gate.{function}({rid}, '{{}}'::jsonb, NULL::bigint)")
         }
@@ -270,7 +270,12 @@ fn check_login(url: &str, login: &str, plan: &Plan) {
     }
     // The refusals above are the roles', not a schema nobody can use.
     for function in plan.allowed {
-        assert_refused(&mut client, login, &call(function), "AG003");
+        let code = if *function == "refuse" {
+            "AG005"
+        } else {
+            "AG003"
+        };
+        assert_refused(&mut client, login, &call(function), code);
     }
 }
 

@@ -113,3 +113,59 @@ fn without_its_anchor_the_log_refuses_every_yes_until_a_human_reanchors() {
         ]
     );
 }
+
+/// Lines cut from the tail and accepted by a re-anchoring are lost for good: what they said
+/// is unknown, so a request whose approval was among them may be consumed after the
+/// re-anchoring and the log still makes sense; what follows is held to the rules again (the
+/// choice documented in docs/authorization-states.md).
+#[test]
+fn after_a_reanchoring_lost_lines_are_allowed_for_and_later_ones_are_checked() {
+    let fx = Fixture::new();
+    let id = fx.ask("pay 1 EUR", None, None);
+    let log = fx.dir.join("audit.jsonl");
+    let filed = std::fs::read_to_string(&log).unwrap();
+    fx.gate.approve(id, &Decision::by("alice")).unwrap();
+    // The tail (the `approved` line) is cut, the anchor with it, and a human accepts it.
+    std::fs::write(&log, &filed).unwrap();
+    std::fs::remove_file(fx.dir.join("audit.head")).unwrap();
+    fx.gate.reanchor_audit("alice").unwrap();
+    let _spent = fx
+        .gate
+        .consume::<()>(id, &binding("pay 1 EUR", None, None))
+        .unwrap();
+    let events: Vec<_> = fx
+        .gate
+        .audit_records()
+        .unwrap()
+        .iter()
+        .map(|r| r.event)
+        .collect();
+    assert_eq!(
+        events,
+        [
+            AuditEvent::Requested,
+            AuditEvent::Reanchored,
+            AuditEvent::Consumed
+        ]
+    );
+    assert_eq!(fx.gate.verify_audit().unwrap().lines, 3);
+    // A second `consumed` (a careful forger's, chained and anchored) is caught at its line.
+    approval_gate_tests::backend::Backend::forge_audit_line(
+        &approval_gate_tests::backend::Directory,
+        &approval_gate_tests::backend::Directory::at(&fx.dir),
+        AuditEvent::Consumed,
+        id,
+        &serde_json::Map::new(),
+    );
+    match fx.gate.verify_audit() {
+        Err(Error::AuditInconsistent {
+            line: 4,
+            id: named,
+            problem,
+        }) => {
+            assert_eq!(named, id);
+            assert!(problem.contains("`consumed`"), "{problem}");
+        }
+        other => panic!("expected the second consume at line 4, got {other:?}"),
+    }
+}

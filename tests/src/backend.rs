@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
 
-use approval_gate::{Gate, GateBuilder, Limits, Location, ManualClock, RequestId};
+use approval_gate::{AuditEvent, Gate, GateBuilder, Limits, Location, ManualClock, RequestId};
 
 /// A kind of store the conformance suite runs against.
 pub trait Backend: Send + Sync {
@@ -54,6 +54,18 @@ pub trait Backend: Send + Sync {
     /// form (`status`, `decidedAt`, `approvals`: `[{principal, decidedBy, decidedAt,
     /// signature}]`, …) and changes it; the backend stores the result as it is.
     fn tamper(&self, store: &Store, id: RequestId, edit: &mut dyn FnMut(&mut serde_json::Value));
+
+    /// Appends one audit line saying `event` happened to `id`, with `details`, as someone
+    /// who can write the store directly and is careful to keep the chain whole: the line is
+    /// linked and hashed as the store would, and its anchor (the head) moved to it. Only
+    /// what the line *says* can give it away.
+    fn forge_audit_line(
+        &self,
+        store: &Store,
+        event: AuditEvent,
+        id: RequestId,
+        details: &serde_json::Map<String, serde_json::Value>,
+    );
 }
 
 /// A store to test: where it is, and whatever keeps it alive until dropped.
@@ -223,6 +235,48 @@ impl Backend for Directory {
         edit(&mut record);
         std::fs::write(&path, serde_json::to_vec(&record).expect("JSON"))
             .expect("write the record");
+    }
+
+    fn forge_audit_line(
+        &self,
+        store: &Store,
+        event: AuditEvent,
+        id: RequestId,
+        details: &serde_json::Map<String, serde_json::Value>,
+    ) {
+        // The line format of `approval-gate/src/audit.rs`: `{"seq":..,"ts":..,"event":..,
+        // "id":..,<details>,"prev":".."` and then `,"hash":"<BLAKE3 of all that>"}`.
+        let dir = Self::dir(store);
+        let log = dir.join("audit.jsonl");
+        let text = std::fs::read_to_string(&log).expect("read the audit log");
+        let last: serde_json::Value =
+            serde_json::from_str(text.lines().last().expect("a line to chain onto"))
+                .expect("a JSON line");
+        let seq = last["seq"].as_u64().expect("a sequence number") + 1;
+        // Built by hand: a `serde_json::Map` would put the fields in alphabetical order.
+        let details = serde_json::Value::Object(details.clone()).to_string();
+        let details = match &details[1..details.len() - 1] {
+            "" => String::new(),
+            fields => format!(",{fields}"),
+        };
+        let prefix = format!(
+            "{{\"seq\":{seq},\"ts\":{},\"event\":{},\"id\":\"{id}\"{details},\"prev\":{}",
+            last["ts"],
+            serde_json::to_value(event).expect("an event"),
+            last["hash"],
+        );
+        let hash = blake3::hash(prefix.as_bytes()).to_hex();
+        let mut file = std::fs::OpenOptions::new()
+            .append(true)
+            .open(&log)
+            .expect("open the audit log");
+        std::io::Write::write_all(
+            &mut file,
+            format!("{prefix},\"hash\":\"{hash}\"}}\n").as_bytes(),
+        )
+        .expect("append the forged line");
+        std::fs::write(dir.join("audit.head"), format!("{seq:020} {hash}\n"))
+            .expect("move the anchor");
     }
 }
 
@@ -471,6 +525,26 @@ impl Backend for Postgres {
             quote(&record.to_string()),
             payload.as_deref().map_or("NULL".to_owned(), quote),
             quote(&status),
+        );
+        let _ = Self::query(store, &sql);
+    }
+
+    fn forge_audit_line(
+        &self,
+        store: &Store,
+        event: AuditEvent,
+        id: RequestId,
+        details: &serde_json::Map<String, serde_json::Value>,
+    ) {
+        // A row as a step appends it, then sealed into the chain by the database itself.
+        let event = serde_json::to_value(event).expect("an event");
+        let details = serde_json::Value::Object(details.clone()).to_string();
+        let sql = format!(
+            "INSERT INTO approval_gate.audit (at_ms, id, event, details)
+                 SELECT coalesce(max(at_ms), 0), '{id}', '{}', '{}'::jsonb FROM approval_gate.audit;
+             SELECT approval_gate.seal(true);",
+            event.as_str().expect("an event name"),
+            details.replace('\'', "''"),
         );
         let _ = Self::query(store, &sql);
     }

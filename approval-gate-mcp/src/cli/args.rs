@@ -16,8 +16,8 @@ Exit codes:
   0  done
   1  refused: not found, wrong state, expired, confirmation mismatch, not a terminal, an
      approval that must be signed or whose key is not trusted; for doctor, a problem found
-  2  usage or I/O error (including a broken audit log, an unreadable request record or an
-     unsafe state directory)
+  2  usage or I/O error (including a broken or inconsistent audit log, an unreadable request
+     record or an unsafe state directory)
   3  took effect, but its durability is unknown (a directory fsync failed) or it could not be
      recorded in the audit log: check with `show ID` and `audit verify`
 
@@ -159,7 +159,7 @@ nothing archived could still be used.")]
     /// Check the store: unreadable request records, the audit log, stray files.
     #[command(after_help = "\
 doctor changes nothing. It reads every request record of the live store, verifies the audit
-log's hash chain and anchor (as `audit verify`), and lists entries of the store's directories
+log's hash chain, anchor and meaning (as `audit verify`), and lists entries of the store's directories
 that approval-gate does not write. It exits 0 when the store is healthy and 1 when anything
 needs a look. An unreadable record refuses everything about its own id (exit 2 for those
 commands) and nothing else; repair it from a backup or move it out of the store.")]
@@ -362,10 +362,13 @@ role of the session user and record it as the decider. docs/postgres.md shows th
 
 #[derive(Debug, Subcommand)]
 pub(crate) enum AuditCommand {
-    /// Verify the audit log's hash chain and anchor; reports the first bad line.
+    /// Verify the audit log's hash chain and anchor, and that each request's events follow
+    /// the state machine; reports the first bad line.
     Verify {
         /// Print {"ok": true, "lines": N, "lastHash": ...}; a broken log is an error,
-        /// {"error": {"code": "audit_broken", "line": N, "problem": ..., ...}}.
+        /// {"error": {"code": "audit_broken", "line": N, "problem": ..., ...}}, and so is one
+        /// whose lines chain but tell what cannot happen, {"error": {"code":
+        /// "audit_inconsistent", "line": N, "id": ..., "problem": ..., ...}}.
         #[arg(long)]
         json: bool,
     },

@@ -1,5 +1,5 @@
-//! `audit verify`: check the hash chain of the audit log; `audit reanchor`: accept it as it
-//! is after its anchor was lost.
+//! `audit verify`: check the hash chain of the audit log and what its lines say; `audit
+//! reanchor`: accept it as it is after its anchor was lost.
 
 use approval_gate::{Gate, os_user};
 use serde_json::json;
@@ -38,6 +38,10 @@ pub(crate) fn reanchor(gate: &Gate, yes: bool, json: bool) -> anyhow::Result<Exi
             Ok(summary) => format!(
                 "the audit log verifies ({} lines): nothing to re-anchor",
                 summary.lines
+            ),
+            // Its lines and anchor agree: what they say is for a human to look into.
+            Err(error @ approval_gate::Error::AuditInconsistent { .. }) => format!(
+                "{error}. Re-anchoring repairs a lost or disagreeing anchor, not what the lines say: find out who wrote that line"
             ),
             Err(error) => format!(
                 "{error}. Re-anchoring accepts the log as it is now as the whole history; look at it first, then run `approval-gate audit reanchor --yes`"

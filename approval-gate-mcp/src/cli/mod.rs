@@ -228,9 +228,17 @@ fn report(error: &anyhow::Error, about: About) -> Exit {
     output::stderr_line(&format!("approval-gate: {kind}: {}", escape(&message)));
     if about.json {
         let mut body = error_json(code(error), &message, about.id);
-        if let Some(approval_gate::Error::AuditBroken { line, problem }) = gate_error(error) {
-            body["error"]["line"] = json!(line);
-            body["error"]["problem"] = json!(problem);
+        match gate_error(error) {
+            Some(approval_gate::Error::AuditBroken { line, problem }) => {
+                body["error"]["line"] = json!(line);
+                body["error"]["problem"] = json!(problem);
+            }
+            Some(approval_gate::Error::AuditInconsistent { line, id, problem }) => {
+                body["error"]["line"] = json!(line);
+                body["error"]["id"] = json!(id);
+                body["error"]["problem"] = json!(problem);
+            }
+            _ => {}
         }
         print_json_error(&body);
     }
@@ -335,6 +343,7 @@ fn gate_exit(error: &approval_gate::Error) -> Exit {
         | E::Corrupt { .. }
         | E::Unreadable { .. }
         | E::AuditBroken { .. }
+        | E::AuditInconsistent { .. }
         | E::NoStateDir
         | E::Random(_)
         | E::Signing(_)

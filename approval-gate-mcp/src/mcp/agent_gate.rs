@@ -61,11 +61,20 @@ impl AgentGate {
     }
 
     /// Spends the approval. The grant is dropped here: this process executes nothing, it only
-    /// tells the agent that the approval was spent on its behalf.
-    pub(crate) async fn consume(&self, id: RequestId, binding: Binding) -> Result<(), Failure> {
-        self.blocking(move |gate| {
+    /// tells the agent that the approval was spent on its behalf. A `binding` the agent's
+    /// arguments could not make is a refused consume of `id` like any other, and recorded.
+    pub(crate) async fn consume(
+        &self,
+        id: RequestId,
+        binding: Result<Binding, Error>,
+    ) -> Result<(), Failure> {
+        self.blocking(move |gate| match binding {
             // `Value` carries any approved payload faithfully, and `null` for none.
-            gate.consume::<serde_json::Value>(id, &binding).map(drop)
+            Ok(binding) => gate.consume::<serde_json::Value>(id, &binding).map(drop),
+            Err(refusal) => {
+                gate.record_refused_consume(id, &refusal);
+                Err(refusal)
+            }
         })
         .await
     }

@@ -378,13 +378,16 @@ impl Server {
     ) -> Answer<Consumed> {
         let args = args?;
         let id = RequestId::parse(&args.id)?;
-        let mut binding = Binding::new(args.action);
-        if let Some(operation) = args.operation {
-            binding = binding.operation(operation);
-        }
-        if let Some(payload) = canonical(args.payload.as_ref(), &raw)? {
-            binding = binding.payload(payload);
-        }
+        let binding = payload_of(args.payload.as_ref(), &raw).map(|payload| {
+            let mut binding = Binding::new(args.action);
+            if let Some(operation) = args.operation {
+                binding = binding.operation(operation);
+            }
+            if let Some(payload) = payload {
+                binding = binding.payload(payload);
+            }
+            binding
+        });
         self.gate().consume(id, binding).await?;
         tracing::info!(%id, "approval consumed by an agent");
         Ok(Json(Consumed {
@@ -456,6 +459,11 @@ impl Server {
 /// The raw text, when the transport supplied it, is what the agent sent: the library's strict
 /// parser refuses its duplicate keys, which the decoded `Value` has already collapsed.
 fn canonical(value: Option<&Value>, raw: &RawPayload) -> Result<Option<CanonicalPayload>, Refusal> {
+    payload_of(value, raw).map_err(|e| Refusal::error(&e))
+}
+
+/// [`canonical`], refused as the library's error.
+fn payload_of(value: Option<&Value>, raw: &RawPayload) -> Result<Option<CanonicalPayload>, Error> {
     let Some(value) = value else {
         return Ok(None);
     };
@@ -463,9 +471,7 @@ fn canonical(value: Option<&Value>, raw: &RawPayload) -> Result<Option<Canonical
         Some(text) => CanonicalPayload::from_json_text(text),
         None => CanonicalPayload::from_value(value),
     };
-    payload
-        .map(Some)
-        .map_err(|e| Refusal::error(&Error::from(e)))
+    payload.map(Some).map_err(Error::from)
 }
 
 /// A wait that ended in anything but an approval ready to consume.

@@ -231,6 +231,42 @@ fn audit_verify_reports_the_first_bad_line() {
 }
 
 #[test]
+fn audit_verify_and_doctor_report_a_line_that_says_what_cannot_happen() {
+    use approval_gate_tests::backend::{Backend, Directory};
+    let store = Store::new();
+    let filed = store.ask("never approved");
+    // A `consumed` line chained and anchored as the store would write it.
+    Directory.forge_audit_line(
+        &Directory::at(&store.path),
+        approval_gate::AuditEvent::Consumed,
+        filed.id(),
+        &serde_json::Map::new(),
+    );
+    let expected = format!("audit log inconsistent at line 2: request {}", filed.id());
+    assert_exit(&store.run(&["audit", "verify"]), 2, &expected);
+    let output = store.run(&["audit", "verify", "--json"]);
+    assert_exit(&output, 2, &expected);
+    let report: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    let error = &report["error"];
+    assert_eq!(error["code"], "audit_inconsistent");
+    assert_eq!(error["line"], serde_json::Value::from(2));
+    assert_eq!(error["id"], filed.id().as_str());
+    assert!(
+        error["problem"].as_str().unwrap().contains("`consumed`"),
+        "{error}"
+    );
+    let output = store.run(&["doctor"]);
+    assert_eq!(output.status.code(), Some(1));
+    assert!(stdout(&output).contains(&expected), "{}", stdout(&output));
+    let doctor: serde_json::Value =
+        serde_json::from_slice(&store.run(&["doctor", "--json"]).stdout).unwrap();
+    assert_eq!(doctor["audit"]["code"], "audit_inconsistent");
+    // Re-anchoring is not the repair: the lines and their anchor agree.
+    let output = store.run(&["audit", "reanchor"]);
+    assert_exit(&output, 1, "not what the lines say");
+}
+
+#[test]
 fn an_unsafe_store_is_an_error_not_a_refusal() {
     let store = Store::new();
     let id = store.ask("anything").id();

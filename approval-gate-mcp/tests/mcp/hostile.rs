@@ -165,11 +165,6 @@ fn hostile_lookups(pending: &str) -> Vec<Case> {
         ),
         (
             "consume_approval",
-            json!({ "id": pending, "action": "send the report", "payload": nested(40) }),
-            "invalid_payload",
-        ),
-        (
-            "consume_approval",
             json!({ "id": "../x", "action": "send the report" }),
             "invalid_id",
         ),
@@ -207,6 +202,24 @@ async fn hostile_arguments_are_refused_and_change_nothing() {
         );
     }
     assert_unchanged(&session.store, &before, "hostile arguments");
+    // A consume of a well-formed id with a payload that cannot be canonical is refused like
+    // any other consume, and leaves its line like any other refusal: nothing else changes.
+    session
+        .call(
+            "consume_approval",
+            json!({ "id": pending, "action": "send the report", "payload": nested(40) }),
+        )
+        .await
+        .refused("invalid_payload");
+    let last = session.store.gate().audit_records().unwrap().pop().unwrap();
+    assert_eq!(
+        (last.event, last.id.to_string(), &last.details["reason"]),
+        (
+            approval_gate::AuditEvent::ConsumeRefused,
+            pending.clone(),
+            &json!("invalid_payload")
+        )
+    );
     let checked = session
         .call("check_approval", json!({ "id": pending }))
         .await

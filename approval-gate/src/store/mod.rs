@@ -387,6 +387,13 @@ pub(crate) trait Store: Send + Sync + fmt::Debug {
     fn check_appendable(&self) -> Result<(), Error>;
     /// Verifies the chain and its anchor.
     fn verify(&self) -> Result<AuditSummary, Error>;
+    /// [`verify`](Store::verify), and the records of at least the lines it verified, oldest
+    /// first (a backend that can read both at once should: a log read twice may have grown,
+    /// or, mid-append, end in a torn line).
+    fn verify_records(&self) -> Result<(AuditSummary, Vec<AuditRecord>), Error> {
+        let summary = self.verify()?;
+        Ok((summary, self.records()?))
+    }
     /// Every record, oldest first, checked while reading.
     fn records(&self) -> Result<Vec<AuditRecord>, Error>;
     /// Accepts the chain as it is; see [`Gate::reanchor_audit`](crate::Gate::reanchor_audit).

@@ -4,7 +4,8 @@
 
 use std::time::Duration;
 
-use approval_gate::{AuditEvent, Decision, Error, Gate, Grant, RequestId};
+use approval_gate::{AuditEvent, Claim, Decision, Error, ErrorCode, Gate, Grant, RequestId};
+use serde_json::{Map, json};
 
 use crate::backend::Backend;
 use crate::{Subject, binding};
@@ -213,4 +214,139 @@ fn check_trail(gate: &Gate, requests: &Requests, refusals: &[(RequestId, &str)])
         .map(|r| (r.id, r.details["reason"].as_str().unwrap_or_default()))
         .collect();
     assert_eq!(audited, refusals, "each refusal with its reason code");
+}
+
+/// Every refused consume leaves a `consume_refused` line with the code the caller got, also
+/// when nothing can be said about the request: its record cannot be read, nobody filed its
+/// id, it was archived, or the guarded function's payload is refused before any consume.
+pub fn every_refused_consume_leaves_a_line_even_for_an_unreadable_unknown_or_archived_request(
+    backend: &dyn Backend,
+) {
+    let fx = Subject::new(backend);
+    let payload = r#"{"n":1}"#;
+    let damaged = fx.approved("damaged", Some("pay"), Some(payload));
+    // The record now holds a payload its digest does not describe: it cannot be read.
+    backend.tamper(&fx.store, damaged, &mut |record| {
+        record["payload"] = json!({ "n": 2 });
+    });
+    let exact = binding("damaged", Some("pay"), Some(payload));
+    let refused = fx
+        .gate
+        .consume::<serde_json::Value>(damaged, &exact)
+        .map(drop)
+        .unwrap_err();
+    assert_eq!(refused.code(), ErrorCode::Unreadable, "{refused}");
+    let mut ran = false;
+    let refused = fx
+        .gate
+        .execute_approved(damaged, &exact, |_: &Grant<serde_json::Value>| {
+            ran = true;
+            Ok::<_, Error>(())
+        })
+        .unwrap_err();
+    assert_eq!(refused.code(), ErrorCode::Unreadable, "{refused}");
+    assert!(!ran, "nothing runs");
+    assert!(!backend.claimed(&fx.store, damaged), "nothing is spent");
+
+    let unknown = RequestId::parse("0123456789ab").unwrap();
+    let refused = fx
+        .gate
+        .consume::<()>(unknown, &binding("anything", None, None))
+        .map(drop)
+        .unwrap_err();
+    assert_eq!(refused.code(), ErrorCode::NotFound, "{refused}");
+
+    // `#[requires_approval]` refuses a payload that cannot be canonical JSON before it
+    // consumes anything: a refusal of a well-formed id all the same.
+    let guarded = fx.approved("guarded", Some("pay"), Some(payload));
+    let approval = Claim::new(&fx.gate, guarded, "guarded");
+    let refused =
+        approval_gate::__private::execute(&approval, "pay", &u64::MAX, |_: &Grant<u64>| {
+            Ok::<_, Error>(())
+        })
+        .unwrap_err();
+    assert_eq!(refused.code(), ErrorCode::InvalidPayload, "{refused}");
+    assert!(!backend.claimed(&fx.store, guarded), "nothing is spent");
+
+    let old = fx.ask("old", None, None);
+    fx.gate.deny(old, &Decision::by("h")).unwrap();
+    fx.advance(Duration::from_secs(9 * 24 * 3600));
+    assert!(fx.gate.archive(8).unwrap().archived.contains(&old));
+    let refused = fx
+        .gate
+        .consume::<()>(old, &binding("old", None, None))
+        .map(drop)
+        .unwrap_err();
+    assert_eq!(refused.code(), ErrorCode::Archived, "{refused}");
+
+    let refusals: Vec<(RequestId, String)> = fx
+        .gate
+        .audit_records()
+        .unwrap()
+        .into_iter()
+        .filter(|r| r.event == AuditEvent::ConsumeRefused)
+        .map(|r| {
+            (
+                r.id,
+                r.details["reason"].as_str().unwrap_or_default().to_owned(),
+            )
+        })
+        .collect();
+    let expected = [
+        (damaged, "unreadable"),
+        (damaged, "unreadable"),
+        (unknown, "not_found"),
+        (guarded, "invalid_payload"),
+        (old, "archived"),
+    ]
+    .map(|(id, reason)| (id, reason.to_owned()));
+    assert_eq!(refusals, expected);
+    // Refusals may stand anywhere in a request's trail, even for an id nobody filed.
+    fx.gate.verify_audit().unwrap();
+}
+
+/// A line linked and hashed as the store would, anchored, but saying what the state machine
+/// does not allow: `consumed` with no approval before it. Verification names the line and the
+/// request, as a problem of its own kind.
+pub fn a_well_chained_line_that_says_what_cannot_happen_fails_verification_at_that_line(
+    backend: &dyn Backend,
+) {
+    let fx = Subject::new(backend);
+    let filed = fx.ask("never approved", None, None);
+    fx.gate.verify_audit().unwrap();
+    backend.forge_audit_line(&fx.store, AuditEvent::Consumed, filed, &Map::new());
+    let forged = fx.gate.audit_records().expect("the chain itself is whole");
+    let at = forged.last().unwrap().seq;
+    assert_eq!(forged.last().unwrap().event, AuditEvent::Consumed);
+    assert_inconsistent(&fx.gate, at, filed);
+
+    // The same story told by the store itself: a record made approved by someone who can
+    // write the store, with no `approved` line, then consumed (no policy: the record is
+    // taken at its word). The log records what the executor did; verify sees it makes no
+    // sense.
+    let fx = Subject::new(backend);
+    let id = fx.ask("approved by nobody", None, None);
+    backend.tamper(&fx.store, id, &mut |record| {
+        record["status"] = json!("approved");
+        record["decidedAt"] = json!(crate::T0);
+        record["decidedBy"] = json!("agent");
+    });
+    let _spent = fx
+        .gate
+        .consume::<()>(id, &binding("approved by nobody", None, None))
+        .unwrap();
+    let at = fx.gate.audit_records().unwrap().last().unwrap().seq;
+    assert_inconsistent(&fx.gate, at, id);
+    // From a gate opened anew as well: it is the log that is wrong, not this process.
+    assert_inconsistent(&fx.reopen(), at, id);
+}
+
+/// `verify_audit` fails with the meaning problem at line `at`, about `id`.
+fn assert_inconsistent(gate: &Gate, at: u64, id: RequestId) {
+    let error = gate.verify_audit().unwrap_err();
+    assert_eq!(error.code().as_str(), "audit_inconsistent", "{error}");
+    let message = error.to_string();
+    assert!(message.contains(&format!("line {at}")), "{message}");
+    assert!(message.contains(id.as_str()), "{message}");
+    assert_eq!(error.request_id(), Some(id), "{error:?}");
 }

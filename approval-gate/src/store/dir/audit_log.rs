@@ -289,6 +289,12 @@ impl AuditLog {
 
     /// Reads every line, checking the chain; the first problem is reported with its line.
     pub(crate) fn verify(&self) -> Result<AuditSummary, Error> {
+        self.verify_records().map(|(summary, _)| summary)
+    }
+
+    /// [`verify`](Self::verify), and the records it read, from one read of the log made
+    /// while no append is under way.
+    pub(crate) fn verify_records(&self) -> Result<(AuditSummary, Vec<AuditRecord>), Error> {
         let head_file = fs::open_lock_durable(&self.head)?;
         let lock = fd_lock::RwLock::new(head_file);
         let guard = lock
@@ -314,10 +320,12 @@ fn unanchored() -> Error {
     }
 }
 
-/// Checks the whole log and that its anchor agrees with its end.
-fn check_anchor(head: Option<&(u64, String)>, bytes: &[u8]) -> Result<AuditSummary, Error> {
+/// Checks the whole log and that its anchor agrees with its end; its records.
+fn check_anchor(
+    head: Option<&(u64, String)>,
+    bytes: &[u8],
+) -> Result<(AuditSummary, Vec<AuditRecord>), Error> {
     let (records, summary) = parse_chain(bytes)?;
-    drop(records);
     if let Some((head_seq, head_hash)) = head {
         let (head_seq, head_hash) = (*head_seq, head_hash.as_str());
         if head_seq > summary.lines {
@@ -350,7 +358,7 @@ fn check_anchor(head: Option<&(u64, String)>, bytes: &[u8]) -> Result<AuditSumma
     } else if summary.lines > 0 {
         return Err(unanchored());
     }
-    Ok(summary)
+    Ok((summary, records))
 }
 
 /// The last complete line and, if the file ends in a torn line, where that tail starts.

@@ -407,6 +407,10 @@ impl Store for DirStore {
         self.audit.verify()
     }
 
+    fn verify_records(&self) -> Result<(AuditSummary, Vec<AuditRecord>), Error> {
+        self.audit.verify_records()
+    }
+
     fn records(&self) -> Result<Vec<AuditRecord>, Error> {
         self.audit.records()
     }

@@ -581,7 +581,9 @@ BEGIN
 END
 $$;
 
--- Records a refused consume (executors): only the two refusal events.
+-- Records a refused consume (executors): only the two refusal events. Every refusal leaves a
+-- line, also of an id no request has (nobody filed it; it was never found): the id need only
+-- be one, as the chain's reader parses it.
 CREATE OR REPLACE FUNCTION approval_gate.refuse(rid text, event text, details jsonb, given_ms bigint)
 RETURNS bigint
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
@@ -590,8 +592,8 @@ BEGIN
     IF event NOT IN ('consume_refused', 'consume_replayed') THEN
         RAISE EXCEPTION USING ERRCODE = 'AG005', MESSAGE = format('%s is not a refusal', event);
     END IF;
-    IF NOT EXISTS (SELECT FROM approval_gate.requests WHERE id = rid) THEN
-        RAISE EXCEPTION USING ERRCODE = 'AG003', MESSAGE = format('request %s not found', rid);
+    IF rid IS NULL OR rid !~ '^[0-9a-f]{12}$' THEN
+        RAISE EXCEPTION USING ERRCODE = 'AG005', MESSAGE = format('%s is not a request id', rid);
     END IF;
     RETURN approval_gate.append(approval_gate.now_ms(given_ms), event, rid, details);
 END
