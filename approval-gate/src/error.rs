@@ -722,7 +722,7 @@ mod tests {
             assert_eq!(json, serde_json::Value::from(name));
             assert_eq!(serde_json::from_value::<ErrorCode>(json).unwrap(), *code);
         }
-        assert_eq!(seen.len(), 38);
+        assert_eq!(seen.len(), 39);
     }
 
     #[test]
