@@ -87,7 +87,11 @@ fn describe(error: &postgres::Error) -> String {
             }
             text
         }
-        None => error.to_string(),
+        // A TLS failure says what failed (unknown CA, name mismatch, no TLS on the server).
+        None => match tls::explain(error) {
+            Some(explained) => format!("{explained} ({error})"),
+            None => error.to_string(),
+        },
     }
 }
 
