@@ -316,19 +316,12 @@ END
 $$;
 
 -- Whether `v` is a timestamp as the library writes it (RFC 3339, UTC, milliseconds, 1970 to
--- 9999) and one it reads back.
+-- 9999). A date that matches but does not exist (February 31st) fails the cast in
+-- `check_record`'s `ms_of`: refused all the same.
 CREATE OR REPLACE FUNCTION approval_gate.is_ts(v jsonb) RETURNS boolean
-LANGUAGE plpgsql IMMUTABLE SET search_path = pg_catalog, pg_temp AS $$
-BEGIN
-    IF jsonb_typeof(v) IS DISTINCT FROM 'string'
-       OR (v #>> '{}') !~ '^(19[7-9][0-9]|[2-9][0-9]{3})-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{3}Z$' THEN
-        RETURN false;
-    END IF;
-    PERFORM (v #>> '{}')::timestamptz;
-    RETURN true;
-EXCEPTION WHEN OTHERS THEN
-    RETURN false;
-END
+LANGUAGE sql IMMUTABLE SET search_path = pg_catalog, pg_temp AS $$
+    SELECT coalesce(jsonb_typeof(v) = 'string'
+        AND (v #>> '{}') ~ '^(19[7-9][0-9]|[2-9][0-9]{3})-(0[1-9]|1[0-2])-(0[1-9]|[12][0-9]|3[01])T([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9]\.[0-9]{3}Z$', false)
 $$;
 
 -- Whether `v` is a string of at most `max` bytes (NULL allowed when `nullable`).
@@ -434,8 +427,10 @@ END
 $$;
 
 -- The audit details of one line, as the chain will hold them, or AG011: a JSON object of at
--- most {{MAX_DETAILS_BYTES}} bytes, nested at most {{MAX_DETAILS_DEPTH}} deep, whose numbers are whole
--- and within 2^53 - 1 (what every reader, the verifier included, reads back exactly). So no
+-- most {{MAX_DETAILS_BYTES}} bytes, nested at most {{MAX_DETAILS_DEPTH}} deep (a container at
+-- level {{MAX_DETAILS_DEPTH}} of jsonpath's `.**`, the object itself being level 0), whose numbers
+-- are whole and within 2^53 - 1 (what every reader, the verifier included, reads back
+-- exactly). So no
 -- caller can store a line that `audit verify` cannot read: `1e400`, thousands of nested
 -- arrays. `sessionUser` is the authenticated login that wrote the line, whatever the
 -- caller said.
@@ -451,25 +446,12 @@ BEGIN
         v_problem := 'they are not a JSON object';
     ELSIF octet_length(details::text) > {{MAX_DETAILS_BYTES}} THEN
         v_problem := 'they are over {{MAX_DETAILS_BYTES}} bytes';
-    ELSE
-        WITH RECURSIVE walk(v, level) AS (
-            SELECT details, 0
-            UNION ALL
-            SELECT c.v, w.level + 1 FROM walk w,
-                LATERAL (SELECT e.value FROM jsonb_each(CASE WHEN jsonb_typeof(w.v) = 'object'
-                                                       THEN w.v ELSE '{}'::jsonb END) e
-                         UNION ALL
-                         SELECT e FROM jsonb_array_elements(CASE WHEN jsonb_typeof(w.v) = 'array'
-                                                                 THEN w.v ELSE '[]'::jsonb END) e) c(v)
-            WHERE w.level < {{MAX_DETAILS_DEPTH}}
-        )
-        SELECT CASE
-            WHEN bool_or(jsonb_typeof(v) IN ('object', 'array') AND level >= {{MAX_DETAILS_DEPTH}})
-                THEN 'they are nested over {{MAX_DETAILS_DEPTH}} deep'
-            WHEN bool_or(jsonb_typeof(v) = 'number' AND ((v::text) !~ '^-?[0-9]{1,16}$'
-                         OR abs((v::text)::numeric) > {{MAX_SAFE_INTEGER}}))
-                THEN 'they hold a number that is not a whole number within 2^53 - 1'
-        END INTO v_problem FROM walk;
+    ELSIF jsonb_path_exists(details,
+            'strict $.**{{{MAX_DETAILS_DEPTH}} to last} ? (@.type() == "object" || @.type() == "array")') THEN
+        v_problem := 'they are nested over {{MAX_DETAILS_DEPTH}} deep';
+    ELSIF jsonb_path_exists(details, 'strict $.** ? (@.type() == "number" && '
+            '(@ > {{MAX_SAFE_INTEGER}} || @ < -{{MAX_SAFE_INTEGER}} || @.floor() != @))') THEN
+        v_problem := 'they hold a number that is not a whole number within 2^53 - 1';
     END IF;
     IF v_problem IS NOT NULL THEN
         RAISE EXCEPTION USING ERRCODE = 'AG011', MESSAGE = format('audit details refused: %s', v_problem);
@@ -720,7 +702,7 @@ BEGIN
             v_details := v_details || jsonb_build_object('decidedBy', v_by);
         END IF;
     END IF;
-    PERFORM approval_gate.check_record(v_new, rid, r.payload);
+    -- (What was set since `check_record` above is the database's own: a time, a login.)
     UPDATE approval_gate.requests SET record = v_new, status = v_status WHERE id = rid;
     RETURN approval_gate.append(v_now, event, rid, v_details);
 END
