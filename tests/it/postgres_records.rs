@@ -268,6 +268,8 @@ fn postgres_an_agent_cannot_file_a_record_the_library_cannot_read() {
         .status(RequestId::parse(&id).unwrap())
         .expect("readable");
     assert_eq!(report.request().action(), "deploy");
+    let health = gate.check_health().expect("a health report");
+    assert!(health.is_healthy(), "{health:?}");
     drop(gate);
     drop(logins);
 }
@@ -383,6 +385,9 @@ fn postgres_no_agent_call_can_poison_the_audit_chain() {
             .unwrap_or_else(|e| panic!("after the agent's calls, verify fails for {login}: {e}"));
         assert!(summary.lines >= 8, "{summary:?}");
         gate.audit_records().expect("the records read");
+        // `doctor`'s check: every record readable, the chain whole.
+        let health = gate.check_health().expect("a health report");
+        assert!(health.is_healthy(), "{login}: {health:?}");
         drop(gate);
     }
     drop(logins);
