@@ -341,10 +341,17 @@ fn pause_before(pause: &mut Duration, deadline: Instant) -> bool {
 const RECONNECT_WINDOW: Duration = Duration::from_secs(15);
 
 /// Whether `error` is the connection's, or the server's saying it is (re)starting or going
-/// away: worth another try on a new connection.
+/// away: worth another try on a new connection. A failed read or write on the socket counts
+/// (its message, "error communicating with the server", names no connection: a server
+/// shutting down resets connections in the middle of their start-up).
 fn transient(error: &postgres::Error) -> bool {
     match error.as_db_error() {
-        None => error.is_closed() || error.to_string().contains("connect"),
+        None => {
+            error.is_closed()
+                || std::error::Error::source(error)
+                    .is_some_and(<dyn std::error::Error>::is::<std::io::Error>)
+                || error.to_string().contains("connect")
+        }
         Some(db) => {
             let code = db.code().code();
             code.starts_with("08") || matches!(code, "57P01" | "57P02" | "57P03")
