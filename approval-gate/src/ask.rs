@@ -144,7 +144,7 @@ impl Gate {
         ttl: std::time::Duration,
     ) -> Request {
         let required = self.required_approvals(new.operation.as_deref(), 1);
-        Request::new(id, new, now, ttl, required)
+        Request::new(id, new, now, ttl, required).filed_by_as(self.store().filer())
     }
 
     fn fresh_id(&self) -> Result<RequestId, Error> {

@@ -46,6 +46,9 @@ pub enum AuditEvent {
     /// A human re-anchored a log whose anchor was missing or disagreed with it. Concerns the
     /// whole log, so its id is [`RequestId::STORE`].
     Reanchored,
+    /// The store's owner changed the store's own caps (the PostgreSQL store, which holds
+    /// them). Concerns the whole store, so its id is [`RequestId::STORE`].
+    LimitsSet,
 }
 
 /// One parsed line of the audit log.

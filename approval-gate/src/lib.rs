@@ -109,7 +109,7 @@ pub use store::Location;
 /// whole set-up.
 #[cfg(feature = "postgres")]
 pub mod postgres {
-    pub use crate::store::pg::{SCHEMA_VERSION, init};
+    pub use crate::store::pg::{SCHEMA_VERSION, init, init_with_limits};
 }
 pub use time::{Clock, ManualClock, SystemClock, Timestamp};
 pub use wait::{

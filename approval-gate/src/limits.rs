@@ -33,6 +33,12 @@ pub const MAX_PAYLOAD_BYTES: usize = 64 * 1024;
 pub const MAX_PAYLOAD_DEPTH: usize = 32;
 /// Largest integer magnitude every JSON reader (including JavaScript's) holds exactly.
 pub const MAX_SAFE_INTEGER: u64 = (1 << 53) - 1;
+/// Largest details of one audit line a store accepts from a caller, as JSON text in bytes:
+/// well above what the library writes (its longest texts are bounded above).
+pub const MAX_DETAILS_BYTES: usize = 64 * 1024;
+/// Deepest nesting of one audit line's details (its object is depth 1): the library writes
+/// flat objects.
+pub const MAX_DETAILS_DEPTH: usize = 4;
 /// Largest page [`Gate::list`](crate::Gate::list) returns.
 pub const MAX_PAGE: usize = 1000;
 /// Nothing younger than this (in creation and in expiry) is ever archived.

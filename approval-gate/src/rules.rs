@@ -261,10 +261,13 @@ pub(crate) enum Effect {
     /// Concerns the whole store (the line names [`RequestId::STORE`](crate::RequestId::STORE)):
     /// a re-anchoring accepted the log as it was, lines lost before it included.
     Reanchors,
+    /// Concerns the whole store too: its owner changed a setting (the caps). No request
+    /// moves.
+    Configures,
 }
 
 /// Every event, for [`reachable`]. A new event must be added here and to [`effect`].
-pub(crate) const EVENTS: [AuditEvent; 13] = [
+pub(crate) const EVENTS: [AuditEvent; 14] = [
     AuditEvent::Requested,
     AuditEvent::Approved,
     AuditEvent::ApprovalAdded,
@@ -278,6 +281,7 @@ pub(crate) const EVENTS: [AuditEvent; 13] = [
     AuditEvent::ExecutionFinished,
     AuditEvent::Archived,
     AuditEvent::Reanchored,
+    AuditEvent::LimitsSet,
 ];
 
 /// What `event` does to the request its line names.
@@ -295,6 +299,7 @@ pub(crate) fn effect(event: AuditEvent) -> Effect {
         | AuditEvent::Archived => Effect::Moves,
         AuditEvent::ConsumeRefused | AuditEvent::ConsumeReplayed => Effect::Refuses,
         AuditEvent::Reanchored => Effect::Reanchors,
+        AuditEvent::LimitsSet => Effect::Configures,
     }
 }
 

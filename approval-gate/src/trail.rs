@@ -121,7 +121,8 @@ pub(crate) fn check(records: &[AuditRecord], recording: Recording) -> Result<(),
         let effect = rules::effect(event);
         // A refusal says nothing of any request, so it may name any id, even the store's
         // (anyone may try to consume `000000000000`).
-        if effect != Effect::Refuses && (id == RequestId::STORE) != (effect == Effect::Reanchors) {
+        let of_the_store = matches!(effect, Effect::Reanchors | Effect::Configures);
+        if effect != Effect::Refuses && (id == RequestId::STORE) != of_the_store {
             return Err(inconsistent(if id == RequestId::STORE {
                 format!(
                     "`{}` names the store's own id, which no request has",
@@ -132,7 +133,7 @@ pub(crate) fn check(records: &[AuditRecord], recording: Recording) -> Result<(),
             }));
         }
         match effect {
-            Effect::Refuses => {}
+            Effect::Refuses | Effect::Configures => {}
             Effect::Reanchors => {
                 // What the lost lines may have said is anything the rules allow.
                 for trail in trails.values_mut() {

@@ -107,7 +107,11 @@ impl Store {
         run_sql(admin, &format!("CREATE DATABASE {database}"));
         let (server, _) = admin.rsplit_once('/').expect("a URL ending in /database");
         let url = format!("{server}/{database}");
-        approval_gate::postgres::init(&url).unwrap();
+        // The database holds the store's caps itself: raised so that they never bite.
+        let caps = Limits::default()
+            .max_pending(1_000_000)
+            .max_requests(1_000_000);
+        approval_gate::postgres::init_with_limits(&url, &caps).unwrap();
         Self {
             kind: Kind::Postgres,
             location: Location::parse(&url).unwrap(),

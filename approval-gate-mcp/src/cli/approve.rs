@@ -77,7 +77,7 @@ pub(crate) fn approve(
     let signing = signing(settings, &gate, &shown, signer)?;
 
     let style = Style::detect();
-    let screen = screen(&shown, gate.now(), style);
+    let screen = screen(&shown, gate.now(), style, gate.location());
     let code = confirmation_code(shown.request(), &screen, &nonce()?);
     output::stdout(&screen)?;
     discard_typeahead();
@@ -302,14 +302,19 @@ fn require_pending(report: &StatusReport) -> Result<(), Error> {
 }
 
 /// Everything the human decides on, then what approving means.
-fn screen(report: &StatusReport, now: approval_gate::Timestamp, style: Style) -> String {
+fn screen(
+    report: &StatusReport,
+    now: approval_gate::Timestamp,
+    style: Style,
+    store: &approval_gate::Location,
+) -> String {
     let expires = report.request().expires_at();
     let mut text = style.bold("Approval requested");
     text.push_str(
         " (agent-supplied text is escaped: \\u{...} marks a control, invisible or look-alike \
          character)\n\n",
     );
-    text.push_str(&render::details(report, now, style));
+    text.push_str(&render::details(report, now, style, store));
     let _ = write!(
         text,
         "\nApproving lets trusted code do exactly what is shown above, once,\n\
@@ -440,7 +445,7 @@ mod tests {
         let spoofed = request(&gate, "send the invoice to alice@ex\u{430}mple.com");
         let shown = |r: &Request| {
             let report = gate.status(r.id()).unwrap();
-            screen(&report, gate.now(), Style::plain())
+            screen(&report, gate.now(), Style::plain(), gate.location())
         };
         let (plain, tricked) = (shown(&honest), shown(&spoofed));
         assert!(!plain.contains("look-alike letters in"), "{plain}");

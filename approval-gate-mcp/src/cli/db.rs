@@ -26,14 +26,24 @@ pub(crate) fn init(settings: &Settings, json: bool) -> anyhow::Result<Exit> {
         )
         .into());
     };
-    let version = approval_gate::postgres::init(url)?;
+    // The store holds its own caps, the operator's: every filing is held to them, whatever
+    // the filing gate (or an agent calling the database itself) asks for.
+    let limits = settings.limits();
+    let version = approval_gate::postgres::init_with_limits(url, &limits)?;
     let text = if json {
-        render::json(&json!({ "schemaVersion": version, "roles": ROLES }))?
+        render::json(&json!({
+            "schemaVersion": version,
+            "roles": ROLES,
+            "maxPending": limits.max_pending,
+            "maxRequests": limits.max_requests,
+        }))?
     } else {
         format!(
-            "schema approval_gate at version {version} in {}; group roles {}\n",
+            "schema approval_gate at version {version} in {}; group roles {}; caps {} pending, {} live requests\n",
             settings.store.value,
-            ROLES.join(", ")
+            ROLES.join(", "),
+            limits.max_pending,
+            limits.max_requests
         )
     };
     output::stdout(&text)?;

@@ -4,7 +4,7 @@
 use std::fmt::Write as _;
 
 use approval_gate::{
-    EffectiveStatus, Request, Standing, StatusReport, Timestamp, UnreadableRecord,
+    EffectiveStatus, Location, Request, Standing, StatusReport, Timestamp, UnreadableRecord,
 };
 use serde::Serialize;
 use unicode_width::UnicodeWidthStr;
@@ -232,9 +232,46 @@ fn optional(value: Option<&str>) -> String {
     value.map_or_else(|| "(none)".to_owned(), escape)
 }
 
+/// Who vouches for the filer a store records: the database authenticated its session user;
+/// the directory store knows the OS user, which any process on that account may claim.
+fn filer_kind(store: &Location) -> &'static str {
+    match store {
+        Location::Postgres(_) => "database user",
+        _ => "OS user",
+    }
+}
+
+/// The filer of a request as shown, with who vouches for it, or `(not recorded)` for records
+/// written before it was kept.
+fn filer(request: &Request, store: &Location) -> String {
+    request.filed_by().map_or_else(
+        || "(not recorded)".to_owned(),
+        |who| format!("{} ({})", escape(who), filer_kind(store)),
+    )
+}
+
+/// The line printed under a list line on a PostgreSQL store when the filing login is not the
+/// requester the agent claimed: the claim is the agent's word, the login the database's.
+pub(crate) fn list_filer(report: &StatusReport, store: &Location, width: usize) -> Option<String> {
+    const LEAD: &str = "  filed by: ";
+    let request = report.request();
+    let who = request.filed_by()?;
+    if !matches!(store, Location::Postgres(_)) || request.requested_by() == Some(who) {
+        return None;
+    }
+    let text = format!("{who} ({}); requested by is a claim", filer_kind(store));
+    let room = width.saturating_sub(LEAD.len()).max(MIN_ACTION);
+    Some(format!("{LEAD}{}", escape_truncated(&text, room)))
+}
+
 /// The full view of a request: every field, escaped, the payload pretty-printed whole and
-/// its digest. Ends with a newline.
-pub(crate) fn details(report: &StatusReport, now: Timestamp, style: Style) -> String {
+/// its digest; `store` says who vouches for its filer. Ends with a newline.
+pub(crate) fn details(
+    report: &StatusReport,
+    now: Timestamp,
+    style: Style,
+    store: &Location,
+) -> String {
     let request = report.request();
     let status = report.effective_status();
     let mut out = String::new();
@@ -242,7 +279,12 @@ pub(crate) fn details(report: &StatusReport, now: Timestamp, style: Style) -> St
     field(&mut out, "status", &style.status(status, status.as_str()));
     field(&mut out, "action", &escape(request.action()));
     field(&mut out, "reason", &escape(request.reason()));
-    field(&mut out, "requested by", &optional(request.requested_by()));
+    field(
+        &mut out,
+        "requested by",
+        &format!("{} (claimed)", optional(request.requested_by())),
+    );
+    field(&mut out, "filed by", &filer(request, store));
     field(&mut out, "operation", &optional(request.operation()));
     let created = request.created_at();
     field(
@@ -432,7 +474,7 @@ mod tests {
         let honest = page.items[1].report().unwrap();
 
         assert_eq!(list_warning(honest, Style::plain(), 80), None);
-        assert!(!details(honest, gate.now(), Style::plain()).contains("warning"));
+        assert!(!details(honest, gate.now(), Style::plain(), gate.location()).contains("warning"));
 
         let warning = list_warning(spoofed, Style::plain(), 120).unwrap();
         assert!(warning.width() <= 120, "{warning}");
@@ -452,7 +494,7 @@ mod tests {
             "{warning}"
         );
 
-        let full = details(spoofed, gate.now(), Style::plain());
+        let full = details(spoofed, gate.now(), Style::plain(), gate.location());
         let lines: Vec<_> = full
             .lines()
             .filter(|l| l.starts_with("warning: "))

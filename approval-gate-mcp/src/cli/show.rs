@@ -11,7 +11,7 @@ pub(crate) fn show(gate: &Gate, id: RequestId, json: bool) -> anyhow::Result<Exi
     let text = if json {
         render::json(&report)?
     } else {
-        render::details(&report, gate.now(), Style::detect())
+        render::details(&report, gate.now(), Style::detect(), gate.location())
     };
     output::stdout(&text)?;
     Ok(Exit::Done)

@@ -711,3 +711,59 @@ fn watch_prints_a_request_filed_from_another_process() {
         other => panic!("watch did not exit normally: {other:?}"),
     }
 }
+
+/// Issue 22, finding 4: the agent's login files claiming to be the approver. `show --json`,
+/// `show`, `list` and the approve prompt show the claim and, beside it, the login the
+/// database authenticated.
+#[test]
+fn show_list_and_the_prompt_show_who_filed_beside_the_claimed_requester() {
+    let store = Postgres.fresh();
+    let db = database_name(&Postgres::url(&store));
+    let alice = format!("alice_{db}");
+    let agent = format!("agent_{db}");
+    let _logins = Logins::create(&[
+        (&alice, "approval_gate_approver"),
+        (&agent, "approval_gate_agent"),
+    ]);
+    let cli = Cli::new(store.location());
+    let as_agent = Gate::builder()
+        .store(
+            approval_gate::Location::parse(&pg::url_with(&Postgres::url(&store), &agent, None))
+                .unwrap(),
+        )
+        .open()
+        .unwrap();
+    let id = as_agent
+        .request_approval(NewRequest::new("wire 900 EUR", "urgent").requested_by(alice.clone()))
+        .unwrap()
+        .request
+        .id();
+
+    let shown = json(&cli.run(&["show", id.as_str(), "--json"]));
+    assert_eq!(shown["requestedBy"], alice.as_str(), "{shown}");
+    assert_eq!(shown["filedBy"], agent.as_str(), "{shown}");
+
+    let text = stdout(&cli.run(&["show", id.as_str()]));
+    assert!(
+        text.contains(&format!("requested by    {alice} (claimed)")),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!("filed by        {agent} (database user)")),
+        "{text}"
+    );
+    let listed = stdout(&cli.run(&["list"]));
+    assert!(
+        listed.contains(&format!("filed by: {agent} (database user)")),
+        "{listed}"
+    );
+
+    let (exit, asked, printed) = approve_in_pty(&cli.as_login(&alice), id, "ok", &alice);
+    assert!(asked, "no prompt: {printed}");
+    assert_eq!(exit, 0, "{printed}");
+    assert!(
+        printed.contains(&format!("{agent} (database user)")),
+        "the prompt shows who filed: {printed}"
+    );
+    drop(as_agent);
+}

@@ -48,6 +48,12 @@ pub struct Request {
     /// The signed approvals so far, in the order they came.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     approvals: Vec<SignedApproval>,
+    /// Who filed it, as the store authenticated them: the database's session user on
+    /// PostgreSQL (set by the database, whatever the caller wrote), the OS user on the
+    /// directory store (which cannot authenticate more than that). Absent in records written
+    /// before it was kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    filed_by: Option<String>,
 }
 
 fn one() -> u32 {
@@ -106,7 +112,15 @@ impl Request {
             decided_by: None,
             required_approvals: required_approvals.max(1),
             approvals: Vec::new(),
+            filed_by: None,
         }
+    }
+
+    /// The same request, recorded as filed by `who` (the store's authenticated filer).
+    #[must_use]
+    pub(crate) fn filed_by_as(mut self, who: Option<String>) -> Self {
+        self.filed_by = who;
+        self
     }
 
     /// Reads a stored record, saying in one line what is wrong with a damaged one.
@@ -240,6 +254,14 @@ impl Request {
     #[must_use]
     pub fn decided_by(&self) -> Option<&str> {
         self.decided_by.as_deref()
+    }
+
+    /// Who filed it, as the store authenticated them (the PostgreSQL session user, or the
+    /// directory store's OS user), beside the [claimed requester](Request::requested_by);
+    /// `None` in records written before it was kept.
+    #[must_use]
+    pub fn filed_by(&self) -> Option<&str> {
+        self.filed_by.as_deref()
     }
 
     /// How many distinct approvers must sign, as recorded when it was filed.

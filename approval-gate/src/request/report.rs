@@ -124,6 +124,7 @@ impl StatusReport {
             action: request.action().to_owned(),
             reason: request.reason().to_owned(),
             requested_by: request.requested_by().map(str::to_owned),
+            filed_by: request.filed_by().map(str::to_owned),
             operation: request.operation().map(str::to_owned),
             payload_digest: request.payload_digest(),
             payload: request
@@ -207,6 +208,10 @@ pub struct ReportJson {
     /// Who asked, as they said (not verified).
     #[serde(skip_serializing_if = "Option::is_none")]
     requested_by: Option<String>,
+    /// Who filed it, as the store authenticated them: the PostgreSQL session user, or the
+    /// directory store's OS user. Left out for records written before it was kept.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    filed_by: Option<String>,
     /// The operation name the approval is bound to.
     #[serde(skip_serializing_if = "Option::is_none")]
     operation: Option<String>,

@@ -240,6 +240,14 @@ pub(crate) trait Store: Send + Sync + fmt::Debug {
         false
     }
 
+    /// Who files through this store, as far as it can tell: a request records it beside its
+    /// claimed requester. The directory store knows only the OS user (which a process on the
+    /// same account can set as it likes); the PostgreSQL store names its login here and its
+    /// database records the session user whatever this says.
+    fn filer(&self) -> Option<String> {
+        Some(crate::request::os_user())
+    }
+
     // ------------------------------------------------------------------- records
 
     /// The live record of `id`, or `None`. A record that cannot be read is

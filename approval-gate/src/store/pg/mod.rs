@@ -87,7 +87,11 @@ fn describe(error: &postgres::Error) -> String {
             }
             text
         }
-        None => error.to_string(),
+        // A TLS failure says what failed (unknown CA, name mismatch, no TLS on the server).
+        None => match tls::explain(error) {
+            Some(explained) => format!("{explained} ({error})"),
+            None => error.to_string(),
+        },
     }
 }
 
@@ -337,10 +341,17 @@ fn pause_before(pause: &mut Duration, deadline: Instant) -> bool {
 const RECONNECT_WINDOW: Duration = Duration::from_secs(15);
 
 /// Whether `error` is the connection's, or the server's saying it is (re)starting or going
-/// away: worth another try on a new connection.
+/// away: worth another try on a new connection. A failed read or write on the socket counts
+/// (its message, "error communicating with the server", names no connection: a server
+/// shutting down resets connections in the middle of their start-up).
 fn transient(error: &postgres::Error) -> bool {
     match error.as_db_error() {
-        None => error.is_closed() || error.to_string().contains("connect"),
+        None => {
+            error.is_closed()
+                || std::error::Error::source(error)
+                    .is_some_and(<dyn std::error::Error>::is::<std::io::Error>)
+                || error.to_string().contains("connect")
+        }
         Some(db) => {
             let code = db.code().code();
             code.starts_with("08") || matches!(code, "57P01" | "57P02" | "57P03")
@@ -451,9 +462,43 @@ fn pool_for(url: &str) -> Result<Pool, Error> {
     })
 }
 
+/// `schema.sql` with the library's bounds written in: the database checks what it stores
+/// against the very numbers the library reads back with (one source of truth).
+fn schema_sql() -> String {
+    use crate::limits::{
+        DEFAULT_MAX_PENDING, DEFAULT_MAX_REQUESTS, MAX_ACTION_BYTES, MAX_DETAILS_BYTES,
+        MAX_DETAILS_DEPTH, MAX_NAME_BYTES, MAX_OPERATION_BYTES, MAX_PAYLOAD_BYTES, MAX_QUORUM,
+        MAX_REASON_BYTES, MAX_SAFE_INTEGER, MAX_SIGNATURE_BYTES, MAX_TTL, MIN_TTL,
+    };
+    let bounds: [(&str, String); 15] = [
+        ("FORMAT_VERSION", crate::request::FORMAT_VERSION.to_string()),
+        ("DEFAULT_MAX_PENDING", DEFAULT_MAX_PENDING.to_string()),
+        ("DEFAULT_MAX_REQUESTS", DEFAULT_MAX_REQUESTS.to_string()),
+        ("MAX_ACTION_BYTES", MAX_ACTION_BYTES.to_string()),
+        ("MAX_REASON_BYTES", MAX_REASON_BYTES.to_string()),
+        ("MAX_NAME_BYTES", MAX_NAME_BYTES.to_string()),
+        ("MAX_OPERATION_BYTES", MAX_OPERATION_BYTES.to_string()),
+        ("MAX_QUORUM", MAX_QUORUM.to_string()),
+        ("MAX_SIGNATURE_BYTES", MAX_SIGNATURE_BYTES.to_string()),
+        ("MAX_PAYLOAD_BYTES", MAX_PAYLOAD_BYTES.to_string()),
+        ("MIN_TTL_MS", MIN_TTL.as_millis().to_string()),
+        ("MAX_TTL_MS", MAX_TTL.as_millis().to_string()),
+        ("MAX_SAFE_INTEGER", MAX_SAFE_INTEGER.to_string()),
+        ("MAX_DETAILS_BYTES", MAX_DETAILS_BYTES.to_string()),
+        ("MAX_DETAILS_DEPTH", MAX_DETAILS_DEPTH.to_string()),
+    ];
+    let mut sql = include_str!("schema.sql").to_owned();
+    for (name, value) in bounds {
+        sql = sql.replace(&format!("{{{{{name}}}}}"), &value);
+    }
+    sql
+}
+
 /// Creates or migrates the schema `approval_gate` in the database at `url` and the three
 /// group roles, as one transaction under an advisory lock: safe to run twice, or from two
-/// places at once. Returns the schema version the database is at.
+/// places at once. Returns the schema version the database is at. A new store gets the
+/// default caps ([`Limits::default`](crate::Limits)); an existing one keeps its own (see
+/// [`init_with_limits`]).
 ///
 /// # Errors
 ///
@@ -461,7 +506,31 @@ fn pool_for(url: &str) -> Result<Pool, Error> {
 /// session must be allowed to create schemas and roles: a superuser, or an owner with
 /// `CREATEROLE`), or holds a newer schema than this build knows.
 pub fn init(url: &str) -> Result<u32, Error> {
+    init_inner(url, None)
+}
+
+/// [`init`], then sets the store's own caps to the operator's `limits` (`max_pending`,
+/// `max_requests`): the database holds every filing to them, whatever its caller asks for.
+/// A change is recorded in the audit chain (`limits_set`, naming the session user); the
+/// same caps again change nothing.
+///
+/// # Errors
+///
+/// As [`init`]; [`Error::AuditBroken`] if the caps change while the chain is broken (the
+/// change could not be recorded).
+pub fn init_with_limits(url: &str, limits: &crate::Limits) -> Result<u32, Error> {
+    init_inner(url, Some(limits))
+}
+
+fn init_inner(url: &str, limits: Option<&crate::Limits>) -> Result<u32, Error> {
     let pool = pool_for(url)?;
+    let caps = limits.map(|limits| {
+        (
+            i64::try_from(limits.max_pending).unwrap_or(i64::MAX),
+            i64::try_from(limits.max_requests).unwrap_or(i64::MAX),
+        )
+    });
+    let sql = schema_sql();
     pool.run("db init", None, Retry::Never, |client| {
         let mut tx = client.client.transaction()?;
         tx.execute(
@@ -489,7 +558,13 @@ pub fn init(url: &str) -> Result<u32, Error> {
             tx.rollback()?;
             return Ok(Err(found));
         }
-        tx.batch_execute(include_str!("schema.sql"))?;
+        tx.batch_execute(&sql)?;
+        if let Some((max_pending, max_requests)) = caps {
+            tx.execute(
+                "SELECT approval_gate.set_limits($1, $2, NULL)",
+                &[&max_pending, &max_requests],
+            )?;
+        }
         tx.commit()?;
         Ok(Ok(SCHEMA_VERSION))
     })?
@@ -637,8 +712,14 @@ impl PgStore {
     /// The chain's lines in order, and the head row, after sealing every row committed so
     /// far (a login that may not seal reads what is sealed).
     fn chain(&self) -> Result<(Vec<u8>, i64, String), Error> {
+        self.lines(true)
+    }
+
+    /// The chain's sealed lines in order, and the head row; with `seal`, after sealing
+    /// every row committed so far (which a chain that disagrees with its head refuses).
+    fn lines(&self, seal: bool) -> Result<(Vec<u8>, i64, String), Error> {
         self.read("audit", None, |client| {
-            if let Err(error) = client.execute("SELECT approval_gate.seal(true)", &[]) {
+            if seal && let Err(error) = client.execute("SELECT approval_gate.seal(true)", &[]) {
                 let code = error.as_db_error().map(|db| db.code().code());
                 if !matches!(code, Some("42501" | "AG004")) {
                     return Err(error);
@@ -685,6 +766,40 @@ impl PgStore {
             },
         }
     }
+}
+
+/// Checks a parsed chain's end against the head row: a cut tail, lines past the head, or
+/// an altered last line.
+fn check_head(
+    summary: AuditSummary,
+    head_seq: i64,
+    head_hash: &str,
+) -> Result<AuditSummary, Error> {
+    let head = u64::try_from(head_seq).unwrap_or(0);
+    if summary.lines < head {
+        return Err(Error::AuditBroken {
+            line: summary.lines + 1,
+            problem: format!(
+                "missing: the head row names line {head}, the chain ends at line {} (its tail was cut)",
+                summary.lines
+            ),
+        });
+    }
+    if summary.lines > head {
+        return Err(Error::AuditBroken {
+            line: head + 1,
+            problem: format!(
+                "lines past the head row, which names line {head}: they were added by hand"
+            ),
+        });
+    }
+    if summary.last_hash != head_hash {
+        return Err(Error::AuditBroken {
+            line: head,
+            problem: "altered: the last line does not match the hash in the head row".into(),
+        });
+    }
+    Ok(summary)
 }
 
 /// An execution's mark: the session advisory lock its executor holds while it runs.
@@ -740,6 +855,11 @@ impl Store for PgStore {
 
     fn records_effects(&self) -> bool {
         true
+    }
+
+    fn filer(&self) -> Option<String> {
+        // What the database will record: its session user, this login.
+        self.pool.config.get_user().map(str::to_owned)
     }
 
     fn load(&self, id: RequestId) -> Result<Option<Request>, Error> {
@@ -876,21 +996,22 @@ impl Store for PgStore {
                     problem: format!("the database named a malformed request id: {existing:?}"),
                 }),
             Err(error) => {
-                let count = || {
+                // The hint: the count, and the cap that held (the store's, if lower).
+                let hint = |at: usize| {
                     error
                         .as_db_error()
                         .and_then(|db| db.hint())
-                        .and_then(|hint| hint.parse().ok())
-                        .unwrap_or(usize::MAX)
+                        .and_then(|hint| hint.split(' ').nth(at))
+                        .and_then(|n| n.parse().ok())
                 };
                 match sqlstate(&error) {
                     Some("AG008") => Err(Error::QueueFull {
-                        pending: count(),
-                        limit: caps.max_pending,
+                        pending: hint(0).unwrap_or(usize::MAX),
+                        limit: hint(1).unwrap_or(caps.max_pending),
                     }),
                     Some("AG009") => Err(Error::CreationLimit {
-                        requests: count(),
-                        limit: caps.max_requests,
+                        requests: hint(0).unwrap_or(usize::MAX),
+                        limit: hint(1).unwrap_or(caps.max_requests),
                     }),
                     // unique_violation: another request has this id.
                     Some("23505") => Ok(Filed::IdTaken),
@@ -1146,31 +1267,7 @@ impl Store for PgStore {
     fn verify(&self) -> Result<AuditSummary, Error> {
         let (bytes, head_seq, head_hash) = self.chain()?;
         let (_, summary) = parse_chain_with(&bytes, LineHash::Sha256)?;
-        let head = u64::try_from(head_seq).unwrap_or(0);
-        if summary.lines < head {
-            return Err(Error::AuditBroken {
-                line: summary.lines + 1,
-                problem: format!(
-                    "missing: the head row names line {head}, the chain ends at line {} (its tail was cut)",
-                    summary.lines
-                ),
-            });
-        }
-        if summary.lines > head {
-            return Err(Error::AuditBroken {
-                line: head + 1,
-                problem: format!(
-                    "lines past the head row, which names line {head}: they were added by hand"
-                ),
-            });
-        }
-        if summary.last_hash != head_hash {
-            return Err(Error::AuditBroken {
-                line: head,
-                problem: "altered: the last line does not match the hash in the head row".into(),
-            });
-        }
-        Ok(summary)
+        check_head(summary, head_seq, &head_hash)
     }
 
     fn records(&self) -> Result<Vec<AuditRecord>, Error> {
@@ -1178,10 +1275,50 @@ impl Store for PgStore {
         parse_chain_with(&bytes, LineHash::Sha256).map(|(records, _)| records)
     }
 
-    fn reanchor(&self, _: Timestamp, _: &str) -> Result<Reanchored, Error> {
-        Err(Error::Database {
-            operation: "audit reanchor",
-            problem: "the PostgreSQL store's chain is written only by the database, in whole transactions: a broken chain was changed by someone who can bypass its roles, and its owner repairs it in SQL after finding out who (docs/postgres.md)".into(),
+    fn reanchor(&self, now: Timestamp, by: &str) -> Result<Reanchored, Error> {
+        // The lines as they are: sealing onto a chain that disagrees with its head is refused.
+        let (bytes, head_seq, head_hash) = self.lines(false)?;
+        let (_, summary) =
+            parse_chain_with(&bytes, LineHash::Sha256).map_err(|error| match error {
+                Error::AuditBroken { line, problem } => Error::AuditBroken {
+                    line,
+                    problem: format!(
+                        "{problem}; re-anchoring accepts only a chain whose lines chain: keep the database as it is for investigation"
+                    ),
+                },
+                other => other,
+            })?;
+        let problem = match check_head(summary.clone(), head_seq, &head_hash) {
+            Ok(_) => {
+                return Err(Error::InvalidInput {
+                    field: "audit reanchor",
+                    problem: "the audit chain and its head row agree: nothing to re-anchor".into(),
+                });
+            }
+            Err(Error::AuditBroken { problem, .. }) => problem,
+            Err(other) => return Err(other),
+        };
+        let found = i64::try_from(summary.lines).unwrap_or(i64::MAX);
+        let ms = now.unix_millis();
+        let seq: i64 = self
+            .pool
+            .run("audit reanchor", None, Retry::Connect, |client| {
+                let seq = client
+                    .query_one(
+                        "SELECT approval_gate.reanchor($1, $2, $3, $4, $5, $6)",
+                        &[&by, &problem, &found, &summary.last_hash, &head_seq, &ms],
+                    )?
+                    .get(0);
+                client.wake("");
+                Ok(seq)
+            })?;
+        Ok(Reanchored {
+            problem,
+            found_lines: summary.lines,
+            found_last_hash: summary.last_hash,
+            previous_anchor: u64::try_from(head_seq).ok(),
+            torn_bytes_cut: 0,
+            seq: u64::try_from(seq).unwrap_or(0),
         })
     }
 
@@ -1210,14 +1347,6 @@ impl Store for PgStore {
 mod tests {
     use super::*;
     use crate::request::NewRequest;
-
-    /// The schema lets a full record give up untrusted approvals at the number of approvals a
-    /// record holds at most: the same number as the Rust side's.
-    #[test]
-    fn the_schema_makes_room_at_the_most_approvals_a_record_holds() {
-        let rule = format!("OR v_old_n >= {}) -- MAX_QUORUM", crate::limits::MAX_QUORUM);
-        assert!(include_str!("schema.sql").contains(&rule), "{rule}");
-    }
 
     /// The server of `APPROVAL_GATE_TEST_PG` (a superuser URL), which `.ci/run` sets; without
     /// it these tests have nothing to run against, which in CI is a failure.
@@ -1277,6 +1406,29 @@ mod tests {
         store
             .file_at_once(&request, caps, &entry)
             .expect("the PostgreSQL store files at once")
+    }
+
+    /// The schema checks records against the library's own bounds, written in at install:
+    /// none is left unwritten, and each is the library's number.
+    #[test]
+    fn the_schema_carries_the_librarys_bounds() {
+        let sql = schema_sql();
+        assert!(!sql.contains("{{"), "a bound left unwritten");
+        for (what, bound) in [
+            (
+                "MAX_ACTION_BYTES",
+                crate::limits::MAX_ACTION_BYTES.to_string(),
+            ),
+            ("MAX_TTL_MS", crate::limits::MAX_TTL.as_millis().to_string()),
+            (
+                "MAX_DETAILS_BYTES",
+                crate::limits::MAX_DETAILS_BYTES.to_string(),
+            ),
+        ] {
+            let template = format!("{{{{{what}}}}}");
+            assert!(include_str!("schema.sql").contains(&template), "{what}");
+            assert!(sql.contains(&bound), "{what} is {bound}");
+        }
     }
 
     /// The one path that asks for another id: the database's unique key, not a check before

@@ -105,6 +105,17 @@ INSERT INTO approval_gate.filing_slots (slot, live)
 INSERT INTO approval_gate.meta (key, value) VALUES ('schema_version', '1')
     ON CONFLICT (key) DO NOTHING;
 
+-- The store's own limits, set by its owner (`db init` from the operator's settings, or
+-- `approval_gate.set_limits`, which audits the change): filing holds every caller to them,
+-- whatever caps it passes. A caller may ask for lower caps, never higher ones.
+CREATE TABLE IF NOT EXISTS approval_gate.settings (
+    key   text PRIMARY KEY CHECK (key IN ('max_pending', 'max_requests')),
+    value bigint NOT NULL CHECK (value > 0)
+);
+INSERT INTO approval_gate.settings (key, value)
+    VALUES ('max_pending', {{DEFAULT_MAX_PENDING}}), ('max_requests', {{DEFAULT_MAX_REQUESTS}})
+    ON CONFLICT (key) DO NOTHING;
+
 -- ------------------------------------------------------------------------------- helpers
 
 -- Whether the session is a superuser: its given clock and name are taken as they come (a
@@ -240,7 +251,7 @@ DECLARE
     v_pos bigint;
 BEGIN
     INSERT INTO approval_gate.audit (at_ms, id, event, details)
-        VALUES (at_ms, rid, event, coalesce(details, '{}'::jsonb))
+        VALUES (at_ms, rid, event, approval_gate.clean_details(details))
         RETURNING pos INTO v_pos;
     PERFORM approval_gate.seal(false);
     RETURN v_pos;
@@ -286,6 +297,169 @@ BEGIN
 END
 $$;
 
+-- The bounds below in double braces are the library's own (`approval_gate::limits`), written
+-- in when `db init` installs this file: one source of truth for what the library reads back.
+
+-- One of the store's limits; refuses if the owner's settings lack it (fail closed).
+CREATE OR REPLACE FUNCTION approval_gate.setting(name text) RETURNS bigint
+LANGUAGE plpgsql STABLE SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    v bigint;
+BEGIN
+    SELECT s.value INTO v FROM approval_gate.settings s WHERE s.key = name;
+    IF v IS NULL THEN
+        RAISE EXCEPTION USING ERRCODE = 'AG012',
+            MESSAGE = format('the store has no %s setting: its owner runs `approval-gate db init`', name);
+    END IF;
+    RETURN v;
+END
+$$;
+
+-- Whether `v` is a timestamp as the library writes it (RFC 3339, UTC, milliseconds, 1970 to
+-- 9999). A date that matches but does not exist (February 31st) fails the cast in
+-- `check_record`'s `ms_of`: refused all the same.
+CREATE OR REPLACE FUNCTION approval_gate.is_ts(v jsonb) RETURNS boolean
+LANGUAGE sql IMMUTABLE SET search_path = pg_catalog, pg_temp AS $$
+    SELECT coalesce(jsonb_typeof(v) = 'string'
+        AND (v #>> '{}') ~ '^(19[7-9][0-9]|[2-9][0-9]{3})-(0[1-9]|1[0-2])-(0[1-9]|[12][0-9]|3[01])T([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9]\.[0-9]{3}Z$', false)
+$$;
+
+-- Whether `v` is a string of at most `max` bytes (NULL allowed when `nullable`).
+CREATE OR REPLACE FUNCTION approval_gate.is_text(v jsonb, max int, nullable boolean) RETURNS boolean
+LANGUAGE sql IMMUTABLE SET search_path = pg_catalog, pg_temp AS $$
+    SELECT CASE WHEN v IS NULL OR v = 'null'::jsonb THEN nullable
+                ELSE jsonb_typeof(v) = 'string' AND octet_length(v #>> '{}') <= max END
+$$;
+
+-- Refuses (AG011) a record of request `rid` that the library could not read back, or that
+-- holds more than it ever writes: unknown keys, wrong types, another or a malformed id,
+-- oversize fields, a status that disagrees with its decision time. What only the library
+-- can check (the payload's canonical form and its BLAKE3 digest) it checks on every read,
+-- and a record failing it is refused as unreadable there.
+CREATE OR REPLACE FUNCTION approval_gate.check_record(rec jsonb, rid text, payload text) RETURNS void
+LANGUAGE plpgsql IMMUTABLE SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    v_problem text;
+    v_key text;
+    a jsonb;
+BEGIN
+    IF jsonb_typeof(rec) IS DISTINCT FROM 'object' THEN
+        v_problem := 'it is not a JSON object';
+    ELSE
+        SELECT k INTO v_key FROM jsonb_object_keys(rec) k
+            WHERE k <> ALL (ARRAY['version', 'id', 'action', 'reason', 'requestedBy', 'operation',
+                'payloadDigest', 'createdAt', 'expiresAt', 'status', 'decidedAt', 'decisionReason',
+                'decidedBy', 'requiredApprovals', 'approvals', 'filedBy'])
+            LIMIT 1;
+        v_problem := CASE
+            WHEN v_key IS NOT NULL THEN format('unknown field %s', to_json(left(v_key, 64)))
+            WHEN (rec->'version')::text IS DISTINCT FROM '{{FORMAT_VERSION}}'
+                THEN 'version is not {{FORMAT_VERSION}}'
+            WHEN jsonb_typeof(rec->'id') IS DISTINCT FROM 'string' OR rec->>'id' !~ '^[0-9a-f]{12}$'
+                 OR rec->>'id' = '000000000000' OR rec->>'id' IS DISTINCT FROM rid
+                THEN 'id is not the request''s: 12 lowercase hex characters'
+            WHEN NOT approval_gate.is_text(rec->'action', {{MAX_ACTION_BYTES}}, false)
+                 OR btrim(rec->>'action') = ''
+                THEN 'action is not a text of 1 to {{MAX_ACTION_BYTES}} bytes'
+            WHEN NOT approval_gate.is_text(rec->'reason', {{MAX_REASON_BYTES}}, false)
+                 OR btrim(rec->>'reason') = ''
+                THEN 'reason is not a text of 1 to {{MAX_REASON_BYTES}} bytes'
+            WHEN NOT approval_gate.is_text(rec->'requestedBy', {{MAX_NAME_BYTES}}, true)
+                THEN 'requestedBy is not a text of at most {{MAX_NAME_BYTES}} bytes'
+            WHEN NOT approval_gate.is_text(rec->'operation', {{MAX_OPERATION_BYTES}}, true)
+                 OR rec->>'operation' !~ '^[A-Za-z0-9._:/-]+$'
+                THEN 'operation is not a name of at most {{MAX_OPERATION_BYTES}} bytes'
+            WHEN NOT approval_gate.is_text(rec->'payloadDigest', 64, true)
+                 OR rec->>'payloadDigest' !~ '^[0-9a-f]{64}$'
+                 OR (rec->>'payloadDigest' IS NULL) <> (payload IS NULL)
+                THEN 'payloadDigest is not 64 lowercase hex characters with a payload'
+            WHEN payload IS NOT NULL AND octet_length(payload) > {{MAX_PAYLOAD_BYTES}}
+                THEN 'the payload is over {{MAX_PAYLOAD_BYTES}} bytes'
+            WHEN NOT approval_gate.is_ts(rec->'createdAt') OR NOT approval_gate.is_ts(rec->'expiresAt')
+                THEN 'createdAt or expiresAt is not an RFC 3339 time in milliseconds'
+            WHEN approval_gate.ms_of(rec->>'expiresAt') <= approval_gate.ms_of(rec->>'createdAt')
+                THEN 'it expires before it was created'
+            WHEN jsonb_typeof(rec->'status') IS DISTINCT FROM 'string'
+                 OR rec->>'status' NOT IN ('pending', 'approved', 'denied', 'expired', 'revoked')
+                THEN 'status is not one of pending, approved, denied, expired, revoked'
+            WHEN coalesce(rec->'decidedAt', 'null'::jsonb) <> 'null'::jsonb AND NOT approval_gate.is_ts(rec->'decidedAt')
+                THEN 'decidedAt is not an RFC 3339 time in milliseconds'
+            WHEN (coalesce(rec->'decidedAt', 'null'::jsonb) = 'null'::jsonb) <> (rec->>'status' = 'pending')
+                THEN 'its status disagrees with its decision time'
+            WHEN NOT approval_gate.is_text(rec->'decidedBy', {{MAX_NAME_BYTES}}, true)
+                THEN 'decidedBy is not a text of at most {{MAX_NAME_BYTES}} bytes'
+            WHEN NOT approval_gate.is_text(rec->'decisionReason', {{MAX_REASON_BYTES}}, true)
+                THEN 'decisionReason is not a text of at most {{MAX_REASON_BYTES}} bytes'
+            WHEN NOT approval_gate.is_text(rec->'filedBy', {{MAX_NAME_BYTES}}, true)
+                THEN 'filedBy is not a text of at most {{MAX_NAME_BYTES}} bytes'
+            WHEN rec ? 'requiredApprovals' AND CASE
+                    WHEN (rec->'requiredApprovals')::text ~ '^[0-9]{1,9}$'
+                        THEN (rec->>'requiredApprovals')::int NOT BETWEEN 1 AND {{MAX_QUORUM}}
+                    ELSE true END
+                THEN 'requiredApprovals is not a whole number from 1 to {{MAX_QUORUM}}'
+            WHEN rec ? 'approvals' AND CASE
+                    WHEN jsonb_typeof(rec->'approvals') = 'array'
+                        THEN jsonb_array_length(rec->'approvals') > {{MAX_QUORUM}}
+                    ELSE true END
+                THEN 'approvals is not a list of at most {{MAX_QUORUM}}'
+        END;
+        IF v_problem IS NULL AND rec ? 'approvals' THEN
+            FOR a IN SELECT e FROM jsonb_array_elements(rec->'approvals') e LOOP
+                IF jsonb_typeof(a) IS DISTINCT FROM 'object'
+                   OR (SELECT array_agg(k ORDER BY k COLLATE "C") FROM jsonb_object_keys(
+                          CASE WHEN jsonb_typeof(a) = 'object' THEN a ELSE '{}'::jsonb END) k)
+                      IS DISTINCT FROM ARRAY['decidedAt', 'decidedBy', 'principal', 'signature']
+                   OR NOT approval_gate.is_text(a->'principal', {{MAX_NAME_BYTES}}, false)
+                   OR NOT approval_gate.is_text(a->'decidedBy', {{MAX_NAME_BYTES}}, false)
+                   OR NOT approval_gate.is_ts(a->'decidedAt')
+                   OR NOT approval_gate.is_text(a->'signature', {{MAX_SIGNATURE_BYTES}}, false) THEN
+                    v_problem := 'an approval is not {principal, decidedBy, decidedAt, signature} within their limits';
+                    EXIT;
+                END IF;
+            END LOOP;
+        END IF;
+    END IF;
+    IF v_problem IS NOT NULL THEN
+        RAISE EXCEPTION USING ERRCODE = 'AG011',
+            MESSAGE = format('the record of request %s is not one the library reads: %s', left(rid, 12), v_problem);
+    END IF;
+END
+$$;
+
+-- The audit details of one line, as the chain will hold them, or AG011: a JSON object of at
+-- most {{MAX_DETAILS_BYTES}} bytes, nested at most {{MAX_DETAILS_DEPTH}} deep (a container at
+-- level {{MAX_DETAILS_DEPTH}} of jsonpath's `.**`, the object itself being level 0), whose numbers
+-- are whole and within 2^53 - 1 (what every reader, the verifier included, reads back
+-- exactly). So no
+-- caller can store a line that `audit verify` cannot read: `1e400`, thousands of nested
+-- arrays. `sessionUser` is the authenticated login that wrote the line, whatever the
+-- caller said.
+CREATE OR REPLACE FUNCTION approval_gate.clean_details(details jsonb) RETURNS jsonb
+LANGUAGE plpgsql STABLE SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    v_problem text;
+BEGIN
+    IF details IS NULL OR details = 'null'::jsonb THEN
+        details := '{}'::jsonb;
+    END IF;
+    IF jsonb_typeof(details) <> 'object' THEN
+        v_problem := 'they are not a JSON object';
+    ELSIF octet_length(details::text) > {{MAX_DETAILS_BYTES}} THEN
+        v_problem := 'they are over {{MAX_DETAILS_BYTES}} bytes';
+    ELSIF jsonb_path_exists(details,
+            'strict $.**{{{MAX_DETAILS_DEPTH}} to last} ? (@.type() == "object" || @.type() == "array")') THEN
+        v_problem := 'they are nested over {{MAX_DETAILS_DEPTH}} deep';
+    ELSIF jsonb_path_exists(details, 'strict $.** ? (@.type() == "number" && '
+            '(@ > {{MAX_SAFE_INTEGER}} || @ < -{{MAX_SAFE_INTEGER}} || @.floor() != @))') THEN
+        v_problem := 'they hold a number that is not a whole number within 2^53 - 1';
+    END IF;
+    IF v_problem IS NOT NULL THEN
+        RAISE EXCEPTION USING ERRCODE = 'AG011', MESSAGE = format('audit details refused: %s', v_problem);
+    END IF;
+    RETURN details || jsonb_build_object('sessionUser', session_user::text);
+END
+$$;
+
 -- ----------------------------------------------------------------------------- the steps
 
 -- What the queue's caps count at `now_ms`: pending requests not past their expiry, and live
@@ -311,7 +485,11 @@ $$;
 --   it reads, plus 8, are within the caps (at most 8 filings are in flight, itself included);
 --   otherwise it locks every slot, waiting for the filings in flight, and counts exactly.
 --   With `exclusive` it does that at once; AG010 asks the caller to run it again that way,
---   when the counts grew past the margin after it took its slot.
+--   when the counts grew past the margin after it took its slot. The caps are the store's
+--   own (`approval_gate.settings`): a caller's may lower them, never raise them;
+-- - the record is one the library reads back (`check_record`), lives from {{MIN_TTL_MS}} ms
+--   to {{MAX_TTL_MS}} ms, and `filedBy` is the authenticated session user, whatever the
+--   caller wrote (its `requestedBy` stays beside it, as a claim).
 DROP FUNCTION IF EXISTS approval_gate.file_request(jsonb, text, jsonb, bigint);
 CREATE OR REPLACE FUNCTION approval_gate.file_request(record jsonb, payload text, details jsonb,
     given_ms bigint, max_pending bigint, max_requests bigint, exclusive boolean)
@@ -331,6 +509,9 @@ DECLARE
     c_slots constant int := 8;
 BEGIN
     PERFORM approval_gate.require('file requests', ARRAY['approval_gate_agent']);
+    max_pending := least(max_pending, approval_gate.setting('max_pending'));
+    max_requests := least(max_requests, approval_gate.setting('max_requests'));
+    PERFORM approval_gate.check_record(v_rec, v_id, payload);
     IF v_rec->>'status' IS DISTINCT FROM 'pending' OR v_rec ? 'payload'
        OR coalesce(v_rec->>'decidedAt', v_rec->>'decidedBy', v_rec->>'decisionReason') IS NOT NULL
        OR jsonb_array_length(coalesce(v_rec->'approvals', '[]'::jsonb)) <> 0 THEN
@@ -348,9 +529,12 @@ BEGIN
         v_rec := v_rec || jsonb_build_object('createdAt', approval_gate.ts_text(v_created),
                                              'expiresAt', approval_gate.ts_text(v_expires));
     END IF;
-    IF v_expires <= v_created THEN
-        RAISE EXCEPTION USING ERRCODE = 'AG005', MESSAGE = 'a request must expire after it is filed';
+    IF v_expires - v_created NOT BETWEEN {{MIN_TTL_MS}} AND {{MAX_TTL_MS}} THEN
+        RAISE EXCEPTION USING ERRCODE = 'AG005',
+            MESSAGE = format('a request lives %s ms to %s ms, not %s ms', {{MIN_TTL_MS}}, {{MAX_TTL_MS}},
+                             v_expires - v_created);
     END IF;
+    v_rec := v_rec || jsonb_build_object('filedBy', session_user::text);
     v_ask := encode(sha256(convert_to(jsonb_build_array(v_rec->'action', v_rec->'operation',
         v_rec->'payloadDigest', v_rec->'requestedBy')::text, 'UTF8')), 'hex');
 
@@ -387,11 +571,11 @@ BEGIN
         v_slot := 0;
         SELECT q.pending, q.live INTO v_pending, v_live FROM approval_gate.queue(v_now) q;
         IF v_pending >= max_pending THEN
-            RAISE EXCEPTION USING ERRCODE = 'AG008', HINT = v_pending::text,
+            RAISE EXCEPTION USING ERRCODE = 'AG008', HINT = v_pending || ' ' || max_pending,
                 MESSAGE = format('the queue is full: %s pending requests', v_pending);
         END IF;
         IF v_live >= max_requests THEN
-            RAISE EXCEPTION USING ERRCODE = 'AG009', HINT = v_live::text,
+            RAISE EXCEPTION USING ERRCODE = 'AG009', HINT = v_live || ' ' || max_requests,
                 MESSAGE = format('the creation limit is reached: %s live requests', v_live);
         END IF;
     END IF;
@@ -443,6 +627,7 @@ DECLARE
     v_new_approvals jsonb;
     v_old_n int;
     v_new_n int;
+    v_principals int;
     v_status text := record->>'status';
     v_decision text[] := ARRAY['status', 'decidedAt', 'decidedBy', 'decisionReason', 'approvals'];
 BEGIN
@@ -460,17 +645,21 @@ BEGIN
         RAISE EXCEPTION USING ERRCODE = 'AG005',
             MESSAGE = format('a decision on request %s may change only its decision', rid);
     END IF;
+    -- Read only once its shape is checked: what `jsonb_array_length` and the rest read.
+    PERFORM approval_gate.check_record(v_new, rid, r.payload);
     v_old_approvals := coalesce(r.record->'approvals', '[]'::jsonb);
     v_new_approvals := coalesce(v_new->'approvals', '[]'::jsonb);
     v_old_n := jsonb_array_length(v_old_approvals);
     v_new_n := jsonb_array_length(v_new_approvals);
+    -- A quorum counts approvers, not entries: the same principal twice is one.
+    SELECT count(DISTINCT e->>'principal') INTO v_principals FROM jsonb_array_elements(v_new_approvals) e;
     -- Approvals grow by one signed approval at a time, and only when approving. A record
     -- full of approvals may give up some to make room (the gate drops those its policy does
     -- not trust; each stays in the audit rows where it was recorded): what is kept, it keeps
     -- in order.
     IF NOT (v_new_approvals = v_old_approvals
             OR (step = 'approve' AND v_new_n >= 1
-                AND (v_new_n = v_old_n + 1 OR v_old_n >= 16) -- MAX_QUORUM
+                AND (v_new_n = v_old_n + 1 OR v_old_n >= {{MAX_QUORUM}})
                 AND approval_gate.keeps_in_order(v_old_approvals, v_new_approvals - (v_new_n - 1)))) THEN
         RAISE EXCEPTION USING ERRCODE = 'AG005',
             MESSAGE = format('a decision on request %s may only add one approval', rid);
@@ -500,7 +689,7 @@ BEGIN
             -- recorded at filing is a floor: the deciding gate's policy may ask for more.
             IF step = 'approve' AND NOT (
                    (event = 'approved' AND v_status = 'approved'
-                    AND (v_new_n >= coalesce((v_new->>'requiredApprovals')::int, 1)
+                    AND (v_principals >= coalesce((v_new->>'requiredApprovals')::int, 1)
                          OR coalesce((v_new->>'requiredApprovals')::int, 1) = 1))
                 OR (event = 'approval_added' AND v_status = 'pending' AND v_new_approvals <> v_old_approvals)) THEN
                 RAISE EXCEPTION USING ERRCODE = 'AG005',
@@ -537,6 +726,7 @@ BEGIN
             v_details := v_details || jsonb_build_object('decidedBy', v_by);
         END IF;
     END IF;
+    -- (What was set since `check_record` above is the database's own: a time, a login.)
     UPDATE approval_gate.requests SET record = v_new, status = v_status WHERE id = rid;
     RETURN approval_gate.append(v_now, event, rid, v_details);
 END
@@ -566,7 +756,8 @@ BEGIN
         WHEN r.status = 'revoked' THEN 'revoked'
         WHEN r.status <> 'approved' THEN 'not_approved'
         WHEN v_now > r.expires_ms THEN 'approval_expired'
-        WHEN jsonb_array_length(coalesce(r.record->'approvals', '[]'::jsonb))
+        WHEN (SELECT count(DISTINCT e->>'principal')
+              FROM jsonb_array_elements(coalesce(r.record->'approvals', '[]'::jsonb)) e)
              < coalesce((r.record->>'requiredApprovals')::int, 1)
              AND coalesce((r.record->>'requiredApprovals')::int, 1) > 1 THEN 'insufficient_approvals'
     END;
@@ -599,8 +790,10 @@ BEGIN
 END
 $$;
 
--- An execution starts (executors), once per claim. The caller holds the session advisory
--- lock (class 1095192401, hashtext(id)) for as long as it runs.
+-- An execution starts (executors), once per claim, on the session that holds its session
+-- advisory lock (class 1095192401, hashtext(id)) for as long as it runs: recovery takes a
+-- free lock for a dead executor, so a start on any other session (AG013) would be recorded
+-- `outcome unknown` while its executor still runs.
 CREATE OR REPLACE FUNCTION approval_gate.start_execution(rid text, details jsonb, given_ms bigint)
 RETURNS bigint
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
@@ -609,6 +802,13 @@ DECLARE
 BEGIN
     PERFORM approval_gate.require('record executions', ARRAY['approval_gate_executor']);
     r := approval_gate.locked(rid);
+    IF NOT EXISTS (SELECT FROM pg_catalog.pg_locks l
+                   WHERE l.locktype = 'advisory' AND l.granted AND l.pid = pg_backend_pid()
+                     AND l.classid = 1095192401::oid AND l.objsubid = 2
+                     AND l.objid::text::bigint = (hashtext(rid)::bigint + 4294967296) % 4294967296) THEN
+        RAISE EXCEPTION USING ERRCODE = 'AG013',
+            MESSAGE = format('an execution of request %s starts only on the session that holds its execution lock', rid);
+    END IF;
     IF r.claimed_ms IS NULL OR r.started THEN
         PERFORM approval_gate.wrong_state('start executing', rid,
             CASE WHEN r.started THEN 'already executed' ELSE 'not consumed' END);
@@ -683,6 +883,80 @@ BEGIN
 END
 $$;
 
+-- ----------------------------------------------------------------------- the owner's steps
+-- Granted to no group role: the schema's owner (who ran `db init`) and superusers only.
+
+-- Sets the store's caps (`db init` runs it with the operator's settings) and, when they
+-- change, records `limits_set` with the old and new values and who set them.
+CREATE OR REPLACE FUNCTION approval_gate.set_limits(max_pending bigint, max_requests bigint, given_ms bigint)
+RETURNS boolean
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    v_pending bigint;
+    v_requests bigint;
+BEGIN
+    IF max_pending IS NULL OR max_requests IS NULL OR max_pending < 1 OR max_requests < 1 THEN
+        RAISE EXCEPTION USING ERRCODE = 'AG005', MESSAGE = 'the caps are whole numbers from 1';
+    END IF;
+    SELECT s.value INTO v_pending FROM approval_gate.settings s WHERE s.key = 'max_pending' FOR UPDATE;
+    SELECT s.value INTO v_requests FROM approval_gate.settings s WHERE s.key = 'max_requests' FOR UPDATE;
+    IF v_pending IS NOT DISTINCT FROM max_pending AND v_requests IS NOT DISTINCT FROM max_requests THEN
+        RETURN false;
+    END IF;
+    INSERT INTO approval_gate.settings (key, value)
+        VALUES ('max_pending', max_pending), ('max_requests', max_requests)
+        ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value;
+    PERFORM approval_gate.append(approval_gate.now_ms(given_ms), 'limits_set', '000000000000',
+        jsonb_build_object('maxPending', max_pending, 'maxRequests', max_requests,
+                           'previousMaxPending', v_pending, 'previousMaxRequests', v_requests));
+    RETURN true;
+END
+$$;
+
+-- Re-anchors a chain whose head row disagrees with its lines, as `audit reanchor` does on
+-- files: the caller has read the lines and checked that they chain (`found_lines`, ending
+-- in `found_hash`) while the head row said `previous`; if that is still so, the head row is
+-- set to the lines' end and a `reanchored` line records who (`by` as given, and the session
+-- user), what verification reported, and what was found. Returns that line's number.
+CREATE OR REPLACE FUNCTION approval_gate.reanchor(by text, problem text, found_lines bigint,
+    found_hash text, previous bigint, given_ms bigint)
+RETURNS bigint
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    v_head approval_gate.audit_head;
+    v_line text;
+    v_pos bigint;
+BEGIN
+    SELECT * INTO v_head FROM approval_gate.audit_head h WHERE h.one FOR UPDATE;
+    IF v_head.seq IS DISTINCT FROM previous THEN
+        RAISE EXCEPTION USING ERRCODE = 'AG007', HINT = '0',
+            MESSAGE = 'the head row changed while the chain was read: verify it again';
+    END IF;
+    IF found_lines > 0 THEN
+        SELECT a.line INTO v_line FROM approval_gate.audit a WHERE a.seq = found_lines;
+    END IF;
+    IF (found_lines > 0 AND (v_line IS NULL OR right(v_line, 66) <> found_hash || '"}'))
+       OR (found_lines = 0 AND found_hash <> repeat('0', 64))
+       OR EXISTS (SELECT FROM approval_gate.audit a WHERE a.seq > found_lines) THEN
+        RAISE EXCEPTION USING ERRCODE = 'AG007', HINT = '0',
+            MESSAGE = 'the chain changed while it was read: verify it again';
+    END IF;
+    IF v_head.seq = found_lines AND v_head.hash = found_hash THEN
+        RAISE EXCEPTION USING ERRCODE = 'AG005',
+            MESSAGE = 'the audit chain and its head row agree: nothing to re-anchor';
+    END IF;
+    UPDATE approval_gate.audit_head SET seq = found_lines, hash = found_hash WHERE one;
+    INSERT INTO approval_gate.audit (at_ms, id, event, details)
+        VALUES (approval_gate.now_ms(given_ms), '000000000000', 'reanchored',
+                approval_gate.clean_details(jsonb_build_object('by', by, 'problem', problem,
+                    'foundLines', found_lines, 'foundLastHash', found_hash,
+                    'previousAnchor', previous, 'tornBytesCut', 0)))
+        RETURNING pos INTO v_pos;
+    PERFORM approval_gate.seal(true);
+    RETURN (SELECT a.seq FROM approval_gate.audit a WHERE a.pos = v_pos);
+END
+$$;
+
 -- ------------------------------------------------------------------------------- grants
 
 REVOKE ALL ON ALL TABLES IN SCHEMA approval_gate FROM PUBLIC;
@@ -711,3 +985,5 @@ GRANT EXECUTE ON FUNCTION approval_gate.recover_executions(bigint)
     TO approval_gate_agent, approval_gate_approver, approval_gate_executor;
 GRANT EXECUTE ON FUNCTION approval_gate.seal(boolean), approval_gate.wake(text)
     TO approval_gate_agent, approval_gate_approver, approval_gate_executor;
+-- The store's limits are for everyone to read (what the caps are), for its owner to set.
+GRANT SELECT ON approval_gate.settings TO approval_gate_agent, approval_gate_approver, approval_gate_executor;

@@ -362,7 +362,7 @@ fn default_host() -> &'static str {
 struct Split {
     /// What `postgres::Config::from_str` is given.
     rest: String,
-    /// `sslmode`'s value, decoded (the last one, if repeated).
+    /// `sslmode`'s value, decoded (named once: see [`once`]).
     sslmode: Option<String>,
     /// `sslrootcert`'s value, decoded.
     sslrootcert: Option<String>,
@@ -371,6 +371,20 @@ struct Split {
     /// Where a URL's host list is in `rest`, when no host in it has a port. (The crate gives
     /// such a host port 5432, where libpq would take `PGPORT`.)
     hosts_without_port: Option<Range<usize>>,
+}
+
+/// Sets a TLS option named once. libpq takes the last of two; a store's text that says two
+/// things about how its connection is secured is a mistake or an attack (a `sslmode=disable`
+/// appended after the operator's `verify-full`), so it is refused. The values are not shown:
+/// either may be a password pasted in the wrong place.
+fn once(slot: &mut Option<String>, name: &str, value: String) -> Result<(), String> {
+    if slot.is_some() {
+        return Err(format!(
+            "the store names {name} twice: say once how its connection is secured (libpq would take the last)"
+        ));
+    }
+    *slot = Some(value);
+    Ok(())
 }
 
 /// Splits `text` as the `postgres` crate would read it: a URL if it starts with one of its
@@ -455,8 +469,16 @@ fn split_url(text: &str, body_at: usize, secrets: &mut Vec<String>) -> Result<Sp
         let pair = &rest[..equals + 1 + value.len()];
         let key = decode_utf8(&rest[..equals], "a URL parameter's name")?;
         match key.as_str() {
-            "sslmode" => split.sslmode = Some(decode_utf8(value, "sslmode")?),
-            "sslrootcert" => split.sslrootcert = Some(decode_utf8(value, "sslrootcert")?),
+            "sslmode" => once(
+                &mut split.sslmode,
+                "sslmode",
+                decode_utf8(value, "sslmode")?,
+            )?,
+            "sslrootcert" => once(
+                &mut split.sslrootcert,
+                "sslrootcert",
+                decode_utf8(value, "sslrootcert")?,
+            )?,
             _ => {
                 if key == "password" {
                     secrets.push(value.to_owned());
@@ -585,11 +607,11 @@ fn split_conninfo(text: &str, secrets: &mut Vec<String>) -> Result<Split, String
         let end = position(&mut chars);
         match keyword {
             "sslmode" => {
-                split.sslmode = Some(value);
+                once(&mut split.sslmode, "sslmode", value)?;
                 removed.push(start..end);
             }
             "sslrootcert" => {
-                split.sslrootcert = Some(value);
+                once(&mut split.sslrootcert, "sslrootcert", value)?;
                 removed.push(start..end);
             }
             _ => {
@@ -609,6 +631,78 @@ fn split_conninfo(text: &str, secrets: &mut Vec<String>) -> Result<Split, String
     }
     split.rest.push_str(&text[kept..]);
     Ok(split)
+}
+
+/// What a failed connection's TLS trouble was, in words an operator can act on, if it was
+/// one: the rustls error somewhere in `error`'s chain (tokio-rustls wraps it in an
+/// `io::Error`), or the `postgres` crate's refusal of a server that answered no to TLS.
+pub(super) fn explain(error: &(dyn std::error::Error + 'static)) -> Option<String> {
+    use rustls::CertificateError as Cert;
+    let mut next = Some(error);
+    while let Some(current) = next {
+        let rustls_error = current.downcast_ref::<rustls::Error>().or_else(|| {
+            current
+                .downcast_ref::<std::io::Error>()
+                .and_then(std::io::Error::get_ref)
+                .and_then(|inner| inner.downcast_ref::<rustls::Error>())
+        });
+        if let Some(tls) = rustls_error {
+            let what = match tls {
+                rustls::Error::InvalidCertificate(Cert::UnknownIssuer) => {
+                    "unknown CA: the server's certificate is not signed by a CA the client trusts (sslrootcert, or the system's roots); give sslrootcert the CA that signed it".to_owned()
+                }
+                rustls::Error::InvalidCertificate(
+                    Cert::NotValidForName | Cert::NotValidForNameContext { .. },
+                ) => {
+                    let detail = match tls {
+                        rustls::Error::InvalidCertificate(Cert::NotValidForNameContext {
+                            expected,
+                            presented,
+                        }) => format!(
+                            " (connected to {expected:?}; it names {})",
+                            if presented.is_empty() {
+                                "nothing".to_owned()
+                            } else {
+                                presented.join(", ")
+                            }
+                        ),
+                        _ => String::new(),
+                    };
+                    format!("name mismatch: the server's certificate does not name the host connected to{detail}; connect by a name it lists (sslmode verify-full checks it)")
+                }
+                rustls::Error::InvalidCertificate(Cert::Expired | Cert::ExpiredContext { .. }) => {
+                    "expired: the server's certificate is past its validity; the server's administrator renews it".to_owned()
+                }
+                rustls::Error::InvalidCertificate(
+                    Cert::NotValidYet | Cert::NotValidYetContext { .. },
+                ) => "not yet valid: the server's certificate starts later (or this machine's clock is behind)".to_owned(),
+                rustls::Error::InvalidCertificate(Cert::Revoked) => {
+                    "revoked: the server's certificate was revoked by its CA".to_owned()
+                }
+                rustls::Error::InvalidCertificate(
+                    Cert::InvalidPurpose | Cert::InvalidPurposeContext { .. },
+                ) => "wrong purpose: the server's certificate is not one for a TLS server".to_owned(),
+                rustls::Error::InvalidCertificate(other) => {
+                    format!("the server's certificate was refused: {other}")
+                }
+                rustls::Error::AlertReceived(alert) => {
+                    format!("the server ended the TLS handshake with the alert {alert:?}")
+                }
+                rustls::Error::PeerIncompatible(why) => format!(
+                    "the server and the client share no TLS version or cipher suite ({why:?}); the client speaks TLS 1.2 and 1.3"
+                ),
+                other => format!("the TLS handshake failed: {other}"),
+            };
+            return Some(format!("TLS handshake failed: {what}"));
+        }
+        if current.to_string().contains("server does not support TLS") {
+            return Some(
+                "TLS handshake failed: the server does not support TLS (it answered the request for TLS with no); turn on ssl in its postgresql.conf, or choose sslmode=prefer or disable where an unencrypted connection is acceptable".to_owned(),
+            );
+        }
+        next = current.source();
+    }
+    None
 }
 
 /// The TLS connector for these settings: `None` for [`SslMode::Disable`].
@@ -817,7 +911,9 @@ mod tests {
     use rustls::{ClientConnection, ServerConfig, ServerConnection};
     use rustls_pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer, ServerName};
 
-    use super::{RootCert, Settings, SslMode, client_config, connector, percent_decode, settings};
+    use super::{
+        RootCert, Settings, SslMode, client_config, connector, explain, percent_decode, settings,
+    };
 
     const PASSWORD: &str = "hunter2-s3cret";
 
@@ -1133,6 +1229,32 @@ mod tests {
     }
 
     #[test]
+    fn a_tls_option_named_twice_is_refused() {
+        for text in [
+            "postgres://u@h/d?sslmode=verify-full&sslmode=disable",
+            "postgres://u@h/d?sslmode=verify-full&application_name=a&sslmode=verify-full",
+            "postgres://u@h/d?sslrootcert=/a.pem&sslmode=verify-ca&sslrootcert=/b.pem",
+            "host=h sslmode=verify-full sslmode=disable",
+            "host=h sslrootcert=/a.pem sslrootcert=/b.pem sslmode=verify-ca",
+        ] {
+            let error = parse(text, &[]).unwrap_err();
+            assert!(error.contains("twice"), "{text}: {error}");
+            assert!(
+                !error.contains("disable") && !error.contains(".pem"),
+                "no value is shown: {error}"
+            );
+        }
+        // Once each is as before.
+        assert!(
+            parse(
+                "postgres://u@h/d?sslmode=verify-full&sslrootcert=/a.pem",
+                &[]
+            )
+            .is_ok()
+        );
+    }
+
+    #[test]
     fn percent_decoding_is_libpqs() {
         assert_eq!(percent_decode("a%20b%2Fc"), b"a b/c");
         assert_eq!(percent_decode("100%"), b"100%");
@@ -1206,7 +1328,25 @@ mod tests {
     /// A TLS handshake in memory between `settings`' client configuration, connecting to
     /// `name`, and `server`; the client's error if it refuses.
     fn handshake(settings: &Settings, name: &str, server: Arc<ServerConfig>) -> Result<(), String> {
-        let config = client_config(settings)?.expect("a TLS mode");
+        handshake_raw(settings, name, server).map_err(|e| match e {
+            Refused::Client(e) => e.to_string(),
+            Refused::Other(e) => e,
+        })
+    }
+
+    enum Refused {
+        Client(rustls::Error),
+        Other(String),
+    }
+
+    fn handshake_raw(
+        settings: &Settings,
+        name: &str,
+        server: Arc<ServerConfig>,
+    ) -> Result<(), Refused> {
+        let config = client_config(settings)
+            .map_err(Refused::Other)?
+            .expect("a TLS mode");
         let name = ServerName::try_from(name.to_owned()).unwrap();
         let mut client = ClientConnection::new(Arc::new(config), name).unwrap();
         let mut server = ServerConnection::new(server).unwrap();
@@ -1221,7 +1361,7 @@ mod tests {
             }
             server
                 .process_new_packets()
-                .map_err(|e| format!("server: {e}"))?;
+                .map_err(|e| Refused::Other(format!("server: {e}")))?;
             let mut wire = Vec::new();
             while server.wants_write() {
                 server.write_tls(&mut wire).unwrap();
@@ -1230,12 +1370,68 @@ mod tests {
             while !rd.is_empty() {
                 client.read_tls(&mut rd).unwrap();
             }
-            client.process_new_packets().map_err(|e| e.to_string())?;
+            client.process_new_packets().map_err(Refused::Client)?;
             if !client.is_handshaking() && !server.is_handshaking() {
                 return Ok(());
             }
         }
-        Err("the handshake did not finish".to_owned())
+        Err(Refused::Other("the handshake did not finish".to_owned()))
+    }
+
+    /// An error that is only its text, as the `postgres` crate's own TLS refusals are.
+    #[derive(Debug)]
+    struct Plain(&'static str);
+    impl std::fmt::Display for Plain {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str(self.0)
+        }
+    }
+    impl std::error::Error for Plain {}
+
+    /// A refused handshake is explained in words that say what failed, from the rustls error
+    /// as the `postgres` crate passes it on (inside an `io::Error`).
+    #[test]
+    fn a_failed_handshake_says_what_failed() {
+        let dir = tempfile::tempdir().unwrap();
+        let ca = Ca::new("ag test CA");
+        let other = Ca::new("another CA");
+        let ca_pem = ca.write(dir.path(), "ca.pem");
+        let other_pem = other.write(dir.path(), "other.pem");
+        let explained = |root: &str, host: &str| {
+            let s = parse(
+                &format!("host={host} sslmode=verify-full sslrootcert='{root}'"),
+                &[],
+            )
+            .unwrap();
+            let Err(Refused::Client(error)) =
+                handshake_raw(&s, host, ca.server(&["db.example"], false))
+            else {
+                panic!("the handshake must be refused by the client");
+            };
+            let wrapped = std::io::Error::new(std::io::ErrorKind::InvalidData, error);
+            explain(&wrapped).expect("a TLS failure is explained")
+        };
+        let unknown = explained(&other_pem, "db.example");
+        assert!(
+            unknown.contains("unknown CA") && unknown.contains("sslrootcert"),
+            "{unknown}"
+        );
+        let mismatch = explained(&ca_pem, "other.example");
+        assert!(
+            mismatch.contains("name mismatch") && mismatch.contains("other.example"),
+            "{mismatch}"
+        );
+        assert!(
+            mismatch.contains("db.example"),
+            "names what the certificate lists: {mismatch}"
+        );
+
+        let no_tls = explain(&Plain("server does not support TLS")).unwrap();
+        assert!(
+            no_tls.contains("does not support TLS") && no_tls.contains("ssl"),
+            "{no_tls}"
+        );
+        assert_eq!(explain(&Plain("connection refused")), None);
     }
 
     #[test]
