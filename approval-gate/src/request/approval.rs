@@ -71,12 +71,13 @@ impl Request {
     /// The decision statement an approver signs to approve this request as `principal`,
     /// one of the [`required_approvals`](Request::required_approvals) recorded with it: RFC
     /// 8785 JSON of the statement's version, every field an approver is shown (id, action,
-    /// reason, requester, operation, payload digest, creation and expiry), the quorum, and
-    /// the decision, as bytes.
+    /// reason, claimed requester, who filed it, operation, payload digest, creation and
+    /// expiry), the quorum, and the decision, as bytes.
     ///
     /// ```json
     /// {"action":"pay 5 EUR","createdAt":"2026-12-01T10:00:00.000Z","decision":"approve",
-    ///  "expiresAt":"2026-12-01T11:00:00.000Z","id":"0123456789ab","operation":"pay",
+    ///  "expiresAt":"2026-12-01T11:00:00.000Z","filedBy":"agent","id":"0123456789ab",
+    ///  "operation":"pay",
     ///  "payloadDigest":"…","principal":"alice@example.com","reason":"rent",
     ///  "requestedBy":null,"requiredApprovals":1,
     ///  "statement":"approval-gate decision","version":2}
@@ -112,6 +113,7 @@ impl Request {
             "action": self.action(),
             "reason": self.reason(),
             "requestedBy": self.requested_by(),
+            "filedBy": self.filed_by(),
             "operation": self.operation(),
             "payloadDigest": self.payload_digest(),
             "createdAt": self.created_at(),
@@ -146,7 +148,7 @@ mod tests {
         assert_eq!(
             statement,
             format!(
-                r#"{{"action":"pay \"5\" EUR","createdAt":"2026-12-01T10:00:00.000Z","decision":"approve","expiresAt":"2026-12-01T10:00:10.000Z","id":"0123456789ab","operation":"pay","payloadDigest":"{digest}","principal":"alice@x","reason":"rent","requestedBy":null,"requiredApprovals":1,"statement":"approval-gate decision","version":2}}"#
+                r#"{{"action":"pay \"5\" EUR","createdAt":"2026-12-01T10:00:00.000Z","decision":"approve","expiresAt":"2026-12-01T10:00:10.000Z","filedBy":null,"id":"0123456789ab","operation":"pay","payloadDigest":"{digest}","principal":"alice@x","reason":"rent","requestedBy":null,"requiredApprovals":1,"statement":"approval-gate decision","version":2}}"#
             )
         );
         // Another principal, another statement; and so is another quorum.

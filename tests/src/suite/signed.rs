@@ -692,9 +692,10 @@ pub fn more_approvals_than_any_quorum_never_make_a_record_unreadable(backend: &d
 pub fn every_field_an_approver_is_shown_is_signed(backend: &dyn Backend) {
     let team = Team::new();
     let fx = Signed::new(backend, team.policy());
-    let changes: [(&str, Value); 2] = [
+    let changes: [(&str, Value); 3] = [
         ("reason", json!("the invoice you approved yesterday")),
         ("requestedBy", json!("alice@example.com")),
+        ("filedBy", json!("alice")),
     ];
     for (field, value) in changes {
         let id = fx.file_fresh(field);
