@@ -163,7 +163,9 @@ fn execute_approved_signed(bencher: Bencher, signatures: u32) {
             for (principal, key) in &approvers {
                 let request = gate.status(id).unwrap().into_request();
                 let statement = request.decision_statement(principal).unwrap();
-                let signature = approval_gate::SshKeygen::system().sign(key, &statement).unwrap();
+                let signature = approval_gate::SshKeygen::system()
+                    .sign(key, &statement)
+                    .unwrap();
                 gate.approve(id, &Decision::by("bench").signed(principal, signature))
                     .unwrap();
             }

@@ -13,6 +13,8 @@ use approval_gate_tests::ssh::{Agent, Approver, Keys, ssh_keygen_sign, ssh_keyge
 use approval_gate_tests::{Fixture, binding};
 use serde_json::Value;
 
+mod parity;
+
 const ACTION: &str = "deploy v2 to production";
 const OP: &str = "deploy.production";
 

@@ -64,7 +64,9 @@ async fn a_quorum_in_progress_is_pending_and_says_k_of_m() {
         .request()
         .decision_statement("alice@example.com")
         .unwrap();
-    let signature = approval_gate::SshKeygen::system().sign(&alice, &statement).unwrap();
+    let signature = approval_gate::SshKeygen::system()
+        .sign(&alice, &statement)
+        .unwrap();
     human
         .approve_as_shown(
             shown.request(),

@@ -13,7 +13,7 @@ use std::collections::HashSet;
 use std::path::Path;
 use std::sync::Arc;
 
-use ssh_key::{HashAlg, PublicKey, SshSig};
+use ssh_key::{HashAlg, PublicKey};
 
 pub use self::sign::SshKeygen;
 use self::signers::{Signer, glob};
@@ -269,8 +269,7 @@ pub(crate) fn check_signature(
     principal: &str,
     signature: &str,
 ) -> Result<PublicKey, String> {
-    let sig =
-        SshSig::from_pem(signature.trim()).map_err(|e| format!("not an SSH signature ({e})"))?;
+    let sig = signers::parse_signature(signature.trim())?;
     if sig.namespace() != SIGNATURE_NAMESPACE {
         return Err(format!(
             "signed in namespace {:?}, not {SIGNATURE_NAMESPACE:?}",

@@ -139,7 +139,10 @@ mod tests {
     fn only_absolute_programs_are_taken() {
         for relative in ["ssh-keygen", "./ssh-keygen", "bin/ssh-keygen", ""] {
             let err = SshKeygen::at(relative).unwrap_err();
-            assert!(err.to_string().contains("never looked up through PATH"), "{err}");
+            assert!(
+                err.to_string().contains("never looked up through PATH"),
+                "{err}"
+            );
         }
         let at = SshKeygen::at("/opt/openssh/bin/ssh-keygen").unwrap();
         assert_eq!(at.program(), Path::new("/opt/openssh/bin/ssh-keygen"));
