@@ -40,7 +40,9 @@ impl Gate {
     /// [`Error::BadSignature`], [`Error::UntrustedSigner`], [`Error::Denied`], [`Error::Expired`],
     /// [`Error::Revoked`], [`Error::AlreadyConsumed`], [`Error::ApprovalExpired`],
     /// [`Error::ActionMismatch`], [`Error::OperationMismatch`], [`Error::PayloadMismatch`],
-    /// [`Error::PayloadType`], [`Error::ExpiredDuringConsume`]; [`Error::AuditBroken`] if the
+    /// [`Error::PayloadType`], [`Error::ExpiredDuringConsume`]; [`Error::InvalidInput`] (field
+    /// `operation`) if the binding's operation is not a valid operation name
+    /// ([`check_operation_name`](crate::check_operation_name)); [`Error::AuditBroken`] if the
     /// audit log refuses appends (nothing is spent); [`Error::DurabilityUnknown`] or
     /// [`Error::NotRecorded`] if the claim was made but could not be made durable or
     /// recorded (the approval is spent, nothing is authorized); and any I/O error before
