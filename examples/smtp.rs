@@ -229,7 +229,10 @@ fn policy(args: &[String]) -> Result<Option<(Policy, PathBuf)>, Box<dyn std::err
     };
     // Absolute, so the command printed for the human works from any directory.
     let file = std::fs::canonicalize(file).map_err(|e| format!("--approvers {file}: {e}"))?;
-    let policy = Policy::load_allowed_signers(&file)?.require("smtp.send", quorum.unwrap_or(1))?;
+    // This executor only sends mail; `*` says what any other operation would need.
+    let policy = Policy::load_allowed_signers(&file)?
+        .require("smtp.send", quorum.unwrap_or(1))?
+        .require("*", 1)?;
     Ok(Some((policy, file)))
 }
 

@@ -114,8 +114,9 @@ use crate::item::GuardedFn;
 ///
 /// # Arguments
 ///
-/// - `operation = "smtp.send"` (required): the operation the approval must be bound to. ASCII
-///   letters, digits and `. _ - : /`, at most 128 bytes, as the gate requires.
+/// - `operation = "smtp.send"` (required): the operation the approval must be bound to:
+///   lowercase ASCII letters, digits and `_` in segments joined by dots, at most 128 bytes, as
+///   the gate requires (`approval_gate::check_operation_name`).
 /// - `crate = path` (optional): where `approval_gate` is, for code that reaches it through a
 ///   re-export, e.g. `crate = my_platform::approval_gate`. Default: `::approval_gate`.
 ///

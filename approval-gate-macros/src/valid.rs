@@ -94,9 +94,10 @@ impl Errors {
     }
 }
 
-/// `operation` is present and follows the library's rule (`check_operation` in
-/// approval-gate's `request.rs`), so a name the gate would refuse fails the build instead of
-/// every execution.
+/// `operation` is present and follows the library's grammar
+/// (`approval_gate::check_operation_name`: lowercase `a-z0-9_` segments joined by dots), so a
+/// name the gate would refuse fails the build instead of every execution. This crate cannot
+/// depend on the library; its tests check both give the same verdict on every name tried.
 fn operation(operation: Option<&LitStr>) -> syn::Result<LitStr> {
     let Some(lit) = operation else {
         return Err(syn::Error::new(
@@ -117,9 +118,13 @@ fn operation(operation: Option<&LitStr>) -> syn::Result<LitStr> {
         )
     } else if let Some(bad) = value.chars().find(|&c| !is_operation_char(c)) {
         format!(
-            "`operation` may contain only ASCII letters, digits and `. _ - : /` \
-             (e.g. `smtp.send`), found {bad:?}"
+            "`operation` is lowercase ASCII letters, digits and `_` in segments joined by \
+             dots (e.g. `smtp.send`), one spelling per name; found {bad:?}"
         )
+    } else if value.split('.').any(str::is_empty) {
+        "`operation` has an empty segment: segments of `a-z0-9_` joined by single dots \
+         (e.g. `smtp.send`)"
+            .to_owned()
     } else {
         return Ok(lit.clone());
     };
@@ -127,7 +132,7 @@ fn operation(operation: Option<&LitStr>) -> syn::Result<LitStr> {
 }
 
 fn is_operation_char(c: char) -> bool {
-    c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-' | ':' | '/')
+    matches!(c, 'a'..='z' | '0'..='9' | '_' | '.')
 }
 
 /// No qualifier that changes how the body may run: it is moved into a closure that runs
@@ -354,12 +359,53 @@ mod tests {
 
     #[test]
     fn operation_follows_the_library_rule() {
-        for good in ["smtp.send", "a", "pay:eur/sepa-v2_1", &"x".repeat(128)] {
+        for good in ["smtp.send", "a", "pay.eur.sepa_v2_1", &"x".repeat(128)] {
             assert_eq!(check(good).as_deref(), Ok(good));
         }
-        for bad in ["", "smtp send", "smtp.send\u{202e}", "é", &"x".repeat(129)] {
+        for bad in [
+            "",
+            "smtp send",
+            "smtp.send\u{202e}",
+            "é",
+            "Smtp.send",
+            "smtp-send",
+            "deploy:prod/v2",
+            "smtp..send",
+            ".smtp",
+            "smtp.",
+            &"x".repeat(129),
+        ] {
             assert!(check(bad).is_err(), "{bad:?} must be refused");
         }
         assert!(operation(None).is_err());
+    }
+
+    /// The macro's rule and the library's are one grammar: the same verdict on every name of
+    /// up to three characters over an alphabet with every kind of character, and on lengths
+    /// around the limit.
+    #[test]
+    fn the_macro_and_the_library_agree_on_every_name() {
+        let alphabet = [
+            'a', 'z', '0', '9', '_', '.', 'A', '-', ':', '/', ' ', 'é', '*',
+        ];
+        let mut names = vec![String::new()];
+        for _ in 0..3 {
+            let longer: Vec<String> = names
+                .iter()
+                .flat_map(|name| alphabet.iter().map(move |c| format!("{name}{c}")))
+                .collect();
+            names.extend(longer);
+        }
+        for n in [127, 128, 129] {
+            names.push("a".repeat(n));
+            names.push(format!("{}.b", "a".repeat(n - 2)));
+        }
+        for name in names {
+            assert_eq!(
+                check(&name).is_ok(),
+                approval_gate::check_operation_name(&name).is_ok(),
+                "{name:?}"
+            );
+        }
     }
 }

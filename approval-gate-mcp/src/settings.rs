@@ -142,9 +142,9 @@ pub(crate) struct Flags {
         long,
         global = true,
         value_name = "PATTERN=N,...",
-        help = "How many distinct approvers operations need, such as 'payments.*=2,deploy.*=3' \
-                (needs approvers) [default: $APPROVAL_GATE_QUORUM, else [quorum] in the config \
-                file, else 1]"
+        help = "How many distinct approvers operations need, such as \
+                'payments.*=2,deploy.*=3,*=1' (a `*` entry is required; needs approvers) \
+                [default: $APPROVAL_GATE_QUORUM, else [quorum] in the config file, else 1]"
     )]
     pub(crate) quorum: Option<String>,
 }
@@ -787,11 +787,12 @@ fn policy(
     check_owner(&metadata).map_err(|problem| fail(&problem))?;
     let text = std::fs::read_to_string(path).map_err(|e| fail(&e))?;
     let mut policy = Policy::from_allowed_signers(&text).map_err(|e| fail(&library(e)))?;
+    let quorum_error = |e| SettingsError(format!("quorum ({}): {}", quorum.source, library(e)));
     for (pattern, n) in &quorum.value {
-        policy = policy
-            .require(pattern, *n)
-            .map_err(|e| SettingsError(format!("quorum ({}): {}", quorum.source, library(e))))?;
+        policy = policy.require(pattern, *n).map_err(quorum_error)?;
     }
+    // A table says what the operations it does not name need, or nothing starts.
+    policy.check_quorum_table().map_err(quorum_error)?;
     Ok(Some(policy))
 }
 
@@ -1229,7 +1230,7 @@ mod tests {
         let signers = world.home.join("allowed_signers");
         write(&signers, &format!("alice@example.com {KEY}\n"));
         let path = world.write_config(&format!(
-            "approvers = {:?}\nsigning_key = \"/keys/id\"\n[quorum]\n\"payments.*\" = 2\n\"deploy.*\" = 3\n",
+            "approvers = {:?}\nsigning_key = \"/keys/id\"\n[quorum]\n\"payments.*\" = 2\n\"deploy.*\" = 3\n\"*\" = 1\n",
             signers.display().to_string()
         ));
         let settings = world.settings(&flags());
@@ -1241,14 +1242,17 @@ mod tests {
         assert_eq!(policy.required_approvals(Some("mail.send")), 1);
 
         // The variable replaces the file's table; it does not add to it.
-        world.set(QUORUM_ENV, "deploy.*=4");
+        world.set(QUORUM_ENV, "deploy.*=4,*=1");
         let settings = world.settings(&flags());
-        assert_eq!(settings.quorum.value, [("deploy.*".to_owned(), 4)]);
+        assert_eq!(
+            settings.quorum.value,
+            [("deploy.*".to_owned(), 4), ("*".to_owned(), 1)]
+        );
         let policy = settings.policy.as_ref().unwrap();
         assert_eq!(policy.required_approvals(Some("payments.wire")), 1);
         assert_eq!(policy.required_approvals(Some("deploy.web")), 4);
         let settings = world.settings(&Flags {
-            quorum: Some("payments.*=5".into()),
+            quorum: Some("payments.*=5,*=2".into()),
             ..flags()
         });
         assert_eq!(settings.quorum.source, Source::Flag("--quorum"));
@@ -1296,6 +1300,9 @@ mod tests {
         assert!(error.contains("(env APPROVAL_GATE_APPROVERS)"), "{error}");
         write(&signers, &format!("alice@example.com {KEY}\n"));
         for (quorum, needle) in [
+            // Issue 22, finding 13: the table must say what the rest needs.
+            ("p.*=2", "names p.* but not `*`"),
+            ("P.*=2,*=1", "which no operation name has"),
             ("p.*", "is not PATTERN=N"),
             ("=2", "an empty operation pattern"),
             ("p.*=two", "\"two\" is not a number"),
@@ -1303,7 +1310,7 @@ mod tests {
         ] {
             world.set(QUORUM_ENV, quorum);
             let error = world.error(&flags());
-            assert!(error.starts_with(QUORUM_ENV), "{error}");
+            assert!(error.contains(QUORUM_ENV), "{error}");
             assert!(error.contains(needle), "{quorum:?}: {error}");
         }
         #[cfg(unix)]

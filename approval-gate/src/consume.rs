@@ -49,6 +49,8 @@ impl Gate {
     /// [`Error::ActionMismatch`], [`Error::OperationMismatch`], [`Error::PayloadMismatch`],
     /// [`Error::PayloadType`], [`Error::ExpiredDuringConsume`]; [`Error::NotFound`],
     /// [`Error::Archived`] or [`Error::Unreadable`] for a request it cannot consume at all;
+    /// [`Error::InvalidInput`] (field `operation`) if the binding's operation is not a valid
+    /// operation name ([`check_operation_name`](crate::check_operation_name));
     /// [`Error::AuditBroken`] if the
     /// audit log refuses appends (nothing is spent); [`Error::DurabilityUnknown`] or
     /// [`Error::NotRecorded`] if the claim was made but could not be made durable or

@@ -81,12 +81,16 @@ impl GateBuilder {
     ///
     /// # Errors
     ///
-    /// [`Error::InvalidInput`] for a default TTL outside the accepted range (nothing is
-    /// created); [`Error::UnsafeState`] if the directory or a state file is a symlink, not
-    /// owned by this user or open to others; [`Error::NoStateDir`] without a store to use;
+    /// [`Error::InvalidInput`] for a default TTL outside the accepted range, or a policy whose
+    /// quorum table has no `*` entry ([`Policy::check_quorum_table`]) (nothing is created);
+    /// [`Error::UnsafeState`] if the directory or a state file is a symlink, not owned by this
+    /// user or open to others; [`Error::NoStateDir`] without a store to use;
     /// [`Error::Io`] if it cannot be created.
     pub fn open(self) -> Result<Gate, Error> {
         check_ttl("default_ttl", self.limits.default_ttl)?;
+        if let Some(policy) = &self.policy {
+            policy.check_quorum_table()?;
+        }
         let location = match self.location {
             Some(location) => location,
             None => Gate::default_location()?,

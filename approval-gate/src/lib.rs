@@ -100,7 +100,7 @@ pub use recover::Recovery;
 pub use request::{
     ApprovalJson, Binding, Decision, EffectiveStatus, NewRequest, NotAuthorized, PayloadShown,
     ReportJson, Request, SIGNATURE_NAMESPACE, STATEMENT_VERSION, SignedApproval, Status,
-    StatusReport, os_user,
+    StatusReport, check_operation_name, os_user,
 };
 pub use store::Location;
 

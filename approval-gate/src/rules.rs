@@ -98,8 +98,9 @@ impl Verdict {
     }
 }
 
-/// The checks of a consume before anything is spent, in the order of SPEC §3: the request
-/// is approved (under a `policy`, by the signatures of enough distinct trusted approvers:
+/// The checks of a consume before anything is spent: the binding's operation name follows
+/// [`check_operation_name`](crate::check_operation_name); then, in the order of SPEC §3: the
+/// request is approved (under a `policy`, by the signatures of enough distinct trusted approvers:
 /// `(policy, required)`); not consumed; not expired; the action text is byte-for-byte equal; the
 /// operation is equal; the payload is equal as canonical JSON; and the approved payload
 /// round-trips through `T` exactly. Returns the payload as `T`.
@@ -118,6 +119,11 @@ where
     T: DeserializeOwned + Serialize,
 {
     let id = request.id();
+    // The executor's operation follows the one grammar too: a name spelt another way is
+    // its mistake, said as such rather than as a mismatch.
+    if let Some(operation) = &binding.operation {
+        crate::request::check_operation_name(operation)?;
+    }
     match request.status() {
         Status::Pending => return Err(Error::NotApproved(id)),
         Status::Denied => return Err(Error::Denied(id)),

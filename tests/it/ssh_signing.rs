@@ -13,6 +13,8 @@ use approval_gate_tests::ssh::{Agent, Approver, Keys, ssh_keygen_sign, ssh_keyge
 use approval_gate_tests::{Fixture, binding};
 use serde_json::Value;
 
+mod parity;
+
 const ACTION: &str = "deploy v2 to production";
 const OP: &str = "deploy.production";
 
@@ -41,7 +43,12 @@ fn gate(fx: &Fixture, keys: &Keys, approvers: &[&Approver], quorum: u32) -> Gate
     Gate::builder()
         .dir(&fx.dir)
         .clock(fx.clock.clone())
-        .policy(keys.policy(approvers).require("deploy.*", quorum).unwrap())
+        .policy(
+            keys.policy(approvers)
+                .require("deploy.*", quorum)
+                .and_then(|policy| policy.require("*", 1))
+                .unwrap(),
+        )
         .open()
         .unwrap()
 }
@@ -292,6 +299,8 @@ fn one_key_listed_under_two_principals_counts_once() {
     let policy = approval_gate::Policy::from_allowed_signers(&allowed)
         .unwrap()
         .require("deploy.*", 2)
+        .unwrap()
+        .require("*", 1)
         .unwrap();
     let fx = Fixture::new();
     let gate = Gate::builder()
@@ -368,4 +377,124 @@ fn an_untrusted_signer_is_named_by_the_fingerprint_ssh_keygen_shows() {
         }
         other => panic!("expected untrusted_signer, got {other}"),
     }
+}
+
+/// Issue 22, finding 13: quorum patterns match operation names case-sensitively, and the
+/// agent chooses the names it files: `Payments.transfer` or `payments-transfer` dodged
+/// `payments.*=2` and needed one approval. One grammar now (lowercase `[a-z0-9_]` segments
+/// joined by dots), at filing and in the executor's binding.
+#[test]
+fn operation_names_spelled_to_dodge_a_quorum_pattern_are_refused() {
+    let keys = Keys::new();
+    let alice = keys.approver("alice@x");
+    let fx = Fixture::new();
+    let policy = keys.policy(&[&alice]).require("payments.*", 2).unwrap();
+    let gate = Gate::builder()
+        .dir(&fx.dir)
+        .clock(fx.clock.clone())
+        .policy(policy.require("*", 1).unwrap())
+        .open()
+        .unwrap();
+    for dodge in [
+        "Payments.transfer",
+        "payments-transfer",
+        "PAYMENTS.TRANSFER",
+        "payments..transfer",
+        "payments.transfer.",
+        ".payments.transfer",
+        "payments/transfer",
+        "payments:transfer",
+    ] {
+        let error = gate
+            .request_approval(NewRequest::new("pay 5 EUR", "rent").operation(dodge))
+            .unwrap_err();
+        assert!(
+            matches!(
+                error,
+                Error::InvalidInput {
+                    field: "operation",
+                    ..
+                }
+            ),
+            "{dodge}: {error}"
+        );
+    }
+    let filed = |operation: &str| {
+        gate.request_approval(NewRequest::new("pay 5 EUR", "rent").operation(operation))
+            .unwrap()
+            .request
+    };
+    assert_eq!(filed("payments.transfer").required_approvals(), 2);
+    assert_eq!(filed("payments_transfer").required_approvals(), 1);
+    assert_eq!(filed("mail.send").required_approvals(), 1);
+    // The executor's binding follows the grammar too: a misspelt one is a clear refusal.
+    let id = filed("payments.transfer").id();
+    let error = gate
+        .consume::<()>(
+            id,
+            &approval_gate::Binding::new("pay 5 EUR").operation("Payments.transfer"),
+        )
+        .unwrap_err();
+    assert!(
+        matches!(
+            error,
+            Error::InvalidInput {
+                field: "operation",
+                ..
+            }
+        ),
+        "{error}"
+    );
+}
+
+/// Issue 22, finding 13: a quorum table must say what the operations it does not name need
+/// (a `*` entry), or the gate does not start; a pattern no operation name can match is
+/// refused when it is given.
+#[test]
+fn a_quorum_table_without_a_star_entry_refuses_to_start() {
+    let keys = Keys::new();
+    let alice = keys.approver("alice@x");
+    let fx = Fixture::new();
+    let open = |policy: approval_gate::Policy| {
+        Gate::builder()
+            .dir(&fx.dir)
+            .clock(fx.clock.clone())
+            .policy(policy)
+            .open()
+    };
+    let error = open(keys.policy(&[&alice]).require("payments.*", 2).unwrap()).unwrap_err();
+    assert!(
+        matches!(
+            error,
+            Error::InvalidInput {
+                field: "quorum",
+                ..
+            }
+        ) && error.to_string().contains("payments.*")
+            && error.to_string().contains("`*`"),
+        "{error}"
+    );
+    for pattern in ["Payments.*", "payments-*", "payments/*", "payments.* "] {
+        let error = keys.policy(&[&alice]).require(pattern, 2).unwrap_err();
+        assert!(
+            matches!(
+                error,
+                Error::InvalidInput {
+                    field: "quorum",
+                    ..
+                }
+            ),
+            "{pattern}: {error}"
+        );
+    }
+    // No table at all is one approval for every operation, as before.
+    open(keys.policy(&[&alice])).unwrap();
+    open(
+        keys.policy(&[&alice])
+            .require("payments.*", 2)
+            .unwrap()
+            .require("*", 1)
+            .unwrap(),
+    )
+    .unwrap();
 }

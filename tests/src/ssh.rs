@@ -233,12 +233,8 @@ pub fn ssh_keygen_verifies(
         .stderr(Stdio::null())
         .spawn()
         .expect("run ssh-keygen -Y verify");
-    child
-        .stdin
-        .take()
-        .expect("stdin")
-        .write_all(message)
-        .expect("write the message");
+    // ssh-keygen may refuse the signature before it reads the message: its status decides.
+    let _ = child.stdin.take().expect("stdin").write_all(message);
     child.wait().expect("ssh-keygen -Y verify").success()
 }
 

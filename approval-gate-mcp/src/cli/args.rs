@@ -266,9 +266,9 @@ Each setting comes from the first of: a flag, the environment, the config file, 
   approvers     --approvers, APPROVAL_GATE_APPROVERS, `approvers`: an OpenSSH
                 allowed_signers file of trusted approvers (default none). With it,
                 approvals must be signed (approve --key) by keys it trusts.
-  quorum        --quorum, APPROVAL_GATE_QUORUM ('payments.*=2,deploy.*=3'), or a table
-                [quorum] \"payments.*\" = 2: distinct approvers an operation needs
-                (default 1; needs approvers)
+  quorum        --quorum, APPROVAL_GATE_QUORUM ('payments.*=2,deploy.*=3,*=1'), or a
+                table [quorum] \"payments.*\" = 2: distinct approvers an operation needs;
+                a table needs a \"*\" entry (default 1; needs approvers)
   signing_key   approve --key, APPROVAL_GATE_SIGNING_KEY, `signing_key` (default none)
   ssh_keygen    APPROVAL_GATE_SSH_KEYGEN, `ssh_keygen`: the absolute path of the ssh-keygen
                 that signs (default /usr/bin/ssh-keygen; never one found through PATH)

@@ -53,10 +53,11 @@ pub(crate) struct RequestApprovalArgs {
     #[serde(default, alias = "ttl_seconds")]
     #[schemars(range(min = MIN_TTL_SECONDS, max = MAX_TTL_SECONDS))]
     pub(crate) ttl_seconds: Option<u64>,
-    /// The operation the approval is bound to, e.g. "smtp.send": ASCII letters, digits and
-    /// `. _ - : /`, at most 128 bytes. Consuming requires the same operation.
+    /// The operation the approval is bound to, e.g. "smtp.send": lowercase ASCII letters,
+    /// digits and `_` in segments joined by dots, at most 128 bytes (one spelling per name:
+    /// quorum patterns match it exactly). Consuming requires the same operation.
     #[serde(default)]
-    #[schemars(length(min = 1, max = MAX_OPERATION_BYTES), regex(pattern = r"^[A-Za-z0-9._:/-]+$"))]
+    #[schemars(length(min = 1, max = MAX_OPERATION_BYTES), regex(pattern = r"^[a-z0-9_]+(\.[a-z0-9_]+)*$"))]
     pub(crate) operation: Option<String>,
     /// The exact data the action will use (any JSON value, at most 64 KiB, nesting at most
     /// 32 deep, integers within ±(2^53-1), no duplicate keys, no NUL characters). The human

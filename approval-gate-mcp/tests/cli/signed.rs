@@ -71,6 +71,8 @@ impl Team {
             .unwrap()
             .require("payments.*", quorum)
             .unwrap()
+            .require("*", 1)
+            .unwrap()
     }
 
     /// Files the payment through a gate holding the policy, as the executor would.
@@ -88,7 +90,7 @@ impl Team {
 
     /// The CLI on this store, holding the policy (`--approvers`, `--quorum`).
     fn command(&self, quorum: u32, args: &[&str]) -> Command {
-        let quorum = format!("payments.*={quorum}");
+        let quorum = format!("payments.*={quorum},*=1");
         let mut command = self.store.command(&[]);
         command
             .arg("--approvers")
@@ -351,8 +353,23 @@ fn bad_approvers_and_quorums_are_refused_before_anything_is_opened() {
     let signers = team.signers.to_str().unwrap();
     for (args, message) in [
         (
-            vec!["--quorum", "payments.*=2", "list"],
+            vec!["--quorum", "payments.*=2,*=1", "list"],
             "quorum (flag --quorum) needs trusted approvers",
+        ),
+        // Issue 22, finding 13: a table must say what the operations it does not name need.
+        (
+            vec!["--approvers", signers, "--quorum", "payments.*=2", "list"],
+            "quorum (flag --quorum): the quorum table names payments.* but not `*`",
+        ),
+        (
+            vec![
+                "--approvers",
+                signers,
+                "--quorum",
+                "Payments.*=2,*=1",
+                "list",
+            ],
+            "which no operation name has",
         ),
         (
             vec!["--approvers", signers, "--quorum", "payments.*=0", "list"],
@@ -388,7 +405,7 @@ fn bad_approvers_and_quorums_are_refused_before_anything_is_opened() {
         "--approvers",
         signers,
         "--quorum",
-        "payments.*=2",
+        "payments.*=2,*=1",
         "config",
         "--json",
     ]);

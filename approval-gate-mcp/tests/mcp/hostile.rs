@@ -114,6 +114,22 @@ fn hostile_requests() -> Vec<Case> {
     ]
 }
 
+/// Issue 22, finding 13: operation names spelled to dodge a quorum pattern (`payments.*=2`).
+fn dodging_names() -> Vec<Case> {
+    [
+        "Payments.transfer",
+        "payments-transfer",
+        "PAYMENTS.TRANSFER",
+        "payments..transfer",
+    ]
+    .into_iter()
+    .map(|name| {
+        let arguments = json!({ "action": "pay", "reason": "rent", "operation": name });
+        ("request_approval", arguments, "invalid_input")
+    })
+    .collect()
+}
+
 fn hostile_lookups(pending: &str) -> Vec<Case> {
     let huge = "x".repeat(5000);
     vec![
@@ -193,6 +209,7 @@ async fn hostile_arguments_are_refused_and_change_nothing() {
     let before = backend().contents(&session.store);
     for (tool, arguments, code) in hostile_requests()
         .into_iter()
+        .chain(dodging_names())
         .chain(hostile_lookups(&pending))
     {
         let refusal = session.call(tool, arguments).await.refused(code);

@@ -40,7 +40,7 @@ async fn a_quorum_in_progress_is_pending_and_says_k_of_m() {
     let session = Session::start_configured(None, |command, _, _| {
         command
             .env("APPROVAL_GATE_APPROVERS", &signers)
-            .env("APPROVAL_GATE_QUORUM", "payments.*=2");
+            .env("APPROVAL_GATE_QUORUM", "payments.*=2,*=1");
     })
     .await;
     let filed = session
@@ -56,6 +56,8 @@ async fn a_quorum_in_progress_is_pending_and_says_k_of_m() {
     let policy = Policy::load_allowed_signers(&signers)
         .unwrap()
         .require("payments.*", 2)
+        .unwrap()
+        .require("*", 1)
         .unwrap();
     let human = session.store.builder().policy(policy).open().unwrap();
     let shown = human.status(id).unwrap();

@@ -6,6 +6,7 @@
 //! process, against those keys and the request exactly as stored; so a process that can
 //! write the store, but holds no approver's key, cannot make an approval the executor takes.
 
+mod quorum;
 mod sign;
 mod signers;
 
@@ -13,12 +14,12 @@ use std::collections::HashSet;
 use std::path::Path;
 use std::sync::Arc;
 
-use ssh_key::{HashAlg, PublicKey, SshSig};
+use ssh_key::{HashAlg, PublicKey};
 
 pub use self::sign::SshKeygen;
 use self::signers::{Signer, glob};
 use crate::error::Error;
-use crate::limits::{MAX_OPERATION_BYTES, MAX_QUORUM};
+use crate::limits::MAX_QUORUM;
 use crate::request::{Request, SIGNATURE_NAMESPACE, SignedApproval};
 use crate::time::Timestamp;
 
@@ -31,7 +32,8 @@ use crate::time::Timestamp;
 ///     "alice@example.com ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIHnZwmXVt3qbW0f6C3lbYqQ7Y1E9ifmZhhiCphQ2YUlz\n",
 /// )?
 /// .require("payments.*", 2)?
-/// .require("deploy.production", 3)?;
+/// .require("deploy.production", 3)?
+/// .require("*", 1)?; // what every other operation needs: a table must say it
 /// assert_eq!(policy.required_approvals(Some("payments.refund")), 2);
 /// assert_eq!(policy.required_approvals(Some("mail.send")), 1);
 /// # Ok(()) }
@@ -100,18 +102,16 @@ impl Policy {
     ///
     /// # Errors
     ///
-    /// [`Error::InvalidInput`] (field `quorum`) for an empty or over-long pattern, or a
-    /// number outside 1 to [`MAX_QUORUM`].
+    /// [`Error::InvalidInput`] (field `quorum`) for an empty or over-long pattern, one with a
+    /// character no operation name has ([`check_operation_name`](crate::check_operation_name)),
+    /// or a number outside 1 to [`MAX_QUORUM`]. A table must also have a `*` entry, checked
+    /// when the gate opens ([`check_quorum_table`](Policy::check_quorum_table)).
     pub fn require(mut self, operations: &str, approvals: u32) -> Result<Self, Error> {
         let invalid = |problem: String| Error::InvalidInput {
             field: "quorum",
             problem,
         };
-        if operations.is_empty() || operations.len() > MAX_OPERATION_BYTES {
-            return Err(invalid(format!(
-                "operation pattern {operations:?} must be 1 to {MAX_OPERATION_BYTES} bytes"
-            )));
-        }
+        quorum::check_pattern(operations).map_err(invalid)?;
         if !(1..=MAX_QUORUM).contains(&approvals) {
             return Err(invalid(format!(
                 "{operations}: {approvals} approvals (1 to {MAX_QUORUM} are possible)"
@@ -361,8 +361,7 @@ pub(crate) fn check_signature(
     principal: &str,
     signature: &str,
 ) -> Result<PublicKey, String> {
-    let sig =
-        SshSig::from_pem(signature.trim()).map_err(|e| format!("not an SSH signature ({e})"))?;
+    let sig = signers::parse_signature(signature.trim())?;
     if sig.namespace() != SIGNATURE_NAMESPACE {
         return Err(format!(
             "signed in namespace {:?}, not {SIGNATURE_NAMESPACE:?}",
@@ -406,6 +405,7 @@ pub(crate) fn approval_record(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::limits::MAX_OPERATION_BYTES;
 
     const ED: &str =
         "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIHnZwmXVt3qbW0f6C3lbYqQ7Y1E9ifmZhhiCphQ2YUlz";

@@ -83,7 +83,7 @@ impl NewRequest {
             check_text("requested_by", who, MAX_NAME_BYTES, Blank::Refused)?;
         }
         if let Some(operation) = &self.operation {
-            check_operation(operation)?;
+            check_operation_name(operation)?;
         }
         if let Some(ttl) = self.ttl {
             check_ttl("ttl", ttl)?;
@@ -133,26 +133,64 @@ pub(super) fn check_text(
     Err(Error::InvalidInput { field, problem })
 }
 
-fn check_operation(operation: &str) -> Result<(), Error> {
-    let problem = if operation.is_empty() {
-        "must not be empty".to_owned()
-    } else if operation.len() > MAX_OPERATION_BYTES {
-        format!(
-            "is {} bytes long; the limit is {MAX_OPERATION_BYTES}",
-            operation.len()
-        )
-    } else if !operation
-        .bytes()
-        .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-' | b':' | b'/'))
-    {
-        "may contain only ASCII letters, digits and `. _ - : /` (e.g. `smtp.send`)".to_owned()
-    } else {
-        return Ok(());
-    };
-    Err(Error::InvalidInput {
-        field: "operation",
-        problem,
+/// Checks `name` against the one grammar of operation names: lowercase ASCII segments of
+/// `a-z`, `0-9` and `_`, joined by single dots, 1 to
+/// [`MAX_OPERATION_BYTES`](crate::limits::MAX_OPERATION_BYTES) bytes (`smtp.send`,
+/// `payments.wire_transfer`).
+///
+/// Quorum patterns (`payments.*=2`) match names byte for byte, and the agent chooses the name
+/// it files. With one spelling per name, `Payments.transfer` or `payments-transfer` cannot
+/// dodge a pattern written for `payments.transfer`. Filing, the executor's
+/// [`Binding`](crate::Binding) and `#[requires_approval(operation = ...)]` (at compile time)
+/// all hold names to it.
+///
+/// ```
+/// use approval_gate::check_operation_name;
+/// assert!(check_operation_name("payments.transfer").is_ok());
+/// assert!(check_operation_name("Payments.transfer").is_err());
+/// assert!(check_operation_name("payments-transfer").is_err());
+/// ```
+///
+/// # Errors
+///
+/// [`Error::InvalidInput`] (field `operation`) saying what is wrong.
+pub fn check_operation_name(name: &str) -> Result<(), Error> {
+    operation_problem(name).map_or(Ok(()), |problem| {
+        Err(Error::InvalidInput {
+            field: "operation",
+            problem,
+        })
     })
+}
+
+/// What is wrong with an operation name, if anything. `approval-gate-macros` holds the same
+/// rule (it cannot depend on this crate); its tests compare the two.
+fn operation_problem(name: &str) -> Option<String> {
+    if name.is_empty() {
+        return Some("must not be empty".to_owned());
+    }
+    if name.len() > MAX_OPERATION_BYTES {
+        return Some(format!(
+            "is {} bytes long; the limit is {MAX_OPERATION_BYTES}",
+            name.len()
+        ));
+    }
+    if let Some(bad) = name
+        .chars()
+        .find(|&c| !matches!(c, 'a'..='z' | '0'..='9' | '_' | '.'))
+    {
+        return Some(format!(
+            "{name:?} has {bad:?}: an operation name is lowercase ASCII letters, digits and `_` \
+             in segments joined by dots (e.g. `payments.transfer`), one spelling per name"
+        ));
+    }
+    if name.split('.').any(str::is_empty) {
+        return Some(format!(
+            "{name:?} has an empty segment: segments of `a-z0-9_` joined by single dots \
+             (e.g. `payments.transfer`)"
+        ));
+    }
+    None
 }
 
 #[cfg(test)]
@@ -175,6 +213,12 @@ mod tests {
             ok.clone().operation(""),
             ok.clone().operation("smtp send"),
             ok.clone().operation("smtp.send\u{202e}"),
+            ok.clone().operation("Smtp.send"),
+            ok.clone().operation("smtp-send"),
+            ok.clone().operation("smtp..send"),
+            ok.clone().operation(".smtp"),
+            ok.clone().operation("smtp."),
+            ok.clone().operation("deploy:prod/v2"),
             ok.clone().ttl(Duration::from_secs(9)),
             ok.clone().ttl(MAX_TTL + Duration::from_secs(1)),
         ];
@@ -185,6 +229,17 @@ mod tests {
             );
         }
         assert!(ok.clone().ttl(MIN_TTL).validate().is_ok());
+        for name in ["smtp.send", "a", "payments.wire_transfer", "x1.y_2.z3", "_"] {
+            assert!(ok.clone().operation(name).validate().is_ok(), "{name}");
+        }
+        let longest = "a".repeat(MAX_OPERATION_BYTES);
+        assert!(ok.clone().operation(longest.as_str()).validate().is_ok());
+        assert!(
+            ok.clone()
+                .operation(format!("{longest}a"))
+                .validate()
+                .is_err()
+        );
         assert!(ok.ttl(MAX_TTL).validate().is_ok());
     }
 }

@@ -42,11 +42,25 @@ pub fn any_change_to_action_operation_or_payload_refuses_without_spending(backen
             "{action:?}"
         );
     }
-    for op in [None, Some("smtp.sendx"), Some("SMTP.send")] {
+    for op in [None, Some("smtp.sendx"), Some("smtp.send.x")] {
         assert!(
             matches!(
                 refused(&fx, id, ACTION, op, Some(PAYLOAD)),
                 Error::OperationMismatch { .. }
+            ),
+            "{op:?}"
+        );
+    }
+    // A name outside the one grammar of operation names (issue 22) is the executor's mistake,
+    // said as such; it spends nothing either.
+    for op in ["SMTP.send", "smtp-send", "smtp..send"] {
+        assert!(
+            matches!(
+                refused(&fx, id, ACTION, Some(op), Some(PAYLOAD)),
+                Error::InvalidInput {
+                    field: "operation",
+                    ..
+                }
             ),
             "{op:?}"
         );
@@ -98,10 +112,11 @@ pub fn any_change_to_action_operation_or_payload_refuses_without_spending(backen
         .collect();
     assert_eq!(
         refusals.len(),
-        action_changes.len() + 3 + payload_changes.len() + 1
+        action_changes.len() + 6 + payload_changes.len() + 1
     );
     let expected: Vec<_> = std::iter::repeat_n("action_mismatch", action_changes.len())
         .chain(std::iter::repeat_n("operation_mismatch", 3))
+        .chain(std::iter::repeat_n("invalid_input", 3))
         .chain(std::iter::repeat_n(
             "payload_mismatch",
             payload_changes.len() + 1,

@@ -45,6 +45,7 @@ impl Team {
         self.keys
             .policy(&[&self.alice, &self.bob, &self.carol])
             .require("payments.*", 2)
+            .and_then(|policy| policy.require("*", 1))
             .expect("a quorum")
     }
 }
@@ -314,6 +315,8 @@ pub fn two_approvers_at_the_same_moment_both_count_once(backend: &dyn Backend) {
         .keys
         .policy(&[&team.alice, &team.bob, &team.carol])
         .require("payments.*", 3)
+        .unwrap()
+        .require("*", 1)
         .unwrap();
     let fx = Signed::new(backend, policy.clone());
     let gates = [

@@ -19,7 +19,7 @@ pub struct Deploy {
     pub service: String,
 }
 
-#[requires_approval(crate = crate::platform::gate, operation = "deploy:prod/v2")]
+#[requires_approval(crate = crate::platform::gate, operation = "deploy.prod_v2")]
 pub fn deploy(#[payload] deploy: Deploy, approval: Claim<'_>) -> Result<String, Error> {
     // The expansion's own bindings are invisible here, so these are new names.
     let __approval_gate_payload = deploy.service.clone();
