@@ -98,9 +98,9 @@ pub use payload::{CanonicalPayload, PayloadDigest, PayloadError};
 pub use policy::{Policy, SshKeygen, Standing};
 pub use recover::Recovery;
 pub use request::{
-    ApprovalJson, Binding, Decision, EffectiveStatus, NewRequest, NotAuthorized, PayloadShown,
-    ReportJson, Request, SIGNATURE_NAMESPACE, STATEMENT_VERSION, SignedApproval, Status,
-    StatusReport, check_operation_name, os_user,
+    ApprovalJson, Binding, Decision, EffectiveStatus, NewRequest, NotAuthorized,
+    OPERATION_NAME_PATTERN, PayloadShown, ReportJson, Request, SIGNATURE_NAMESPACE,
+    STATEMENT_VERSION, SignedApproval, Status, StatusReport, check_operation_name, os_user,
 };
 pub use store::Location;
 

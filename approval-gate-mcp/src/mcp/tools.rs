@@ -57,7 +57,7 @@ pub(crate) struct RequestApprovalArgs {
     /// digits and `_` in segments joined by dots, at most 128 bytes (one spelling per name:
     /// quorum patterns match it exactly). Consuming requires the same operation.
     #[serde(default)]
-    #[schemars(length(min = 1, max = MAX_OPERATION_BYTES), regex(pattern = r"^[a-z0-9_]+(\.[a-z0-9_]+)*$"))]
+    #[schemars(length(min = 1, max = MAX_OPERATION_BYTES), regex(pattern = approval_gate::OPERATION_NAME_PATTERN))]
     pub(crate) operation: Option<String>,
     /// The exact data the action will use (any JSON value, at most 64 KiB, nesting at most
     /// 32 deep, integers within ±(2^53-1), no duplicate keys, no NUL characters). The human

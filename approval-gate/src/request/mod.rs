@@ -15,7 +15,7 @@ pub use self::approval::{SIGNATURE_NAMESPACE, STATEMENT_VERSION, SignedApproval}
 pub use self::binding::Binding;
 pub use self::decision::{Decision, os_user};
 pub(crate) use self::new::check_ttl;
-pub use self::new::{NewRequest, check_operation_name};
+pub use self::new::{NewRequest, OPERATION_NAME_PATTERN, check_operation_name};
 pub use self::report::{ApprovalJson, NotAuthorized, PayloadShown, ReportJson, StatusReport};
 use crate::id::RequestId;
 use crate::limits::{MAX_QUORUM, MAX_SIGNATURE_BYTES};

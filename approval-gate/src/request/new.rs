@@ -163,6 +163,11 @@ pub fn check_operation_name(name: &str) -> Result<(), Error> {
     })
 }
 
+/// The operation-name grammar of [`check_operation_name`] as a regular expression (POSIX
+/// and ECMA-262 alike): what the MCP tool schema and the PostgreSQL schema check, held to
+/// the Rust rule by tests.
+pub const OPERATION_NAME_PATTERN: &str = r"^[a-z0-9_]+(\.[a-z0-9_]+)*$";
+
 /// What is wrong with an operation name, if anything. `approval-gate-macros` holds the same
 /// rule (it cannot depend on this crate); its tests compare the two.
 fn operation_problem(name: &str) -> Option<String> {

@@ -470,7 +470,7 @@ fn schema_sql() -> String {
         MAX_DETAILS_DEPTH, MAX_NAME_BYTES, MAX_OPERATION_BYTES, MAX_PAYLOAD_BYTES, MAX_QUORUM,
         MAX_REASON_BYTES, MAX_SAFE_INTEGER, MAX_SIGNATURE_BYTES, MAX_TTL, MIN_TTL,
     };
-    let bounds: [(&str, String); 15] = [
+    let bounds: [(&str, String); 16] = [
         ("FORMAT_VERSION", crate::request::FORMAT_VERSION.to_string()),
         ("DEFAULT_MAX_PENDING", DEFAULT_MAX_PENDING.to_string()),
         ("DEFAULT_MAX_REQUESTS", DEFAULT_MAX_REQUESTS.to_string()),
@@ -486,6 +486,10 @@ fn schema_sql() -> String {
         ("MAX_SAFE_INTEGER", MAX_SAFE_INTEGER.to_string()),
         ("MAX_DETAILS_BYTES", MAX_DETAILS_BYTES.to_string()),
         ("MAX_DETAILS_DEPTH", MAX_DETAILS_DEPTH.to_string()),
+        (
+            "OPERATION_NAME_PATTERN",
+            crate::request::OPERATION_NAME_PATTERN.to_owned(),
+        ),
     ];
     let mut sql = include_str!("schema.sql").to_owned();
     for (name, value) in bounds {
@@ -1429,6 +1433,48 @@ mod tests {
             assert!(include_str!("schema.sql").contains(&template), "{what}");
             assert!(sql.contains(&bound), "{what} is {bound}");
         }
+    }
+
+    /// The database reads operation names with the library's grammar: the pattern it is
+    /// given agrees with `check_operation_name` on names either side of every rule.
+    #[test]
+    fn the_database_and_the_library_agree_on_operation_names() {
+        let Some(admin) = admin_url() else { return };
+        let names = [
+            "payments.transfer",
+            "a",
+            "a_b.c9",
+            "x.y.z",
+            "Payments.transfer",
+            "payments-transfer",
+            "payments..x",
+            ".x",
+            "x.",
+            "",
+            "smtp:send",
+            "a/b",
+            "é",
+            "a b",
+            "A",
+            "_",
+            "0.0",
+        ];
+        std::thread::spawn(move || {
+            let mut client = postgres::Client::connect(&admin, NoTls).expect("connect");
+            for name in names {
+                let row = client
+                    .query_one(
+                        "SELECT $1::text ~ $2::text",
+                        &[&name, &crate::request::OPERATION_NAME_PATTERN],
+                    )
+                    .expect("match");
+                let database: bool = row.get(0);
+                let library = crate::check_operation_name(name).is_ok();
+                assert_eq!(database, library, "{name:?}");
+            }
+        })
+        .join()
+        .expect("the check");
     }
 
     /// The one path that asks for another id: the database's unique key, not a check before

@@ -367,7 +367,7 @@ BEGIN
             WHEN NOT approval_gate.is_text(rec->'requestedBy', {{MAX_NAME_BYTES}}, true)
                 THEN 'requestedBy is not a text of at most {{MAX_NAME_BYTES}} bytes'
             WHEN NOT approval_gate.is_text(rec->'operation', {{MAX_OPERATION_BYTES}}, true)
-                 OR rec->>'operation' !~ '^[A-Za-z0-9._:/-]+$'
+                 OR rec->>'operation' !~ '{{OPERATION_NAME_PATTERN}}'
                 THEN 'operation is not a name of at most {{MAX_OPERATION_BYTES}} bytes'
             WHEN NOT approval_gate.is_text(rec->'payloadDigest', 64, true)
                  OR rec->>'payloadDigest' !~ '^[0-9a-f]{64}$'
