@@ -183,14 +183,13 @@ const TABLES: [(&str, &str); 4] = [
 ];
 
 /// EXECUTE on these is revoked from everyone: only the schema's own functions call them.
-const HELPERS: [&str; 11] = [
+const HELPERS: [&str; 10] = [
     "SELECT approval_gate.append(0, 'requested', 'a1b2c3d4e5f6', '{}'::jsonb)",
     "SELECT approval_gate.queue(0)",
     "SELECT approval_gate.now_ms(0)",
     "SELECT approval_gate.who('somebody')",
     "SELECT approval_gate.locked('a1b2c3d4e5f6')",
     "SELECT approval_gate.require('anything', ARRAY['approval_gate_agent'])",
-    "SELECT approval_gate.member(ARRAY['approval_gate_agent'])",
     "SELECT approval_gate.trusted()",
     "SELECT approval_gate.ts_text(0)",
     "SELECT approval_gate.ms_of('2026-01-01T00:00:00.000Z')",

@@ -141,35 +141,43 @@ LANGUAGE sql IMMUTABLE SET search_path = pg_catalog, pg_temp AS $$
     SELECT floor(extract(epoch FROM ts::timestamptz) * 1000)::bigint
 $$;
 
--- Whether the session user holds one of `roles` by grants this store trusts: every
+-- Refuses unless the session user holds one of `roles` by grants this store trusts: every
 -- membership on the way granted by a superuser or by this schema's owner (the store's owner).
 -- The group roles are the cluster's, not the database's: a grant made by anyone else (the
 -- owner of another team's store, who may create roles) counts in that one's store, never
 -- here, and a login as a group role itself holds nothing. PostgreSQL 16 gives the creator of
 -- a role ADMIN OPTION on it without INHERIT or SET: a grant that lets it grant, not act, so
--- it does not count either.
-CREATE OR REPLACE FUNCTION approval_gate.member(roles text[]) RETURNS boolean
-LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
-    WITH RECURSIVE
-    edge AS (
-        SELECT m.roleid, m.member FROM pg_auth_members m
-        WHERE (m.grantor IN (SELECT r.oid FROM pg_roles r WHERE r.rolsuper)
-               OR m.grantor = (SELECT n.nspowner FROM pg_namespace n WHERE n.nspname = 'approval_gate'))
-          AND coalesce((to_jsonb(m)->>'inherit_option')::boolean
-                       OR (to_jsonb(m)->>'set_option')::boolean, true)),
-    held(oid) AS (
-        SELECT e.roleid FROM edge e JOIN pg_roles s ON s.oid = e.member WHERE s.rolname = session_user
-        UNION
-        SELECT e.roleid FROM held h JOIN edge e ON e.member = h.oid)
-    SELECT coalesce((SELECT r.rolsuper FROM pg_roles r WHERE r.rolname = session_user), false)
-        OR EXISTS (SELECT FROM held h JOIN pg_roles g ON g.oid = h.oid WHERE g.rolname = ANY (roles))
-$$;
-
--- Refuses unless the session user holds one of `roles` (by `member`'s trusted grants).
+-- it does not count either. The usual answers come first and cheap: a superuser, then a
+-- trusted grant straight from the login to a group role, then the grants through other roles.
 CREATE OR REPLACE FUNCTION approval_gate.require(what text, roles text[]) RETURNS void
 LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    v_me oid := session_user::regrole::oid;
+    v_groups oid[] := roles::regrole[]::oid[];
+    v_owner oid;
 BEGIN
-    IF approval_gate.member(roles) THEN
+    IF (SELECT a.rolsuper FROM pg_roles a WHERE a.oid = v_me) THEN
+        RETURN;
+    END IF;
+    v_owner := (SELECT n.nspowner FROM pg_namespace n WHERE n.nspname = 'approval_gate');
+    IF EXISTS (SELECT FROM pg_auth_members m
+               WHERE m.member = v_me AND m.roleid = ANY (v_groups)
+                 AND (m.grantor = v_owner OR (SELECT a.rolsuper FROM pg_roles a WHERE a.oid = m.grantor))
+                 AND coalesce((to_jsonb(m)->>'inherit_option')::boolean
+                              OR (to_jsonb(m)->>'set_option')::boolean, true))
+       OR EXISTS (
+           WITH RECURSIVE
+           edge AS (
+               SELECT m.roleid, m.member FROM pg_auth_members m
+               WHERE (m.grantor = v_owner
+                      OR m.grantor IN (SELECT a.oid FROM pg_roles a WHERE a.rolsuper))
+                 AND coalesce((to_jsonb(m)->>'inherit_option')::boolean
+                              OR (to_jsonb(m)->>'set_option')::boolean, true)),
+           held(oid) AS (
+               SELECT e.roleid FROM edge e WHERE e.member = v_me
+               UNION
+               SELECT e.roleid FROM held h JOIN edge e ON e.member = h.oid)
+           SELECT FROM held h WHERE h.oid = ANY (v_groups)) THEN
         RETURN;
     END IF;
     RAISE EXCEPTION USING ERRCODE = 'AG004',
@@ -181,25 +189,26 @@ $$;
 
 -- Takes one of the store's session advisory locks for the calling session, which may not take
 -- advisory locks itself (`db init` revokes the functions from PUBLIC: a session taking tens of
--- thousands fills the cluster's shared lock table). A session holds at most one at a time, as
--- the library's do (each on a connection of its own), and only of a class its role uses:
--- 1095192400 a request's decisions and consume (every role), 1095192401 a running execution
--- (executors), 1095192402 filing (agents). Its wait is bounded by the session's
--- `lock_timeout`.
+-- thousands fills the cluster's shared lock table). A session holds at most one: taking one
+-- lets go of any it held (the library's sessions hold one each, on connections of their
+-- own). Only a class its role uses: 1095192400 a request's decisions and consume (every
+-- role), 1095192401 a running execution (executors), 1095192402 filing (agents). Its wait is
+-- bounded by the session's `lock_timeout`.
 CREATE OR REPLACE FUNCTION approval_gate.hold(class int, key text) RETURNS void
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
 BEGIN
-    CASE class
-        WHEN 1095192400 THEN PERFORM approval_gate.require('lock a request',
-            ARRAY['approval_gate_agent', 'approval_gate_approver', 'approval_gate_executor']);
-        WHEN 1095192401 THEN PERFORM approval_gate.require('record executions', ARRAY['approval_gate_executor']);
-        WHEN 1095192402 THEN PERFORM approval_gate.require('file requests', ARRAY['approval_gate_agent']);
-        ELSE RAISE EXCEPTION USING ERRCODE = 'AG005', MESSAGE = format('%s is not a lock of this store', class);
-    END CASE;
-    IF EXISTS (SELECT FROM pg_locks l WHERE l.pid = pg_backend_pid() AND l.locktype = 'advisory') THEN
-        RAISE EXCEPTION USING ERRCODE = 'AG011',
-            MESSAGE = 'this session already holds one of the store''s locks: a session holds one at a time';
+    -- A lock authorizes nothing (each step checks its role with `require`): PostgreSQL's
+    -- own membership is check enough here, and cheaper.
+    IF NOT (CASE class
+        WHEN 1095192400 THEN true
+        WHEN 1095192401 THEN pg_has_role(session_user, 'approval_gate_executor', 'MEMBER')
+        WHEN 1095192402 THEN pg_has_role(session_user, 'approval_gate_agent', 'MEMBER')
+        ELSE false
+    END) THEN
+        RAISE EXCEPTION USING ERRCODE = 'AG005',
+            MESSAGE = format('%s is not a lock of this store for %s', class, session_user);
     END IF;
+    PERFORM pg_advisory_unlock_all();
     PERFORM pg_advisory_lock(class, hashtext(key));
 END
 $$;
