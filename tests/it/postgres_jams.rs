@@ -41,7 +41,10 @@ fn bounded<T: Send + 'static>(what: &str, f: impl FnOnce() -> T + Send + 'static
     });
     match rx.recv_timeout(HUNG) {
         Ok(value) => (value, started.elapsed()),
-        Err(_) => panic!("{what} hung: still waiting after {HUNG:?}"),
+        Err(mpsc::RecvTimeoutError::Timeout) => {
+            panic!("{what} hung: still waiting after {HUNG:?}")
+        }
+        Err(mpsc::RecvTimeoutError::Disconnected) => panic!("{what} panicked"),
     }
 }
 

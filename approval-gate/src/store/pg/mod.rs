@@ -505,7 +505,7 @@ fn transient(error: &postgres::Error) -> bool {
         None => {
             error.is_closed()
                 || std::error::Error::source(error)
-                    .is_some_and(|cause| cause.is::<std::io::Error>())
+                    .is_some_and(<dyn std::error::Error>::is::<std::io::Error>)
                 || error.to_string().contains("connect")
         }
         Some(db) => {
