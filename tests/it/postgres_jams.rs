@@ -521,3 +521,46 @@ fn no_role_of_the_store_can_take_advisory_locks_or_create_temporary_objects() {
         ),
     );
 }
+
+/// An owner who is not a superuser cannot revoke PUBLIC's advisory-lock functions: its
+/// `db init` refuses, saying what to run, and leaves nothing behind; after a superuser ran
+/// that, the same init succeeds.
+#[test]
+fn an_owners_db_init_refuses_while_the_lock_table_is_open() {
+    let admin = admin_url();
+    let url = approval_gate_tests::pg::create_database();
+    let name = url.rsplit('/').next().unwrap().to_owned();
+    let owner = format!("{name}_owner");
+    run_sql(
+        admin,
+        &format!("CREATE ROLE {owner} LOGIN CREATEROLE; ALTER DATABASE {name} OWNER TO {owner}"),
+    );
+    let as_owner = url_with(&url, &owner, None);
+    let init = as_owner.clone();
+    let refused = on_own_thread(move || approval_gate::postgres::init(&init));
+    match &refused {
+        Err(Error::Database { problem, .. }) => assert!(
+            problem.contains("pg_advisory") && problem.contains("superuser"),
+            "{problem}"
+        ),
+        other => panic!("expected a refusal naming what to run, got {other:?}"),
+    }
+    let schema = on_own_thread({
+        let url = url.clone();
+        move || {
+            connect(&url)
+                .query_one(
+                    "SELECT count(*) FROM pg_namespace WHERE nspname = 'approval_gate'",
+                    &[],
+                )
+                .unwrap()
+                .get::<_, i64>(0)
+        }
+    });
+    assert_eq!(schema, 0, "a refused init leaves nothing behind");
+    admin_prepares(&url, &owner);
+    let init = as_owner.clone();
+    on_own_thread(move || approval_gate::postgres::init(&init)).expect("then the owner's init");
+    approval_gate_tests::pg::drop_database(&url);
+    run_sql(admin, &format!("DROP ROLE IF EXISTS {owner}"));
+}

@@ -782,13 +782,13 @@ BEGIN
             IF has_function_privilege(g, f, 'EXECUTE') THEN
                 RAISE EXCEPTION USING ERRCODE = 'AG005',
                     MESSAGE = format('%s may call %s: a role of the store could fill the cluster''s lock table', g, f),
-                    HINT = 'run `approval-gate db init` once as a superuser in this database, or have a superuser run the statements in docs/postgres.md ("Setting it up")';
+                    DETAIL = 'run `approval-gate db init` once as a superuser in this database, or have a superuser run the statements in docs/postgres.md ("Setting it up")';
             END IF;
         END LOOP;
         IF NOT has_function_privilege(v_owner, f, 'EXECUTE') THEN
             RAISE EXCEPTION USING ERRCODE = 'AG005',
                 MESSAGE = format('the store''s owner %s may not call %s, which its functions use', v_owner::regrole, f),
-                HINT = 'run `approval-gate db init` once as a superuser in this database, or have a superuser run the statements in docs/postgres.md ("Setting it up")';
+                DETAIL = 'run `approval-gate db init` once as a superuser in this database, or have a superuser run the statements in docs/postgres.md ("Setting it up")';
         END IF;
     END LOOP;
     EXECUTE format('REVOKE TEMPORARY ON DATABASE %I FROM PUBLIC, %s', current_database(),
@@ -797,7 +797,7 @@ BEGIN
         IF has_database_privilege(g, current_database(), 'TEMPORARY') THEN
             RAISE EXCEPTION USING ERRCODE = 'AG005',
                 MESSAGE = format('%s may create temporary objects in this database', g),
-                HINT = 'run `approval-gate db init` as the database''s owner or a superuser';
+                DETAIL = 'run `approval-gate db init` as the database''s owner or a superuser';
         END IF;
     END LOOP;
 END
