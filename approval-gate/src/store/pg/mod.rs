@@ -153,15 +153,14 @@ fn is_wrong_state(error: &postgres::Error) -> bool {
         .is_some_and(|db| db.code().code() == "AG001")
 }
 
-/// Whether `error` is a wait that ran out: the session's `lock_timeout`, or its
-/// `statement_timeout` while waiting.
-fn timed_out(error: &postgres::Error) -> bool {
-    match error.as_db_error() {
-        Some(db) => {
-            db.code().code() == "55P03"
-                || (db.code().code() == "57014" && db.message().contains("statement timeout"))
-        }
-        None => false,
+/// The setting whose bound `error` says ran out: the session's `lock_timeout`, or its
+/// `statement_timeout` (which may cut a wait too); `None` for any other error.
+fn timed_out(error: &postgres::Error) -> Option<&'static str> {
+    let db = error.as_db_error()?;
+    match db.code().code() {
+        "55P03" => Some("lock_timeout"),
+        "57014" if db.message().contains("statement timeout") => Some("statement_timeout"),
+        _ => None,
     }
 }
 
@@ -208,8 +207,9 @@ SELECT h.what, h.pid, a.usename::text
  LIMIT 1";
 
 /// The [`Error::Blocked`] a timed-out wait of `operation` on `id` means, with its holder
-/// looked up on `conn` (the session whose wait ran out; its step was rolled back).
-fn blocked(conn: &mut Conn, operation: &'static str, id: Option<&str>) -> Error {
+/// looked up on `conn` (the session whose wait ran out; its step was rolled back) and the
+/// value of the `bound` that ran out.
+fn blocked(conn: &mut Conn, operation: &'static str, id: Option<&str>, bound: &str) -> Error {
     let kind = match operation {
         "request" => "filing",
         "audit" => "audit",
@@ -227,8 +227,8 @@ fn blocked(conn: &mut Conn, operation: &'static str, id: Option<&str>) -> Error 
     );
     let after = conn
         .client
-        .query_one("SELECT pg_catalog.current_setting('lock_timeout')", &[])
-        .map_or_else(|_| "its lock_timeout".to_owned(), |row| row.get(0));
+        .query_one("SELECT pg_catalog.current_setting($1)", &[&bound])
+        .map_or_else(|_| format!("its {bound}"), |row| row.get(0));
     match found {
         Ok(Some(row)) => Error::Blocked {
             operation,
@@ -279,10 +279,9 @@ fn failed(
     id: Option<&str>,
     error: postgres::Error,
 ) -> Failed {
-    if timed_out(&error) && !conn.is_closed() {
-        Failed::Blocked(blocked(conn, operation, id))
-    } else {
-        Failed::Sql(error)
+    match timed_out(&error) {
+        Some(bound) if !conn.is_closed() => Failed::Blocked(blocked(conn, operation, id, bound)),
+        _ => Failed::Sql(error),
     }
 }
 
