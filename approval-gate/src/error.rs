@@ -344,6 +344,28 @@ pub enum Error {
         problem: String,
     },
 
+    /// A wait of the database store ran out (its `lock_timeout`, a few seconds unless the
+    /// store URL sets another): another session held what this step needed, such as an agent
+    /// sitting inside an open transaction after a step of its own. The step was rolled back
+    /// whole: nothing changed. The holder is found after the fact, best effort.
+    #[error(
+        "{operation}: blocked: gave up after {after} waiting for {what}, held by {}; nothing changed",
+        holder(role.as_deref(), *pid)
+    )]
+    Blocked {
+        /// What was being done.
+        operation: &'static str,
+        /// What it waited for (a request's row or lock, the audit chain's head row, a filing
+        /// slot), as far as could be found.
+        what: String,
+        /// The role of the session that held it, if found.
+        role: Option<String>,
+        /// That session's backend pid, if found (`pg_terminate_backend` ends it).
+        pid: Option<i32>,
+        /// How long it waited: the session's bound.
+        after: String,
+    },
+
     /// A filesystem operation failed.
     #[error("{op} {path}: {source}")]
     Io {
@@ -355,6 +377,15 @@ pub enum Error {
         #[source]
         source: io::Error,
     },
+}
+
+/// Who held what a blocked step waited for, as [`Error::Blocked`] says it.
+fn holder(role: Option<&str>, pid: Option<i32>) -> String {
+    match (role, pid) {
+        (Some(role), Some(pid)) => format!("role {role} (backend pid {pid})"),
+        (None, Some(pid)) => format!("backend pid {pid}"),
+        _ => "a session that could not be found (it may have let go since)".to_owned(),
+    }
 }
 
 /// What an operation that took effect means for the reader.
@@ -460,6 +491,7 @@ impl Error {
             Self::Random(_) => ErrorCode::Random,
             Self::Database { .. } => ErrorCode::Database,
             Self::NotPermitted { .. } => ErrorCode::NotPermitted,
+            Self::Blocked { .. } => ErrorCode::Blocked,
             Self::Io { .. } => ErrorCode::Io,
         }
     }
@@ -602,6 +634,8 @@ pub enum ErrorCode {
     Database,
     /// [`Error::NotPermitted`]: the database refused the session user's role.
     NotPermitted,
+    /// [`Error::Blocked`]: a wait of the database store ran out; nothing changed.
+    Blocked,
     /// [`Error::Io`]: an I/O error.
     Io,
 }
@@ -647,6 +681,7 @@ impl ErrorCode {
         Self::Random,
         Self::Database,
         Self::NotPermitted,
+        Self::Blocked,
         Self::Io,
     ];
 
@@ -692,6 +727,7 @@ impl ErrorCode {
             Self::Random => "random",
             Self::Database => "database",
             Self::NotPermitted => "not_permitted",
+            Self::Blocked => "blocked",
             Self::Io => "io",
         }
     }
@@ -722,7 +758,7 @@ mod tests {
             assert_eq!(json, serde_json::Value::from(name));
             assert_eq!(serde_json::from_value::<ErrorCode>(json).unwrap(), *code);
         }
-        assert_eq!(seen.len(), 39);
+        assert_eq!(seen.len(), 40);
     }
 
     #[test]

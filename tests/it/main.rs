@@ -5,6 +5,7 @@ mod audit_forgery;
 mod damage;
 mod layout;
 mod postgres;
+mod postgres_jams;
 mod postgres_records;
 mod properties;
 mod smtp_example;

@@ -26,14 +26,14 @@ const NO_SUCH_ID: &str = "a1b2c3d4e5f6";
 
 /// One login role for each group role, named after the store's database (roles are
 /// cluster-wide and tests run in parallel); dropped with this value.
-struct Logins {
-    agent: String,
-    approver: String,
-    executor: String,
+pub(crate) struct Logins {
+    pub(crate) agent: String,
+    pub(crate) approver: String,
+    pub(crate) executor: String,
 }
 
 impl Logins {
-    fn create(store: &Store) -> Self {
+    pub(crate) fn create(store: &Store) -> Self {
         let url = Postgres::url(store);
         let db = url
             .rsplit('/')
@@ -80,7 +80,7 @@ impl Drop for Logins {
 }
 
 /// A gate on `store` as `login`, on `clock` (default: the system clock).
-fn gate_as(store: &Store, login: &str, clock: Option<ManualClock>) -> Gate {
+pub(crate) fn gate_as(store: &Store, login: &str, clock: Option<ManualClock>) -> Gate {
     let url = url_with(&Postgres::url(store), login, None);
     let mut builder = Gate::builder().store(Location::parse(&url).expect("a store URL"));
     if let Some(clock) = clock {
@@ -119,7 +119,7 @@ fn not_permitted<T: std::fmt::Debug>(what: &str, result: &Result<T, Error>) {
     );
 }
 
-fn ask(gate: &Gate, action: &str) -> RequestId {
+pub(crate) fn ask(gate: &Gate, action: &str) -> RequestId {
     gate.request_approval(NewRequest::new(action, "test"))
         .expect("file a request")
         .request

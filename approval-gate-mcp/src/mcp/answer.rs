@@ -296,6 +296,9 @@ fn advice(error: &Error) -> &'static str {
         C::NotPermitted => {
             "the store's database does not let this login do that (its role is another's): nothing changed; do not proceed"
         }
+        C::Blocked => {
+            "another session of the store's database held what this step needed and it gave up waiting: nothing changed; do not proceed, a human has to look at the session it names"
+        }
         _ => {
             "the approval store needs a human's attention; treat this as not approved and do not proceed"
         }

@@ -13,6 +13,10 @@
 //! executor while it runs, so that a dead executor's session lets go of it and recovery
 //! records `outcome unknown` for it.
 //!
+//! Every session bounds its waits ([`SESSION_BOUNDS`], set in its startup packet, so no
+//! statement pays for it): a wait that runs out is [`Error::Blocked`], naming what was held and
+//! by which role and backend pid, looked up after the fact on the same session.
+//!
 //! The client is the synchronous `postgres` crate, which runs a small tokio runtime of its own
 //! per connection and panics when used, or dropped, inside another runtime: every call and
 //! every drop of a connection is made off any runtime thread ([`off_runtime`]).
@@ -48,6 +52,19 @@ const LOCK_EXECUTION: i32 = 1_095_192_401;
 const LOCK_FILING: i32 = 1_095_192_402;
 /// Advisory lock class of `db init` (transaction-scoped, key 0).
 const LOCK_INIT: i32 = 1_095_192_403;
+
+/// Advisory lock class of identical asks while filing (taken by `file_request`).
+const LOCK_ASK: i32 = 1_095_192_404;
+
+/// The bounds every session of the store starts with, ahead of any `options` the store URL
+/// gives (a later `-c` wins, so the URL's own `-c lock_timeout=…` sets another). A lock wait
+/// gives up after a few seconds: an agent sitting inside an open transaction holds up a
+/// human's step for that long, not for ever. No statement of the store runs long, so a
+/// statement's bound only catches what went wrong; no session of the library sits inside an
+/// open transaction. A LISTEN session runs no statement while it waits, and a session holding
+/// an advisory lock is idle, not in a transaction, so neither is cut.
+pub(crate) const SESSION_BOUNDS: &str =
+    "-c lock_timeout=5s -c statement_timeout=60s -c idle_in_transaction_session_timeout=60s";
 
 /// Connections kept open between calls.
 const IDLE_CONNECTIONS: usize = 8;
@@ -138,6 +155,138 @@ fn is_wrong_state(error: &postgres::Error) -> bool {
     error
         .as_db_error()
         .is_some_and(|db| db.code().code() == "AG001")
+}
+
+/// The setting whose bound `error` says ran out: the session's `lock_timeout`, or its
+/// `statement_timeout` (which may cut a wait too); `None` for any other error.
+fn timed_out(error: &postgres::Error) -> Option<&'static str> {
+    let db = error.as_db_error()?;
+    match db.code().code() {
+        "55P03" => Some("lock_timeout"),
+        "57014" if db.message().contains("statement timeout") => Some("statement_timeout"),
+        _ => None,
+    }
+}
+
+/// Who holds what a step of `operation` on request `id` may have waited for: the request's
+/// row or lock, the audit chain's head row, a filing slot, an identical ask's lock, or any
+/// other lock of the store: the kind the step waits for first, a row before a lock (a step's
+/// own gate holds the request's lock on a session of its own while the step waits for the
+/// row), then the oldest transaction.
+/// A row's holder is the transaction in its `xmax`, if that one still runs.
+const HOLDER: &str = "
+WITH here AS (SELECT d.oid FROM pg_catalog.pg_database d WHERE d.datname = pg_catalog.current_database()),
+held(kind, rank, what, pid) AS (
+    SELECT 'request', 1, 'the row of request ' || r.id, l.pid
+      FROM approval_gate.requests r
+      JOIN pg_catalog.pg_locks l ON l.locktype = 'transactionid' AND l.transactionid = r.xmax
+     WHERE r.id = $1::text AND l.granted AND l.mode = 'ExclusiveLock'
+    UNION ALL
+    SELECT 'request', 2, CASE WHEN l.classid::bigint = $3 THEN 'the lock of request ' ELSE 'the execution lock of request ' END || $1::text, l.pid
+      FROM pg_catalog.pg_locks l, here
+     WHERE l.locktype = 'advisory' AND l.database = here.oid AND l.granted AND l.objsubid = 2
+       AND l.classid::bigint IN ($3, $4) AND l.objid::bigint = (pg_catalog.hashtext($1::text)::bigint & 4294967295)
+    UNION ALL
+    SELECT 'audit', 1, 'the audit chain''s head row', l.pid
+      FROM approval_gate.audit_head h
+      JOIN pg_catalog.pg_locks l ON l.locktype = 'transactionid' AND l.transactionid = h.xmax
+     WHERE l.granted AND l.mode = 'ExclusiveLock'
+    UNION ALL
+    SELECT 'filing', 1, 'filing slot ' || s.slot, l.pid
+      FROM approval_gate.filing_slots s
+      JOIN pg_catalog.pg_locks l ON l.locktype = 'transactionid' AND l.transactionid = s.xmax
+     WHERE l.granted AND l.mode = 'ExclusiveLock'
+    UNION ALL
+    SELECT CASE WHEN l.classid::bigint = $5 THEN 'filing' ELSE 'other' END, 2,
+           CASE WHEN l.classid::bigint = $5 THEN 'the lock of an identical ask'
+                ELSE 'an advisory lock of the store (class ' || l.classid || ')' END, l.pid
+      FROM pg_catalog.pg_locks l, here
+     WHERE l.locktype = 'advisory' AND l.database = here.oid AND l.granted
+       AND l.classid::bigint IN ($3, $4, $5, $6)
+)
+SELECT h.what, h.pid, a.usename::text
+  FROM held h LEFT JOIN pg_catalog.pg_stat_activity a ON a.pid = h.pid
+ WHERE h.pid <> pg_catalog.pg_backend_pid()
+ ORDER BY h.kind = $2::text DESC, h.kind = 'other', h.rank, a.xact_start NULLS LAST
+ LIMIT 1";
+
+/// The [`Error::Blocked`] a timed-out wait of `operation` on `id` means, with its holder
+/// looked up on `conn` (the session whose wait ran out; its step was rolled back) and the
+/// value of the `bound` that ran out.
+fn blocked(conn: &mut Conn, operation: &'static str, id: Option<&str>, bound: &str) -> Error {
+    let kind = match operation {
+        "request" => "filing",
+        "audit" => "audit",
+        _ => "request",
+    };
+    let classes = (
+        i64::from(LOCK_REQUEST),
+        i64::from(LOCK_EXECUTION),
+        i64::from(LOCK_ASK),
+        i64::from(LOCK_FILING),
+    );
+    let found = conn.client.query_opt(
+        HOLDER,
+        &[&id, &kind, &classes.0, &classes.1, &classes.2, &classes.3],
+    );
+    let after = conn
+        .client
+        .query_one("SELECT pg_catalog.current_setting($1)", &[&bound])
+        .map_or_else(|_| format!("its {bound}"), |row| row.get(0));
+    match found {
+        Ok(Some(row)) => Error::Blocked {
+            operation,
+            what: row.get(0),
+            pid: row.get(1),
+            role: row.get(2),
+            after,
+        },
+        _ => Error::Blocked {
+            operation,
+            what: id.map_or_else(
+                || "a lock of the store".to_owned(),
+                |id| format!("request {id}'s row or lock"),
+            ),
+            role: None,
+            pid: None,
+            after,
+        },
+    }
+}
+
+/// A failed call: the database's or the connection's error, or a wait that ran out.
+enum Failed {
+    Sql(postgres::Error),
+    Blocked(Error),
+}
+
+impl Failed {
+    fn sqlstate(&self) -> Option<&str> {
+        match self {
+            Self::Sql(error) => sqlstate(error),
+            Self::Blocked(_) => None,
+        }
+    }
+
+    fn into_error(self, operation: &'static str, id: Option<RequestId>) -> Error {
+        match self {
+            Self::Sql(error) => map_error(operation, id, &error),
+            Self::Blocked(error) => error,
+        }
+    }
+}
+
+/// `error`, or the [`Error::Blocked`] it is, looked up on `conn`.
+fn failed(
+    conn: &mut Conn,
+    operation: &'static str,
+    id: Option<&str>,
+    error: postgres::Error,
+) -> Failed {
+    match timed_out(&error) {
+        Some(bound) if !conn.is_closed() => Failed::Blocked(blocked(conn, operation, id, bound)),
+        _ => Failed::Sql(error),
+    }
 }
 
 /// A connection and the statements prepared on it: each statement is parsed and planned
@@ -266,19 +415,29 @@ impl Pool {
     /// committed is for the caller to find out.
     fn run_raw<R: Send>(
         &self,
+        operation: &'static str,
+        id: Option<RequestId>,
         retry: Retry,
         f: impl Fn(&mut Conn) -> Result<R, postgres::Error> + Send + Sync,
-    ) -> Result<R, postgres::Error> {
+    ) -> Result<R, Failed> {
         off_runtime(|| {
             let deadline = Instant::now() + RECONNECT_WINDOW;
             let mut pause = Duration::from_millis(50);
             loop {
-                let mut client = self.take_within(retry, deadline)?;
+                let mut client = self.take_within(retry, deadline).map_err(Failed::Sql)?;
                 let result = f(&mut client);
                 let lost = client.is_closed();
+                let result = result.map_err(|error| {
+                    failed(
+                        &mut client,
+                        operation,
+                        id.as_ref().map(RequestId::as_str),
+                        error,
+                    )
+                });
                 self.give(client);
                 match result {
-                    Err(error)
+                    Err(Failed::Sql(error))
                         if retry == Retry::Read
                             && (lost || transient(&error))
                             && pause_before(&mut pause, deadline) => {}
@@ -310,8 +469,8 @@ impl Pool {
         retry: Retry,
         f: impl Fn(&mut Conn) -> Result<R, postgres::Error> + Send + Sync,
     ) -> Result<R, Error> {
-        self.run_raw(retry, f)
-            .map_err(|e| map_error(operation, id, &e))
+        self.run_raw(operation, id, retry, f)
+            .map_err(|e| e.into_error(operation, id))
     }
 }
 
@@ -382,15 +541,21 @@ impl AdvisoryLock {
         class: i32,
         key: &str,
     ) -> Result<Self, Error> {
+        // Through the schema's `hold`: no role of the store may take advisory locks itself.
         let client = off_runtime(|| {
-            let mut client = pool.take_within(Retry::Connect, Instant::now() + RECONNECT_WINDOW)?;
-            client.execute(
-                "SELECT pg_catalog.pg_advisory_lock($1, pg_catalog.hashtext($2))",
-                &[&class, &key],
-            )?;
-            Ok(client)
+            let mut client = pool
+                .take_within(Retry::Connect, Instant::now() + RECONNECT_WINDOW)
+                .map_err(Failed::Sql)?;
+            match client.execute("SELECT approval_gate.hold($1, $2)", &[&class, &key]) {
+                Ok(_) => Ok(client),
+                Err(error) => {
+                    let failure = failed(&mut client, operation, Some(key), error);
+                    pool.give(client);
+                    Err(failure)
+                }
+            }
         })
-        .map_err(|e: postgres::Error| map_error(operation, None, &e))?;
+        .map_err(|e| e.into_error(operation, None))?;
         Ok(Self {
             pool: Arc::clone(pool),
             client: Mutex::new(Some(client)),
@@ -455,8 +620,14 @@ fn pool_for(url: &str) -> Result<Pool, Error> {
     };
     let settings = tls::settings(url, &env_var).map_err(invalid)?;
     let tls = tls::connector(&settings).map_err(invalid)?;
+    let mut config = settings.config;
+    let options = match config.get_options() {
+        Some(theirs) => format!("{SESSION_BOUNDS} {theirs}"),
+        None => SESSION_BOUNDS.to_owned(),
+    };
+    config.options(&options);
     Ok(Pool {
-        config: settings.config,
+        config,
         tls,
         idle: Mutex::new(Vec::new()),
     })
@@ -537,6 +708,8 @@ fn init_inner(url: &str, limits: Option<&crate::Limits>) -> Result<u32, Error> {
     let sql = schema_sql();
     pool.run("db init", None, Retry::Never, |client| {
         let mut tx = client.client.transaction()?;
+        // Another init may hold the lock for as long as the whole schema takes.
+        tx.batch_execute("SET LOCAL lock_timeout = '5min'; SET LOCAL statement_timeout = 0")?;
         tx.execute(
             "SELECT pg_catalog.pg_advisory_xact_lock($1, 0)",
             &[&LOCK_INIT],
@@ -654,13 +827,12 @@ impl PgStore {
         id: RequestId,
         f: impl Fn(&mut Conn) -> Result<R, postgres::Error> + Send + Sync,
     ) -> Result<R, Result<Error, postgres::Error>> {
-        self.pool.run_raw(Retry::Connect, f).map_err(|e| {
-            if is_wrong_state(&e) {
-                Err(e)
-            } else {
-                Ok(map_error(operation, Some(id), &e))
-            }
-        })
+        self.pool
+            .run_raw(operation, Some(id), Retry::Connect, f)
+            .map_err(|e| match e {
+                Failed::Sql(e) if is_wrong_state(&e) => Err(e),
+                other => Ok(other.into_error(operation, Some(id))),
+            })
     }
 
     /// The error a step refused as the wrong state for stands for: the request as it stands.
@@ -974,7 +1146,7 @@ impl Store for PgStore {
         let max_pending = i64::try_from(caps.max_pending).unwrap_or(i64::MAX);
         let max_requests = i64::try_from(caps.max_requests).unwrap_or(i64::MAX);
         let file = |exclusive: bool| {
-            self.pool.run_raw(Retry::Connect, |client| {
+            self.pool.run_raw("request", Some(id), Retry::Connect, |client| {
                 let found: Option<String> = client
                     .query_one(
                         "SELECT approval_gate.file_request($1::text::jsonb, $2, $3::text::jsonb, $4, $5, $6, $7)",
@@ -988,7 +1160,7 @@ impl Store for PgStore {
             })
         };
         let mut filed = file(false);
-        if filed.as_ref().err().and_then(sqlstate) == Some("AG010") {
+        if filed.as_ref().err().and_then(Failed::sqlstate) == Some("AG010") {
             filed = file(true);
         }
         Some(match filed {
@@ -999,7 +1171,8 @@ impl Store for PgStore {
                     operation: "request",
                     problem: format!("the database named a malformed request id: {existing:?}"),
                 }),
-            Err(error) => {
+            Err(Failed::Blocked(error)) => Err(error),
+            Err(Failed::Sql(error)) => {
                 // The hint: the count, and the cap that held (the store's, if lower).
                 let hint = |at: usize| {
                     error
@@ -1122,20 +1295,24 @@ impl Store for PgStore {
         let started = off_runtime(|| {
             let mut client = lock.client.lock().unwrap_or_else(PoisonError::into_inner);
             let client = client.as_mut().expect("a held lock has its connection");
-            let done = client.execute(
+            match client.execute(
                 "SELECT approval_gate.start_execution($1, $2::text::jsonb, $3)",
                 &[&id.as_str(), &details, &ts],
-            )?;
-            client.wake(id.as_str());
-            Ok::<_, postgres::Error>(done)
+            ) {
+                Ok(done) => {
+                    client.wake(id.as_str());
+                    Ok(done)
+                }
+                Err(error) => Err(failed(client, "execute", Some(id.as_str()), error)),
+            }
         });
         match started {
             Ok(_) => Ok(Held::new(Executing(lock))),
-            Err(error) if is_wrong_state(&error) => {
+            Err(Failed::Sql(error)) if is_wrong_state(&error) => {
                 drop(lock);
                 Err(self.wrong_state(id, "execute", entry.ts))
             }
-            Err(error) => Err(map_error("execute", Some(id), &error)),
+            Err(error) => Err(error.into_error("execute", Some(id))),
         }
     }
 

@@ -152,20 +152,75 @@ LANGUAGE sql IMMUTABLE SET search_path = pg_catalog, pg_temp AS $$
     SELECT floor(extract(epoch FROM ts::timestamptz) * 1000)::bigint
 $$;
 
--- Refuses unless the session user holds one of `roles`.
+-- Refuses unless the session user holds one of `roles` by grants this store trusts: every
+-- membership on the way granted by a superuser or by this schema's owner (the store's owner).
+-- The group roles are the cluster's, not the database's: a grant made by anyone else (the
+-- owner of another team's store, who may create roles) counts in that one's store, never
+-- here, and a login as a group role itself holds nothing. PostgreSQL 16 gives the creator of
+-- a role ADMIN OPTION on it without INHERIT or SET: a grant that lets it grant, not act, so
+-- it does not count either. The usual answers come first and cheap: a superuser, then a
+-- trusted grant straight from the login to a group role, then the grants through other roles.
 CREATE OR REPLACE FUNCTION approval_gate.require(what text, roles text[]) RETURNS void
 LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
-    r text;
+    v_me oid := session_user::regrole::oid;
+    v_groups oid[] := roles::regrole[]::oid[];
+    v_owner oid;
 BEGIN
-    FOREACH r IN ARRAY roles LOOP
-        IF pg_has_role(session_user, r, 'MEMBER') THEN
-            RETURN;
-        END IF;
-    END LOOP;
+    IF (SELECT a.rolsuper FROM pg_roles a WHERE a.oid = v_me) THEN
+        RETURN;
+    END IF;
+    v_owner := (SELECT n.nspowner FROM pg_namespace n WHERE n.nspname = 'approval_gate');
+    IF EXISTS (SELECT FROM pg_auth_members m
+               WHERE m.member = v_me AND m.roleid = ANY (v_groups)
+                 AND (m.grantor = v_owner OR (SELECT a.rolsuper FROM pg_roles a WHERE a.oid = m.grantor))
+                 AND coalesce((to_jsonb(m)->>'inherit_option')::boolean
+                              OR (to_jsonb(m)->>'set_option')::boolean, true))
+       OR EXISTS (
+           WITH RECURSIVE
+           edge AS (
+               SELECT m.roleid, m.member FROM pg_auth_members m
+               WHERE (m.grantor = v_owner
+                      OR m.grantor IN (SELECT a.oid FROM pg_roles a WHERE a.rolsuper))
+                 AND coalesce((to_jsonb(m)->>'inherit_option')::boolean
+                              OR (to_jsonb(m)->>'set_option')::boolean, true)),
+           held(oid) AS (
+               SELECT e.roleid FROM edge e WHERE e.member = v_me
+               UNION
+               SELECT e.roleid FROM held h JOIN edge e ON e.member = h.oid)
+           SELECT FROM held h WHERE h.oid = ANY (v_groups)) THEN
+        RETURN;
+    END IF;
     RAISE EXCEPTION USING ERRCODE = 'AG004',
         MESSAGE = format('%s is not permitted to %s', session_user, what),
-        DETAIL = format('it needs one of the roles %s', array_to_string(roles, ', '));
+        DETAIL = format('it needs one of the roles %s, granted by a superuser or by the store''s owner',
+                        array_to_string(roles, ', '));
+END
+$$;
+
+-- Takes one of the store's session advisory locks for the calling session, which may not take
+-- advisory locks itself (`db init` revokes the functions from PUBLIC: a session taking tens of
+-- thousands fills the cluster's shared lock table). A session holds at most one: taking one
+-- lets go of any it held (the library's sessions hold one each, on connections of their
+-- own). Only a class its role uses: 1095192400 a request's decisions and consume (every
+-- role), 1095192401 a running execution (executors), 1095192402 filing (agents). Its wait is
+-- bounded by the session's `lock_timeout`.
+CREATE OR REPLACE FUNCTION approval_gate.hold(class int, key text) RETURNS void
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+BEGIN
+    -- A lock authorizes nothing (each step checks its role with `require`): PostgreSQL's
+    -- own membership is check enough here, and cheaper.
+    IF NOT (CASE class
+        WHEN 1095192400 THEN true
+        WHEN 1095192401 THEN pg_has_role(session_user, 'approval_gate_executor', 'MEMBER')
+        WHEN 1095192402 THEN pg_has_role(session_user, 'approval_gate_agent', 'MEMBER')
+        ELSE false
+    END) THEN
+        RAISE EXCEPTION USING ERRCODE = 'AG005',
+            MESSAGE = format('%s is not a lock of this store for %s', class, session_user);
+    END IF;
+    PERFORM pg_advisory_unlock_all();
+    PERFORM pg_advisory_lock(class, hashtext(key));
 END
 $$;
 
@@ -835,15 +890,23 @@ END
 $$;
 
 -- Records `outcome unknown` for every execution whose session is gone (its advisory lock is
--- free); anyone may run it, and it takes nothing from the caller but the time.
+-- free), and takes nothing from the caller but the time. Only executors and the store's owner
+-- run it: from anyone else, a call left open inside BEGIN would hold the running executions'
+-- rows and keep their executors from recording outcomes. A session holding an advisory lock
+-- itself would find that one free (they are re-entrant): it recovers nothing.
 CREATE OR REPLACE FUNCTION approval_gate.recover_executions(given_ms bigint)
 RETURNS SETOF text
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
     v_id text;
 BEGIN
-    PERFORM approval_gate.require('recover',
-        ARRAY['approval_gate_agent', 'approval_gate_approver', 'approval_gate_executor']);
+    IF session_user::text IS DISTINCT FROM
+       (SELECT n.nspowner::regrole::text FROM pg_namespace n WHERE n.nspname = 'approval_gate') THEN
+        PERFORM approval_gate.require('recover executions', ARRAY['approval_gate_executor']);
+    END IF;
+    IF EXISTS (SELECT FROM pg_locks l WHERE l.pid = pg_backend_pid() AND l.locktype = 'advisory') THEN
+        RETURN;
+    END IF;
     FOR v_id IN SELECT id FROM approval_gate.requests WHERE executing ORDER BY id FOR UPDATE SKIP LOCKED LOOP
         IF pg_try_advisory_lock(1095192401, hashtext(v_id)) THEN
             UPDATE approval_gate.requests SET executing = false WHERE id = v_id;
@@ -981,9 +1044,63 @@ GRANT EXECUTE ON FUNCTION approval_gate.refuse(text, text, jsonb, bigint) TO app
 GRANT EXECUTE ON FUNCTION approval_gate.start_execution(text, jsonb, bigint) TO approval_gate_executor;
 GRANT EXECUTE ON FUNCTION approval_gate.finish_execution(text, jsonb, bigint) TO approval_gate_executor;
 GRANT EXECUTE ON FUNCTION approval_gate.archive(text, jsonb, bigint) TO approval_gate_approver;
-GRANT EXECUTE ON FUNCTION approval_gate.recover_executions(bigint)
+GRANT EXECUTE ON FUNCTION approval_gate.recover_executions(bigint) TO approval_gate_executor;
+GRANT EXECUTE ON FUNCTION approval_gate.hold(integer, text)
     TO approval_gate_agent, approval_gate_approver, approval_gate_executor;
 GRANT EXECUTE ON FUNCTION approval_gate.seal(boolean), approval_gate.wake(text)
     TO approval_gate_agent, approval_gate_approver, approval_gate_executor;
 -- The store's limits are for everyone to read (what the caps are), for its owner to set.
 GRANT SELECT ON approval_gate.settings TO approval_gate_agent, approval_gate_approver, approval_gate_executor;
+
+-- ------------------------------------------------------- the cluster's shared lock table
+
+-- No role of the store may take advisory locks or create temporary objects in this database:
+-- each takes entries in the lock table every database of the cluster shares, and one session
+-- taking tens of thousands fills it ("out of shared memory" for every store). The advisory-lock
+-- functions are EXECUTE to PUBLIC in each database's own catalog, and only a superuser may
+-- revoke that: a superuser's init does it (and grants them back to a schema owner who is not
+-- one, whose functions take the store's locks); an owner's init checks that it was done and
+-- refuses otherwise, saying what to run. `approval_gate.hold` takes the library's own locks,
+-- one per session. TEMPORARY on the database is revoked by its owner (or a superuser).
+DO $locks$
+DECLARE
+    f regprocedure;
+    v_groups text[] := ARRAY['approval_gate_agent', 'approval_gate_approver', 'approval_gate_executor'];
+    v_owner oid := (SELECT n.nspowner FROM pg_namespace n WHERE n.nspname = 'approval_gate');
+    v_super boolean := (SELECT r.rolsuper FROM pg_roles r WHERE r.rolname = current_user);
+    g text;
+BEGIN
+    FOR f IN SELECT p.oid::regprocedure FROM pg_proc p
+             WHERE p.pronamespace = 'pg_catalog'::regnamespace
+               AND p.proname ~ '^pg_(try_)?advisory_(xact_)?lock' LOOP
+        IF v_super THEN
+            EXECUTE format('REVOKE EXECUTE ON FUNCTION %s FROM PUBLIC, %s', f,
+                           (SELECT string_agg(quote_ident(x), ', ') FROM unnest(v_groups) x));
+            IF NOT (SELECT r.rolsuper FROM pg_roles r WHERE r.oid = v_owner) THEN
+                EXECUTE format('GRANT EXECUTE ON FUNCTION %s TO %s', f, v_owner::regrole);
+            END IF;
+        END IF;
+        FOREACH g IN ARRAY v_groups LOOP
+            IF has_function_privilege(g, f, 'EXECUTE') THEN
+                RAISE EXCEPTION USING ERRCODE = 'AG005',
+                    MESSAGE = format('%s may call %s: a role of the store could fill the cluster''s lock table', g, f),
+                    DETAIL = 'run `approval-gate db init` once as a superuser in this database, or have a superuser run the statements in docs/postgres.md ("Setting it up")';
+            END IF;
+        END LOOP;
+        IF NOT has_function_privilege(v_owner, f, 'EXECUTE') THEN
+            RAISE EXCEPTION USING ERRCODE = 'AG005',
+                MESSAGE = format('the store''s owner %s may not call %s, which its functions use', v_owner::regrole, f),
+                DETAIL = 'run `approval-gate db init` once as a superuser in this database, or have a superuser run the statements in docs/postgres.md ("Setting it up")';
+        END IF;
+    END LOOP;
+    EXECUTE format('REVOKE TEMPORARY ON DATABASE %I FROM PUBLIC, %s', current_database(),
+                   (SELECT string_agg(quote_ident(x), ', ') FROM unnest(v_groups) x));
+    FOREACH g IN ARRAY v_groups LOOP
+        IF has_database_privilege(g, current_database(), 'TEMPORARY') THEN
+            RAISE EXCEPTION USING ERRCODE = 'AG005',
+                MESSAGE = format('%s may create temporary objects in this database', g),
+                DETAIL = 'run `approval-gate db init` as the database''s owner or a superuser';
+        END IF;
+    END LOOP;
+END
+$locks$;
