@@ -156,10 +156,22 @@ fn an_agent_idle_in_a_transaction_cannot_hang_approve_consume_or_verify() {
         &logins.agent,
         lock_pid,
     );
+    // Nothing changed but the line that records the refused consume (every refusal leaves
+    // one), left unsealed to the head row's holder.
+    let after = Postgres.contents(&store);
+    let changed = approval_gate_tests::changed(&before, &after);
     assert_eq!(
-        approval_gate_tests::changed(&before, &Postgres.contents(&store)),
-        Vec::<String>::new(),
-        "the blocked steps changed nothing"
+        changed.len(),
+        1,
+        "the blocked steps changed nothing: {changed:?}"
+    );
+    let line = String::from_utf8_lossy(&after[&changed[0]]).into_owned();
+    assert!(
+        changed[0].starts_with("audit/")
+            && line.starts_with("consume_refused ")
+            && line.contains(r#""reason": "blocked""#),
+        "{}: {line}",
+        changed[0]
     );
     // A step that commits meanwhile leaves its audit row to the head row's holder; reading
     // the chain waits for that holder, within the bound.
@@ -196,8 +208,8 @@ fn an_agent_idle_in_a_transaction_cannot_hang_approve_consume_or_verify() {
         .expect("consume once the agent let go");
     assert_eq!(
         approver.verify_audit().expect("a whole chain").lines,
-        7,
-        "three requested, three approved, one consumed"
+        8,
+        "three requested, three approved, the blocked consume refused, one consumed"
     );
     drop((agent, approver, executor, jam));
     drop(logins);
@@ -216,7 +228,8 @@ fn eight_agent_filings_left_open_hold_up_a_ninth_no_longer_than_the_bound() {
         let mut client = connect(&agent_url);
         let pid = pid_of(&mut client);
         client.batch_execute("BEGIN").unwrap();
-        let id = format!("00000000000{n}");
+        // Not `000000000000`: that is the store's own id, which no request may have.
+        let id = format!("0000000000a{n}");
         client
             .execute(
                 "SELECT approval_gate.file_request(

@@ -307,6 +307,8 @@ fn postgres_no_agent_call_can_poison_the_audit_chain() {
             [
                 "decide",
                 "file_request",
+                // Takes a lock class and a key, no details: nothing of it reaches the chain.
+                "hold",
                 "recover_executions",
                 "seal",
                 "wake"
