@@ -163,15 +163,7 @@ impl Gate {
         if request.status() != Status::Pending {
             let _ = self.store().unindex(id);
         }
-        let effective = request.effective(claimed, now);
-        let required = self.required_approvals(request.operation(), request.required_approvals());
-        Ok(StatusReport::new(
-            request,
-            effective,
-            required,
-            self.policy(),
-            now,
-        ))
+        Ok(self.report_claimed(request, claimed, now))
     }
 
     /// Checks an approver's signature before it is recorded: the gate holds the trusted

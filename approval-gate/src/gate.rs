@@ -399,15 +399,20 @@ impl Gate {
     pub(crate) fn report(&self, request: Request, now: Timestamp) -> Result<StatusReport, Error> {
         let claimed =
             request.status() == Status::Approved && self.store().is_claimed(request.id())?;
+        Ok(self.report_claimed(request, claimed, now))
+    }
+
+    /// The report of `request`, whose claim is known (`claimed`), as of `now`: its quorum
+    /// under this gate's policy, and its approvals judged by it.
+    pub(crate) fn report_claimed(
+        &self,
+        request: Request,
+        claimed: bool,
+        now: Timestamp,
+    ) -> StatusReport {
         let effective = request.effective(claimed, now);
         let required = self.required_approvals(request.operation(), request.required_approvals());
-        Ok(StatusReport::new(
-            request,
-            effective,
-            required,
-            self.policy(),
-            now,
-        ))
+        StatusReport::new(request, effective, required, self.policy(), now)
     }
 
     // ------------------------------------------------------------------ audit
