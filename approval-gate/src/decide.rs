@@ -8,7 +8,7 @@ use crate::faults::failpoint;
 use crate::gate::Gate;
 use crate::id::RequestId;
 use crate::limits::MAX_QUORUM;
-use crate::policy;
+use crate::policy::{self, Standing};
 use crate::request::{Decision, Request, Status, StatusReport};
 use crate::rules::{Order, Verdict};
 use crate::store::Entry;
@@ -211,8 +211,8 @@ impl Gate {
     }
 
     /// Makes room for one more approval in a record that holds as many as a record can: the
-    /// entries that count for nothing (they do not verify, or the policy does not trust
-    /// them) give way; they stay in the audit log, where each was recorded (only a gate
+    /// entries that count for nothing (they do not verify, the policy does not trust them,
+    /// or their approver counted already) give way; they stay in the audit log, where each was recorded (only a gate
     /// holding a policy records a signed approval, so there is one here).
     /// So entries nobody can use never stop the approvers a quorum needs, and a record never
     /// grows past what a reader accepts.
@@ -221,7 +221,7 @@ impl Gate {
             return Ok(());
         }
         let standings = policy::standings(self.policy(), request, required, now);
-        request.retain_approvals(|i| standings[i].is_trusted());
+        request.retain_approvals(|i| standings[i] == Standing::Counts);
         if request.approvals().len() < MAX_QUORUM as usize {
             return Ok(());
         }

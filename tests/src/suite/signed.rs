@@ -657,6 +657,9 @@ pub fn a_squatted_principal_counts_for_nothing_and_blocks_nobody(backend: &dyn B
         EffectiveStatus::ApprovedUnconsumed
     );
     assert_eq!(approved.counted_approvals(), 2);
+    // A record with room keeps what it holds: the squatter's entry stays, shown as such.
+    assert_eq!(approved.request().approvals().len(), 3);
+    assert!(matches!(approved.standings()[1], Standing::Untrusted(_)));
     assert_eq!(execute(&fx.gate, id).unwrap(), 1);
     assert!(backend.claimed(&fx.store, id));
 }
@@ -685,6 +688,26 @@ pub fn more_approvals_than_any_quorum_never_make_a_record_unreadable(backend: &d
     );
     let report = fx.gate.status(id).expect("the record stays readable");
     assert_eq!(report.counted_approvals(), 2);
+    assert_eq!(execute(&fx.gate, id).unwrap(), 1);
+
+    // Stuffed with copies of a trusted approval: they count once, and the copies give way.
+    let id = fx.file_fresh("copies");
+    let first = approve_as(&fx.gate, id, &team.alice).unwrap();
+    let alices = first.request().approvals()[0].signature().to_owned();
+    backend.tamper(&fx.store, id, &mut |record| {
+        record["approvals"] = Value::Array(vec![entry(&team.alice, &alices); 16]);
+    });
+    assert_eq!(fx.gate.status(id).unwrap().counted_approvals(), 1);
+    let approved = approve_as(&fx.gate, id, &team.bob).unwrap();
+    assert_eq!(
+        approved.effective_status(),
+        EffectiveStatus::ApprovedUnconsumed
+    );
+    assert_eq!(
+        approved.request().approvals().len(),
+        2,
+        "alice once, then bob"
+    );
     assert_eq!(execute(&fx.gate, id).unwrap(), 1);
 }
 
