@@ -37,6 +37,9 @@ pub enum AuditEvent {
     ConsumeRefused,
     /// A consume of an approval that was already consumed: a replay.
     ConsumeReplayed,
+    /// A decision (approve, deny, revoke) was refused: the request was not in a state that
+    /// allows it, did not exist, a signature did not count, ... Changes nothing.
+    DecisionRefused,
     /// Trusted code is about to run the approved action.
     ExecutionStarted,
     /// Trusted code finished running the approved action.

@@ -21,6 +21,24 @@ use crate::time::Timestamp;
 /// described by its parser, whose words may quote what the record holds.
 const MAX_DETAIL: usize = 1024;
 
+/// The longest `detail` a refusal line holds: [`MAX_DETAIL`] bytes and the mark of a cut.
+#[cfg_attr(not(feature = "postgres"), allow(dead_code))]
+pub(crate) const MAX_REFUSAL_DETAIL_BYTES: usize = MAX_DETAIL + "...".len();
+
+/// A refusal's text as a refusal line keeps it: cut at [`MAX_DETAIL`] bytes, with a mark.
+pub(crate) fn refusal_detail(refusal: &Error) -> String {
+    let mut detail = refusal.to_string();
+    if detail.len() > MAX_DETAIL {
+        let mut cut = MAX_DETAIL;
+        while !detail.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        detail.truncate(cut);
+        detail.push_str("...");
+    }
+    detail
+}
+
 impl Gate {
     /// Consumes an approval: the only thing that authorizes acting.
     ///
@@ -152,19 +170,10 @@ impl Gate {
         if matches!(refusal, Error::AuditBroken { .. }) {
             return;
         }
-        let mut detail = refusal.to_string();
-        if detail.len() > MAX_DETAIL {
-            let mut cut = MAX_DETAIL;
-            while !detail.is_char_boundary(cut) {
-                cut -= 1;
-            }
-            detail.truncate(cut);
-            detail.push_str("...");
-        }
         let _ = self.audit(
             rules::refusal_event(refusal),
             id,
-            json!({ "reason": refusal.code(), "detail": detail }),
+            json!({ "reason": refusal.code(), "detail": refusal_detail(refusal) }),
         );
     }
 

@@ -60,7 +60,48 @@ impl Gate {
         self.decide(id, decision, Verdict::Revoke, None)
     }
 
+    /// Takes the decision, or records why it was refused (`decision_refused`, with the
+    /// operation and the refusal's code): every refusal leaves a line, so an agent probing
+    /// what it may decide is seen in the trail. Best effort, as for a refused consume: the
+    /// refusal stands whether or not its line can be written, a log that refuses appends is
+    /// not asked, an error that took effect is no refusal, and bad input (a malformed reason,
+    /// an id no request has) changes nothing, the log included.
     fn decide(
+        &self,
+        id: RequestId,
+        decision: &Decision,
+        verdict: Verdict,
+        shown: Option<&Request>,
+    ) -> Result<StatusReport, Error> {
+        self.decide_once(id, decision, verdict, shown)
+            .inspect_err(|refusal| {
+                // Bad input changes nothing, not even the log: it is no decision on a request;
+                // nor does an id no request has, which had nothing to decide.
+                let bad_input = matches!(
+                    refusal,
+                    Error::InvalidInput { .. }
+                        | Error::InvalidId { .. }
+                        | Error::InvalidPayload(_)
+                        | Error::NotFound(_)
+                );
+                if !bad_input
+                    && !refusal.took_effect()
+                    && !matches!(refusal, Error::AuditBroken { .. })
+                {
+                    let _ = self.audit(
+                        AuditEvent::DecisionRefused,
+                        id,
+                        json!({
+                            "operation": verdict.operation(),
+                            "reason": refusal.code(),
+                            "detail": crate::consume::refusal_detail(refusal),
+                        }),
+                    );
+                }
+            })
+    }
+
+    fn decide_once(
         &self,
         id: RequestId,
         decision: &Decision,

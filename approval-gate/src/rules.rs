@@ -262,7 +262,8 @@ pub(crate) enum Effect {
     Files,
     /// Moves it from one [`Stage`] to another, where [`next_stage`] allows it.
     Moves,
-    /// Nothing: a refused consume changes nothing, and may be tried at any stage, of any id.
+    /// Nothing: a refused consume or decision changes nothing, and may be tried at any stage,
+    /// of any id.
     Refuses,
     /// Concerns the whole store (the line names [`RequestId::STORE`](crate::RequestId::STORE)):
     /// a re-anchoring accepted the log as it was, lines lost before it included.
@@ -273,7 +274,7 @@ pub(crate) enum Effect {
 }
 
 /// Every event, for [`reachable`]. A new event must be added here and to [`effect`].
-pub(crate) const EVENTS: [AuditEvent; 14] = [
+pub(crate) const EVENTS: [AuditEvent; 15] = [
     AuditEvent::Requested,
     AuditEvent::Approved,
     AuditEvent::ApprovalAdded,
@@ -283,6 +284,7 @@ pub(crate) const EVENTS: [AuditEvent; 14] = [
     AuditEvent::Consumed,
     AuditEvent::ConsumeRefused,
     AuditEvent::ConsumeReplayed,
+    AuditEvent::DecisionRefused,
     AuditEvent::ExecutionStarted,
     AuditEvent::ExecutionFinished,
     AuditEvent::Archived,
@@ -303,7 +305,9 @@ pub(crate) fn effect(event: AuditEvent) -> Effect {
         | AuditEvent::ExecutionStarted
         | AuditEvent::ExecutionFinished
         | AuditEvent::Archived => Effect::Moves,
-        AuditEvent::ConsumeRefused | AuditEvent::ConsumeReplayed => Effect::Refuses,
+        AuditEvent::ConsumeRefused | AuditEvent::ConsumeReplayed | AuditEvent::DecisionRefused => {
+            Effect::Refuses
+        }
         AuditEvent::Reanchored => Effect::Reanchors,
         AuditEvent::LimitsSet => Effect::Configures,
     }

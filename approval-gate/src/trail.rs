@@ -484,7 +484,10 @@ mod tests {
         /// Whether `event` can happen now, and if so the facts after it.
         fn step(mut self, event: AuditEvent) -> Option<Self> {
             use crate::request::Status as S;
-            if matches!(event, E::ConsumeRefused | E::ConsumeReplayed) {
+            if matches!(
+                event,
+                E::ConsumeRefused | E::ConsumeReplayed | E::DecisionRefused
+            ) {
                 return Some(self);
             }
             if event == E::Requested {

@@ -127,9 +127,9 @@ pub(crate) fn ask(gate: &Gate, action: &str) -> RequestId {
 }
 
 /// What one group role may and may not call: functions it may not execute at all (42501),
-/// steps of `decide` it may not take (AG004), and calls it may make, which pass the role
-/// check and stop at the missing request (AG003), or for `refuse`, which records refusals of
-/// any id, at an id that is not one (AG005).
+/// steps of `decide` (or refusals to record) it may not take (AG004), and calls it may make,
+/// which pass the role check and stop at the missing request (AG003), or for `refuse` of a
+/// consume, which records refusals of any id, at an id that is not one (AG005).
 struct Plan {
     group: &'static str,
     not_granted: &'static [&'static str],
@@ -140,27 +140,27 @@ struct Plan {
 const PLANS: [Plan; 3] = [
     Plan {
         group: AGENT,
-        not_granted: &[
-            "claim",
-            "refuse",
-            "start_execution",
-            "finish_execution",
-            "archive",
-        ],
-        not_its_step: &["approve", "revoke"],
-        allowed: &["deny", "expire"],
+        not_granted: &["claim", "start_execution", "finish_execution", "archive"],
+        not_its_step: &["approve", "revoke", "refuse"],
+        allowed: &["deny", "expire", "refuse_decision"],
     },
     Plan {
         group: APPROVER,
         not_granted: &[
             "file_request",
             "claim",
-            "refuse",
             "start_execution",
             "finish_execution",
         ],
-        not_its_step: &[],
-        allowed: &["approve", "deny", "revoke", "expire", "archive"],
+        not_its_step: &["refuse"],
+        allowed: &[
+            "approve",
+            "deny",
+            "revoke",
+            "expire",
+            "archive",
+            "refuse_decision",
+        ],
     },
     Plan {
         group: EXECUTOR,
@@ -170,6 +170,7 @@ const PLANS: [Plan; 3] = [
             "expire",
             "claim",
             "refuse",
+            "refuse_decision",
             "start_execution",
             "finish_execution",
         ],
@@ -207,6 +208,10 @@ fn call(function: &str) -> String {
         }
         "refuse" => "SELECT approval_gate.refuse('not an id', 'consume_refused', '{}'::jsonb, NULL::bigint)"
             .to_owned(),
+        "refuse_decision" => format!(
+            "SELECT approval_gate.refuse({rid}, 'decision_refused', \
+             '{{\"operation\":\"deny\",\"reason\":\"wrong_state\",\"detail\":\"\"}}'::jsonb, NULL::bigint)"
+        ),
         "claim" | "start_execution" | "finish_execution" | "archive" => {
             format!("SELECT approval_gate.{function}({rid}, '{{}}'::jsonb, NULL::bigint)")
         }
@@ -324,18 +329,41 @@ fn each_role_can_write_only_through_its_own_functions() {
     drop(logins);
 }
 
-/// Runs `f`, expecting it to be refused as not permitted and to change nothing in `store`.
+/// Runs `f`, expecting it to be refused as not permitted and to change no record in `store`:
+/// the only change is the refusal's own audit line, `decision_refused` for a decision (once:
+/// a second try of the same adds none), none for a consume (only executors record those).
 fn refused_unchanged<T: std::fmt::Debug>(
     store: &Store,
     what: &str,
-    f: impl FnOnce() -> Result<T, Error>,
+    f: impl Fn() -> Result<T, Error>,
 ) {
     let before: BTreeMap<String, Vec<u8>> = Postgres.contents(store);
     not_permitted(what, &f());
+    let after = Postgres.contents(store);
+    let added: Vec<String> = approval_gate_tests::changed(&before, &after)
+        .into_iter()
+        .filter(|key| key != "head")
+        .map(|key| {
+            assert!(
+                key.starts_with("audit/") && !before.contains_key(&key),
+                "{what}: {key}"
+            );
+            let line: serde_json::Value = serde_json::from_slice(&after[&key]).unwrap();
+            assert_eq!(line["reason"], "not_permitted", "{what}: {line}");
+            line["event"].as_str().unwrap().to_owned()
+        })
+        .collect();
+    let expected: &[&str] = if what.ends_with("consumes") {
+        &[]
+    } else {
+        &["decision_refused"]
+    };
+    assert_eq!(added, expected, "{what}: the refusal's lines");
+    not_permitted(what, &f());
     assert_eq!(
-        approval_gate_tests::changed(&before, &Postgres.contents(store)),
+        approval_gate_tests::changed(&after, &Postgres.contents(store)),
         Vec::<String>::new(),
-        "{what}: a refused step changed nothing"
+        "{what}: the same refusal again adds no line"
     );
 }
 

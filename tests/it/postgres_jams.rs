@@ -101,6 +101,27 @@ fn hold_request_lock(client: &mut Client, id: RequestId) {
         .expect("the agent may take a request's lock, as a denial does");
 }
 
+/// The events of the lines added between two contents, sorted: each must be a refusal of a
+/// blocked step (reason `blocked`), and nothing else may have changed.
+fn blocked_lines(
+    before: &std::collections::BTreeMap<String, Vec<u8>>,
+    after: &std::collections::BTreeMap<String, Vec<u8>>,
+) -> Vec<String> {
+    let mut lines: Vec<String> = approval_gate_tests::changed(before, after)
+        .iter()
+        .map(|key| {
+            let line = String::from_utf8_lossy(&after[key]).into_owned();
+            assert!(
+                key.starts_with("audit/") && line.contains(r#""reason": "blocked""#),
+                "the blocked steps changed {key}: {line}"
+            );
+            line.split(' ').next().unwrap_or_default().to_owned()
+        })
+        .collect();
+    lines.sort();
+    lines
+}
+
 #[test]
 fn an_agent_idle_in_a_transaction_cannot_hang_approve_consume_or_verify() {
     let store = Postgres.fresh();
@@ -156,22 +177,11 @@ fn an_agent_idle_in_a_transaction_cannot_hang_approve_consume_or_verify() {
         &logins.agent,
         lock_pid,
     );
-    // Nothing changed but the line that records the refused consume (every refusal leaves
-    // one), left unsealed to the head row's holder.
-    let after = Postgres.contents(&store);
-    let changed = approval_gate_tests::changed(&before, &after);
+    // Nothing changed but the lines that record the refused decision and the refused consume
+    // (every refusal leaves one), left unsealed to the head row's holder.
     assert_eq!(
-        changed.len(),
-        1,
-        "the blocked steps changed nothing: {changed:?}"
-    );
-    let line = String::from_utf8_lossy(&after[&changed[0]]).into_owned();
-    assert!(
-        changed[0].starts_with("audit/")
-            && line.starts_with("consume_refused ")
-            && line.contains(r#""reason": "blocked""#),
-        "{}: {line}",
-        changed[0]
+        blocked_lines(&before, &Postgres.contents(&store)),
+        ["consume_refused", "decision_refused"]
     );
     // A step that commits meanwhile leaves its audit row to the head row's holder; reading
     // the chain waits for that holder, within the bound.
@@ -208,8 +218,8 @@ fn an_agent_idle_in_a_transaction_cannot_hang_approve_consume_or_verify() {
         .expect("consume once the agent let go");
     assert_eq!(
         approver.verify_audit().expect("a whole chain").lines,
-        8,
-        "three requested, three approved, the blocked consume refused, one consumed"
+        9,
+        "three requested, three approved, the blocked approval and consume refused, one consumed"
     );
     drop((agent, approver, executor, jam));
     drop(logins);

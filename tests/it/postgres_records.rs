@@ -285,6 +285,20 @@ fn poisons() -> Vec<String> {
     ]
 }
 
+/// A refused decision's line as `login` records it in SQL, which the database refuses with
+/// SQLSTATE `code`.
+fn refuse_as(store: &Store, login: &str, id: &str, details: &str, code: &str) {
+    let sql = format!(
+        "SELECT approval_gate.refuse('{id}', 'decision_refused', {}::jsonb, NULL::bigint)",
+        quote(details)
+    );
+    let result = sql_as(store, login, sql);
+    assert!(
+        result.as_ref().is_err_and(|e| e.starts_with(code)),
+        "{details} of {id}: {result:?}"
+    );
+}
+
 /// Finding 6: every function the agent's role may execute, called with poisoned details;
 /// afterwards the chain still verifies and reads for everyone.
 #[test]
@@ -310,6 +324,7 @@ fn postgres_no_agent_call_can_poison_the_audit_chain() {
                 // Takes a lock class and a key, no details: nothing of it reaches the chain.
                 "hold",
                 "recover_executions",
+                "refuse",
                 "seal",
                 "wake"
             ]
@@ -370,6 +385,8 @@ fn postgres_no_agent_call_can_poison_the_audit_chain() {
                 decided.as_ref().is_err_and(|e| e.starts_with("AG011")),
                 "{step}: {decided:?}"
             );
+            // A refused decision's line takes only its three typed fields.
+            refuse_as(&store, &agent, &id, &poison, "AG005");
         }
     }
     for call in [
@@ -703,6 +720,113 @@ fn postgres_the_owner_sets_the_stores_caps_and_the_change_is_audited() {
     assert_eq!(set[1].details["maxPending"], 4);
     assert!(set[1].details["sessionUser"].is_string());
     agent.verify_audit().expect("whole");
+    drop(agent);
+    drop(logins);
+}
+
+/// Finding 14, from the agent's side: a refused decision leaves a line, and the agent, which
+/// may record its own refusals, cannot flood the chain with them. Of a request the store has,
+/// with one of the library's codes, one role's same refusal is kept once however often it is
+/// tried or however its detail varies; anything else is refused and adds nothing.
+#[test]
+fn postgres_an_agent_cannot_flood_the_chain_with_refused_decisions() {
+    let store = Postgres.fresh();
+    let logins = Logins::create(&store);
+    let agent = gate_as(&store, &logins.agent);
+    let id = agent
+        .request_approval(NewRequest::new("wire $100", "invoice"))
+        .expect("filed")
+        .request
+        .id();
+    // Through the gate: the agent's try at approving is refused and leaves one line.
+    let refused = agent.approve(id, &Decision::by("alice"));
+    assert!(
+        matches!(refused, Err(Error::NotPermitted { .. })),
+        "{refused:?}"
+    );
+    let lines = |store: &Store| {
+        count(
+            store,
+            &format!(
+                "SELECT count(*) FROM approval_gate.audit
+                 WHERE event = 'decision_refused' AND id = '{id}'"
+            ),
+        )
+    };
+    assert_eq!(lines(&store), 1);
+    let line = agent.audit_records().unwrap().pop().unwrap();
+    assert_eq!(line.event, AuditEvent::DecisionRefused);
+    assert_eq!(line.details["operation"], "approve");
+    assert_eq!(line.details["reason"], "not_permitted");
+    assert_eq!(line.details["sessionUser"], logins.agent.as_str());
+
+    // In raw SQL: the same refusal a thousand times with a different detail each time.
+    let mut batch = String::new();
+    for n in 0..1000 {
+        let _ = write!(
+            batch,
+            "SELECT approval_gate.refuse('{id}', 'decision_refused', \
+             '{{\"operation\":\"approve\",\"reason\":\"not_permitted\",\"detail\":\"try {n}\"}}', NULL);"
+        );
+    }
+    sql_as(&store, &logins.agent, batch).expect("a repeat is taken and kept once");
+    assert_eq!(lines(&store), 1);
+
+    // A made-up code, step or field, an oversize detail, an id no request has: refused.
+    let big = "x".repeat(2000);
+    for (details, rid, code) in [
+        (
+            r#"{"operation":"approve","reason":"try_1","detail":""}"#.to_owned(),
+            id.to_string(),
+            "AG005",
+        ),
+        (
+            r#"{"operation":"consume","reason":"not_permitted","detail":""}"#.to_owned(),
+            id.to_string(),
+            "AG005",
+        ),
+        (
+            r#"{"operation":"deny","reason":"not_permitted","detail":"","n":1}"#.to_owned(),
+            id.to_string(),
+            "AG005",
+        ),
+        (
+            r#"{"operation":"deny","reason":"not_permitted"}"#.to_owned(),
+            id.to_string(),
+            "AG005",
+        ),
+        (
+            format!(r#"{{"operation":"deny","reason":"not_permitted","detail":"{big}"}}"#),
+            id.to_string(),
+            "AG005",
+        ),
+        (
+            r#"{"operation":"deny","reason":"not_permitted","detail":""}"#.to_owned(),
+            id_of(7),
+            "AG003",
+        ),
+    ] {
+        refuse_as(&store, &logins.agent, &rid, &details, code);
+    }
+    assert_eq!(
+        count(
+            &store,
+            "SELECT count(*) FROM approval_gate.audit WHERE event = 'decision_refused'"
+        ),
+        1
+    );
+    // A different step's refusal is a new line; the chain verifies for everyone.
+    sql_as(
+        &store,
+        &logins.agent,
+        format!(
+            "SELECT approval_gate.refuse('{id}', 'decision_refused', \
+             '{{\"operation\":\"revoke\",\"reason\":\"wrong_state\",\"detail\":\"\"}}', NULL)"
+        ),
+    )
+    .expect("another refusal");
+    assert_eq!(lines(&store), 2);
+    agent.verify_audit().expect("the chain verifies");
     drop(agent);
     drop(logins);
 }

@@ -55,7 +55,8 @@ macro_rules! conformance {
                 every_event_of_a_lifecycle_is_logged_and_the_chain_verifies,
                 a_workload_records_every_lifecycle_event_and_the_chain_verifies,
                 every_refused_consume_leaves_a_line_even_for_an_unreadable_unknown_or_archived_request,
-                a_well_chained_line_that_says_what_cannot_happen_fails_verification_at_that_line;
+                a_well_chained_line_that_says_what_cannot_happen_fails_verification_at_that_line,
+                every_refused_decision_leaves_a_line;
             recovery:
                 sigkill_at_every_failpoint_never_executes_twice_and_recovers,
                 a_process_that_dies_mid_execution_is_recorded_as_unknown_and_never_rerun;

@@ -75,14 +75,32 @@ impl Prompt {
     /// Waits for the process and checks it refused with `message` (exit 1) and left the
     /// store byte for byte as `before`; returns what it printed.
     fn refused(self, store: &Store, before: &Snapshot, message: &str) -> String {
+        self.refused_with_line(store, before, message, None)
+    }
+
+    /// As [`Prompt::refused`], but a refusal of the decision itself (the request moved while
+    /// on screen) leaves one `decision_refused` line with `code`, and changes no record.
+    fn refused_with_line(
+        self,
+        store: &Store,
+        before: &Snapshot,
+        message: &str,
+        code: Option<&str>,
+    ) -> String {
         let (exit, output) = self.finish();
         let output = text(&output);
         assert_eq!(exit, 1, "{output}");
         assert!(output.contains(message), "expected {message:?} in {output}");
-        assert_eq!(
-            Store::changed(before, &store.snapshot()),
-            Vec::<String>::new()
-        );
+        let lines: Vec<_> = store
+            .lines_since(before)
+            .into_iter()
+            .map(|(event, _, reason)| (event, reason))
+            .collect();
+        let expected: Vec<_> = code
+            .map(|c| (approval_gate::AuditEvent::DecisionRefused, c.to_owned()))
+            .into_iter()
+            .collect();
+        assert_eq!(lines, expected);
         output
     }
 }
@@ -228,7 +246,7 @@ fn a_request_edited_while_shown_is_refused() {
     let before = store.snapshot();
     prompt.type_line(&code);
     let message = format!("request {} changed while it was on screen", request.id());
-    prompt.refused(&store, &before, &message);
+    prompt.refused_with_line(&store, &before, &message, Some("changed"));
 }
 
 #[test]
@@ -243,7 +261,12 @@ fn a_request_denied_while_shown_is_refused() {
         .unwrap();
     let before = store.snapshot();
     prompt.type_line(&code);
-    prompt.refused(&store, &before, "(it is now denied): nothing was approved");
+    prompt.refused_with_line(
+        &store,
+        &before,
+        "(it is now denied): nothing was approved",
+        Some("wrong_state"),
+    );
 }
 
 #[test]

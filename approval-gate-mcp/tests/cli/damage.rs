@@ -78,10 +78,13 @@ fn its_id_refuses_and_the_others_work() {
     assert_exit(&store.run(&["show", &victim, "--json"]), 2, &message);
     assert_exit(&store.run(&["deny", &victim]), 2, &message);
     assert_exit(&store.run(&["revoke", &victim]), 2, &message);
-    assert_eq!(
-        Store::changed(&before, &store.snapshot()),
-        Vec::<String>::new()
+    // Each refused decision leaves its line; no record changes.
+    let refused = (
+        approval_gate::AuditEvent::DecisionRefused,
+        victim.clone(),
+        "unreadable".to_owned(),
     );
+    assert_eq!(store.lines_since(&before), [refused.clone(), refused]);
     assert_success(&store.run(&["show", &other]));
     assert_success(&store.run(&["deny", &other]));
 

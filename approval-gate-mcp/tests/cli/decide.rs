@@ -53,10 +53,14 @@ fn deny_changes_exactly_one_request() {
     assert_exit(&unknown, 1, "refused: request 0123456789ab not found");
     let revoke_denied = store.run(&["revoke", id.as_str()]);
     assert_exit(&revoke_denied, 1, "cannot revoke");
-    assert_eq!(
-        Store::changed(&before, &store.snapshot()),
-        Vec::<String>::new()
+    // Each refusal of a request leaves its line and changes no record; the unknown id had
+    // nothing to decide and leaves none.
+    let refused = (
+        AuditEvent::DecisionRefused,
+        id.to_string(),
+        "wrong_state".to_owned(),
     );
+    assert_eq!(store.lines_since(&before), [refused.clone(), refused]);
 }
 
 #[test]
@@ -95,8 +99,12 @@ fn revoke_withdraws_an_unconsumed_approval() {
     );
     assert_exit(&store.run(&["revoke", "ffffffffffff"]), 1, "not found");
     assert_eq!(
-        Store::changed(&before, &store.snapshot()),
-        Vec::<String>::new()
+        store.lines_since(&before),
+        [(
+            AuditEvent::DecisionRefused,
+            pending.id().to_string(),
+            "wrong_state".to_owned()
+        )]
     );
 }
 

@@ -9,7 +9,8 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use approval_gate::{
-    Binding, CanonicalPayload, EffectiveStatus, Gate, Grant, NewRequest, Policy, RequestId,
+    AuditEvent, Binding, CanonicalPayload, EffectiveStatus, Gate, Grant, NewRequest, Policy,
+    RequestId,
 };
 use serde_json::Value;
 
@@ -183,10 +184,12 @@ fn two_approvers_with_keys_meet_a_two_of_two_quorum() {
     let (code, _, printed) = approve(again);
     assert_eq!(code, 1, "{printed}");
     assert!(printed.contains("already approved"), "{printed}");
-    assert_eq!(
-        Store::changed(&before, &team.store.snapshot()),
-        Vec::<String>::new()
+    let refused = (
+        AuditEvent::DecisionRefused,
+        id.to_string(),
+        "already_signed".to_owned(),
     );
+    assert_eq!(team.store.lines_since(&before), [refused]);
 
     // Bob's principal comes from the approvers file, found by his public key.
     let mut second = team.command(2, &["approve", id.as_str(), "--key"]);
@@ -333,10 +336,14 @@ fn an_untrusted_key_changes_nothing() {
         printed.contains("which the policy does not trust for alice@example.com"),
         "{printed}"
     );
-    assert_eq!(
-        Store::changed(&before, &team.store.snapshot()),
-        Vec::<String>::new()
+    // Only the claim that reached the library left a line, and no record changed.
+    let lines = team.store.lines_since(&before);
+    let refused = (
+        AuditEvent::DecisionRefused,
+        id.to_string(),
+        "untrusted_signer".to_owned(),
     );
+    assert_eq!(lines, [refused]);
     assert!(team.status(id).request().approvals().is_empty());
 }
 

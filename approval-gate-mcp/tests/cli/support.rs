@@ -161,6 +161,40 @@ impl Store {
         all
     }
 
+    /// Checks that nothing but the audit log changed since `before`, and returns what the
+    /// lines added since say: each one's event, request id and refusal code. A refused
+    /// decision leaves a `decision_refused` line and changes no record.
+    pub(crate) fn lines_since(
+        &self,
+        before: &BTreeMap<PathBuf, Option<Vec<u8>>>,
+    ) -> Vec<(approval_gate::AuditEvent, String, String)> {
+        let changed = Self::changed(before, &self.snapshot());
+        assert!(
+            changed
+                .iter()
+                .all(|p| p == "audit.jsonl" || p == "audit.head"),
+            "a refusal changed {changed:?}"
+        );
+        let old = before
+            .get(Path::new("audit.jsonl"))
+            .and_then(|c| c.as_ref())
+            .map_or(0, |c| String::from_utf8_lossy(c).lines().count());
+        self.gate()
+            .audit_records()
+            .unwrap()
+            .into_iter()
+            .skip(old)
+            .map(|r| {
+                let reason = r.details.get("reason").and_then(|v| v.as_str());
+                (
+                    r.event,
+                    r.id.to_string(),
+                    reason.unwrap_or_default().to_owned(),
+                )
+            })
+            .collect()
+    }
+
     /// The paths whose presence or contents differ between two snapshots.
     pub(crate) fn changed(
         before: &BTreeMap<PathBuf, Option<Vec<u8>>>,

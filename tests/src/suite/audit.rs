@@ -350,3 +350,41 @@ fn assert_inconsistent(gate: &Gate, at: u64, id: RequestId) {
     assert!(message.contains(id.as_str()), "{message}");
     assert_eq!(error.request_id(), Some(id), "{error:?}");
 }
+
+/// Every refused decision of a request leaves a line too: an approval of a request already
+/// denied, a revocation of what was never approved. A hostile agent probing what it may
+/// decide is seen in the trail, and the trail still verifies. A decision on an id nobody
+/// filed had nothing to decide and leaves none.
+pub fn every_refused_decision_leaves_a_line(backend: &dyn Backend) {
+    let fx = Subject::new(backend);
+    let denied = fx.ask("denied", None, None);
+    fx.gate.deny(denied, &Decision::by("h")).unwrap();
+    let refused = fx.gate.approve(denied, &Decision::by("h")).unwrap_err();
+    assert_eq!(refused.code(), ErrorCode::WrongState, "{refused}");
+    let pending = fx.ask("pending", None, None);
+    let refused = fx.gate.revoke(pending, &Decision::by("h")).unwrap_err();
+    assert_eq!(refused.code(), ErrorCode::WrongState, "{refused}");
+    let unknown = RequestId::parse("0123456789ab").unwrap();
+    let refused = fx.gate.deny(unknown, &Decision::by("h")).unwrap_err();
+    assert_eq!(refused.code(), ErrorCode::NotFound, "{refused}");
+
+    let refusals: Vec<(RequestId, String, String)> = fx
+        .gate
+        .audit_records()
+        .unwrap()
+        .into_iter()
+        .filter(|r| serde_json::to_value(r.event).unwrap() == "decision_refused")
+        .map(|r| {
+            let text = |key: &str| r.details[key].as_str().unwrap_or_default().to_owned();
+            (r.id, text("operation"), text("reason"))
+        })
+        .collect();
+    // The unknown id had nothing to decide: no line.
+    let expected = [
+        (denied, "approve", "wrong_state"),
+        (pending, "revoke", "wrong_state"),
+    ]
+    .map(|(id, operation, reason)| (id, operation.to_owned(), reason.to_owned()));
+    assert_eq!(refusals, expected);
+    fx.gate.verify_audit().unwrap();
+}

@@ -121,6 +121,16 @@ fn execute(gate: &Gate, id: RequestId) -> Result<u32, Error> {
     Ok(runs.get())
 }
 
+/// A store's contents but its audit trail (the file or the rows, and the anchor).
+fn without_audit(
+    contents: std::collections::BTreeMap<String, Vec<u8>>,
+) -> std::collections::BTreeMap<String, Vec<u8>> {
+    contents
+        .into_iter()
+        .filter(|(key, _)| !key.contains("audit") && key != "head")
+        .collect()
+}
+
 fn events(gate: &Gate, id: RequestId) -> Vec<(AuditEvent, Value)> {
     gate.audit_records()
         .expect("audit records")
@@ -270,9 +280,27 @@ pub fn each_approver_counts_once_and_only_signed_trusted_approvals_are_taken(
     assert_eq!(borrowed.code(), ErrorCode::BadSignature, "{borrowed}");
 
     assert_eq!(
-        backend.contents(&fx.store),
-        before,
+        without_audit(backend.contents(&fx.store)),
+        without_audit(before),
         "refusals change nothing"
+    );
+    let mut refused: Vec<_> = events(&fx.gate, id)
+        .into_iter()
+        .filter(|(event, _)| *event == AuditEvent::DecisionRefused)
+        .map(|(_, details)| details["reason"].as_str().unwrap().to_owned())
+        .collect();
+    // One role's same refusal of one request may be kept once (the PostgreSQL store does, so
+    // that an agent cannot flood the chain by being refused).
+    refused.dedup();
+    assert_eq!(
+        refused,
+        [
+            "already_signed",
+            "signature_required",
+            "untrusted_signer",
+            "bad_signature"
+        ],
+        "but each leaves its line"
     );
     let report = fx.gate.status(id).unwrap();
     assert_eq!(report.effective_status(), EffectiveStatus::Pending);
@@ -626,7 +654,17 @@ pub fn a_squatted_principal_counts_for_nothing_and_blocks_nobody(backend: &dyn B
         )
         .unwrap_err();
     assert_eq!(refused.code(), ErrorCode::NoApprovers, "{refused}");
-    assert_eq!(backend.contents(&fx.store), before, "nothing recorded");
+    assert_eq!(
+        without_audit(backend.contents(&fx.store)),
+        without_audit(before),
+        "nothing recorded"
+    );
+    let (event, details) = events(&fx.gate, id).pop().unwrap();
+    assert_eq!(event, AuditEvent::DecisionRefused);
+    assert_eq!(
+        details["reason"], "no_approvers",
+        "the refusal leaves its line"
+    );
 
     // Written into the store by hand: stored, but it counts for nothing and blocks nobody.
     backend.tamper(&fx.store, id, &mut |record| {

@@ -641,7 +641,7 @@ fn schema_sql() -> String {
         MAX_DETAILS_DEPTH, MAX_NAME_BYTES, MAX_OPERATION_BYTES, MAX_PAYLOAD_BYTES, MAX_QUORUM,
         MAX_REASON_BYTES, MAX_SAFE_INTEGER, MAX_SIGNATURE_BYTES, MAX_TTL, MIN_TTL,
     };
-    let bounds: [(&str, String); 16] = [
+    let bounds: [(&str, String); 18] = [
         ("FORMAT_VERSION", crate::request::FORMAT_VERSION.to_string()),
         ("DEFAULT_MAX_PENDING", DEFAULT_MAX_PENDING.to_string()),
         ("DEFAULT_MAX_REQUESTS", DEFAULT_MAX_REQUESTS.to_string()),
@@ -660,6 +660,18 @@ fn schema_sql() -> String {
         (
             "OPERATION_NAME_PATTERN",
             crate::request::OPERATION_NAME_PATTERN.to_owned(),
+        ),
+        (
+            "ERROR_CODES",
+            crate::ErrorCode::ALL
+                .iter()
+                .map(|c| format!("'{c}'"))
+                .collect::<Vec<_>>()
+                .join(", "),
+        ),
+        (
+            "MAX_REFUSAL_DETAIL_BYTES",
+            crate::consume::MAX_REFUSAL_DETAIL_BYTES.to_string(),
         ),
     ];
     let mut sql = include_str!("schema.sql").to_owned();
@@ -1411,6 +1423,7 @@ impl Store for PgStore {
         // Every other event is written by the step it records.
         let operation = match event {
             AuditEvent::ConsumeRefused | AuditEvent::ConsumeReplayed => "consume",
+            AuditEvent::DecisionRefused => "decide",
             other => {
                 return Err(Error::Database {
                     operation: "audit",

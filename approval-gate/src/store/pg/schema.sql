@@ -827,19 +827,59 @@ BEGIN
 END
 $$;
 
--- Records a refused consume (executors): only the two refusal events. Every refusal leaves a
--- line, also of an id no request has (nobody filed it; it was never found): the id need only
--- be one, as the chain's reader parses it.
+-- Records a refusal: a refused consume (executors) or a refused decision (whoever may decide),
+-- and nothing else. A refused consume leaves a line also of an id no request has (nobody filed
+-- it; it was never found): the id need only be one, as the chain's reader parses it. A refused
+-- decision concerns a request the store has, names the step (`operation`) and the refusal's
+-- code (`reason`, one of the library's codes) and may say more in `detail`; and one role's
+-- same refusal of the same request is kept once: so the lines an agent can add by being
+-- refused are bounded by the requests there are, not by how often it tries. Details are
+-- bounded like every line's (`append`).
 CREATE OR REPLACE FUNCTION approval_gate.refuse(rid text, event text, details jsonb, given_ms bigint)
 RETURNS bigint
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    v_pos bigint;
 BEGIN
-    PERFORM approval_gate.require('record refused consumes', ARRAY['approval_gate_executor']);
-    IF event NOT IN ('consume_refused', 'consume_replayed') THEN
+    IF event = 'decision_refused' THEN
+        PERFORM approval_gate.require('record refused decisions',
+            ARRAY['approval_gate_agent', 'approval_gate_approver', 'approval_gate_executor']);
+    ELSE
+        PERFORM approval_gate.require('record refused consumes', ARRAY['approval_gate_executor']);
+    END IF;
+    IF event NOT IN ('consume_refused', 'consume_replayed', 'decision_refused') THEN
         RAISE EXCEPTION USING ERRCODE = 'AG005', MESSAGE = format('%s is not a refusal', event);
     END IF;
     IF rid IS NULL OR rid !~ '^[0-9a-f]{12}$' THEN
         RAISE EXCEPTION USING ERRCODE = 'AG005', MESSAGE = format('%s is not a request id', rid);
+    END IF;
+    IF event = 'decision_refused' THEN
+        IF NOT EXISTS (SELECT FROM approval_gate.requests WHERE id = rid) THEN
+            RAISE EXCEPTION USING ERRCODE = 'AG003', MESSAGE = format('request %s not found', rid);
+        END IF;
+        IF pg_catalog.jsonb_typeof(details) IS DISTINCT FROM 'object'
+           OR EXISTS (SELECT FROM pg_catalog.jsonb_object_keys(details) k
+                      WHERE k NOT IN ('operation', 'reason', 'detail'))
+           OR (details->>'operation') IS NULL
+           OR (details->>'operation') NOT IN ('approve', 'deny', 'revoke')
+           OR (details->>'reason') IS NULL
+           OR (details->>'reason') <> ALL (ARRAY[{{ERROR_CODES}}])
+           OR pg_catalog.jsonb_typeof(details->'detail') IS DISTINCT FROM 'string'
+           OR pg_catalog.octet_length(details->>'detail') > {{MAX_REFUSAL_DETAIL_BYTES}} THEN
+            RAISE EXCEPTION USING ERRCODE = 'AG005',
+                MESSAGE = 'a refused decision names its operation (approve, deny, revoke), a refusal code and a detail';
+        END IF;
+        -- A sealed row keeps its details in its line only.
+        SELECT a.pos INTO v_pos
+            FROM approval_gate.audit a, LATERAL (SELECT coalesce(a.details, a.line::jsonb) AS d) x
+            WHERE a.id = rid AND a.event = 'decision_refused'
+              AND x.d->>'sessionUser' = session_user::text
+              AND x.d->>'operation' = refuse.details->>'operation'
+              AND x.d->>'reason' = refuse.details->>'reason'
+            LIMIT 1;
+        IF FOUND THEN
+            RETURN v_pos;
+        END IF;
     END IF;
     RETURN approval_gate.append(approval_gate.now_ms(given_ms), event, rid, details);
 END
@@ -1040,7 +1080,8 @@ GRANT EXECUTE ON FUNCTION approval_gate.file_request(jsonb, text, jsonb, bigint,
 GRANT EXECUTE ON FUNCTION approval_gate.decide(text, text, text, jsonb, jsonb, bigint)
     TO approval_gate_agent, approval_gate_approver, approval_gate_executor;
 GRANT EXECUTE ON FUNCTION approval_gate.claim(text, jsonb, bigint) TO approval_gate_executor;
-GRANT EXECUTE ON FUNCTION approval_gate.refuse(text, text, jsonb, bigint) TO approval_gate_executor;
+GRANT EXECUTE ON FUNCTION approval_gate.refuse(text, text, jsonb, bigint)
+    TO approval_gate_agent, approval_gate_approver, approval_gate_executor;
 GRANT EXECUTE ON FUNCTION approval_gate.start_execution(text, jsonb, bigint) TO approval_gate_executor;
 GRANT EXECUTE ON FUNCTION approval_gate.finish_execution(text, jsonb, bigint) TO approval_gate_executor;
 GRANT EXECUTE ON FUNCTION approval_gate.archive(text, jsonb, bigint) TO approval_gate_approver;
