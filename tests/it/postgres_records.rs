@@ -830,3 +830,97 @@ fn postgres_an_agent_cannot_flood_the_chain_with_refused_decisions() {
     drop(agent);
     drop(logins);
 }
+
+/// Finding 5, at a decision: `decide` checks only the fields a decision may change (the rest
+/// must be the filed ones, which passed the whole check), and refuses a decision the library
+/// could not read back (AG011) or one that touches anything else (AG005).
+#[test]
+fn postgres_a_decision_the_library_cannot_read_is_refused() {
+    let store = Postgres.fresh();
+    let logins = Logins::create(&store);
+    let id = id_of(2);
+    sql_as(
+        &store,
+        &logins.agent,
+        file_sql(&record(&id, "deploy"), "{}"),
+    )
+    .expect("files");
+    let stored: Value = serde_json::from_str(
+        Postgres::query(
+            &store,
+            &format!("SELECT record::text FROM approval_gate.requests WHERE id = '{id}'"),
+        )[0][0]
+            .as_deref()
+            .expect("a record"),
+    )
+    .unwrap();
+    let denial = |edit: &dyn Fn(&mut Value)| {
+        let mut decided = stored.clone();
+        decided["status"] = "denied".into();
+        decided["decidedAt"] = "2026-01-01T00:00:01.000Z".into();
+        decided["decidedBy"] = "agent".into();
+        edit(&mut decided);
+        sql_as(
+            &store,
+            &logins.agent,
+            format!(
+                "SELECT approval_gate.decide('{id}', 'deny', 'denied', {}::jsonb, '{{}}'::jsonb, NULL::bigint)",
+                quote(&decided.to_string())
+            ),
+        )
+    };
+    let before = Postgres.contents(&store);
+    let cases: [(&str, &dyn Fn(&mut Value), &str); 7] = [
+        (
+            "an oversize reason",
+            &|r| r["decisionReason"] = "r".repeat(4097).into(),
+            "AG011",
+        ),
+        ("a numeric decider", &|r| r["decidedBy"] = 7.into(), "AG011"),
+        (
+            "a decision time in words",
+            &|r| r["decidedAt"] = "yesterday".into(),
+            "AG011",
+        ),
+        (
+            "no decision time",
+            &|r| r["decidedAt"] = Value::Null,
+            "AG011",
+        ),
+        (
+            "an approval of a number",
+            &|r| r["approvals"] = json!([1]),
+            "AG011",
+        ),
+        (
+            "an unknown status",
+            &|r| r["status"] = "maybe".into(),
+            "AG011",
+        ),
+        (
+            "a changed action",
+            &|r| r["action"] = "deploy everything".into(),
+            "AG005",
+        ),
+    ];
+    for (what, edit, code) in cases {
+        let refused = denial(edit);
+        assert!(
+            refused.as_ref().is_err_and(|e| e.starts_with(code)),
+            "a denial with {what}: {refused:?}"
+        );
+    }
+    assert_eq!(
+        approval_gate_tests::changed(&before, &Postgres.contents(&store)),
+        Vec::<String>::new(),
+        "refused decisions change nothing"
+    );
+    denial(&|_| {}).expect("the well-formed denial is taken");
+    let gate = gate_as(&store, &logins.approver);
+    let report = gate
+        .status(RequestId::parse(&id).unwrap())
+        .expect("readable");
+    assert_eq!(report.request().status(), Status::Denied);
+    drop(gate);
+    drop(logins);
+}

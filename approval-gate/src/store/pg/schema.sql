@@ -140,15 +140,21 @@ LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
                 ELSE session_user::text END
 $$;
 
+-- The small helpers below are plain SQL expressions with no `SET` clause, so that the planner
+-- inlines them into the steps that call them (a `SET` would make each call a function call
+-- that saves and restores the setting: tens of microseconds, many times a step). Only the
+-- schema's own functions may execute them, and each of those runs with its search_path
+-- fixed to `pg_catalog, pg_temp`, which the inlined expression then resolves in.
+
 -- RFC 3339 in UTC with milliseconds, as the library writes timestamps.
 CREATE OR REPLACE FUNCTION approval_gate.ts_text(ms bigint) RETURNS text
-LANGUAGE sql IMMUTABLE SET search_path = pg_catalog, pg_temp AS $$
+LANGUAGE sql STABLE AS $$
     SELECT to_char((timestamptz 'epoch' + ms * interval '1 millisecond') AT TIME ZONE 'UTC',
                    'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')
 $$;
 
 CREATE OR REPLACE FUNCTION approval_gate.ms_of(ts text) RETURNS bigint
-LANGUAGE sql IMMUTABLE SET search_path = pg_catalog, pg_temp AS $$
+LANGUAGE sql STABLE AS $$
     SELECT floor(extract(epoch FROM ts::timestamptz) * 1000)::bigint
 $$;
 
@@ -164,12 +170,13 @@ CREATE OR REPLACE FUNCTION approval_gate.require(what text, roles text[]) RETURN
 LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
     v_me oid := session_user::regrole::oid;
-    v_groups oid[] := roles::regrole[]::oid[];
+    v_groups oid[];
     v_owner oid;
 BEGIN
     IF (SELECT a.rolsuper FROM pg_roles a WHERE a.oid = v_me) THEN
         RETURN;
     END IF;
+    v_groups := roles::regrole[]::oid[];
     v_owner := (SELECT n.nspowner FROM pg_namespace n WHERE n.nspname = 'approval_gate');
     IF EXISTS (SELECT FROM pg_auth_members m
                WHERE m.member = v_me AND m.roleid = ANY (v_groups)
@@ -374,33 +381,81 @@ $$;
 -- 9999). A date that matches but does not exist (February 31st) fails the cast in
 -- `check_record`'s `ms_of`: refused all the same.
 CREATE OR REPLACE FUNCTION approval_gate.is_ts(v jsonb) RETURNS boolean
-LANGUAGE sql IMMUTABLE SET search_path = pg_catalog, pg_temp AS $$
+LANGUAGE sql IMMUTABLE AS $$
     SELECT coalesce(jsonb_typeof(v) = 'string'
         AND (v #>> '{}') ~ '^(19[7-9][0-9]|[2-9][0-9]{3})-(0[1-9]|1[0-2])-(0[1-9]|[12][0-9]|3[01])T([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9]\.[0-9]{3}Z$', false)
 $$;
 
 -- Whether `v` is a string of at most `max` bytes (NULL allowed when `nullable`).
 CREATE OR REPLACE FUNCTION approval_gate.is_text(v jsonb, max int, nullable boolean) RETURNS boolean
-LANGUAGE sql IMMUTABLE SET search_path = pg_catalog, pg_temp AS $$
+LANGUAGE sql IMMUTABLE AS $$
     SELECT CASE WHEN v IS NULL OR v = 'null'::jsonb THEN nullable
                 ELSE jsonb_typeof(v) = 'string' AND octet_length(v #>> '{}') <= max END
+$$;
+
+-- What is wrong with a record's decision (its status, decision time, decider, reason and
+-- approvals), or NULL: the fields a decision may change, so all `decide` must check of a
+-- record whose other fields are the filed ones.
+CREATE OR REPLACE FUNCTION approval_gate.decision_problem(rec jsonb) RETURNS text
+LANGUAGE plpgsql STABLE SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    v_problem text;
+    a jsonb;
+BEGIN
+    v_problem := CASE
+        WHEN jsonb_typeof(rec->'status') IS DISTINCT FROM 'string'
+             OR rec->>'status' NOT IN ('pending', 'approved', 'denied', 'expired', 'revoked')
+            THEN 'status is not one of pending, approved, denied, expired, revoked'
+        WHEN coalesce(rec->'decidedAt', 'null'::jsonb) <> 'null'::jsonb AND NOT approval_gate.is_ts(rec->'decidedAt')
+            THEN 'decidedAt is not an RFC 3339 time in milliseconds'
+        WHEN (coalesce(rec->'decidedAt', 'null'::jsonb) = 'null'::jsonb) <> (rec->>'status' = 'pending')
+            THEN 'its status disagrees with its decision time'
+        WHEN NOT approval_gate.is_text(rec->'decidedBy', {{MAX_NAME_BYTES}}, true)
+            THEN 'decidedBy is not a text of at most {{MAX_NAME_BYTES}} bytes'
+        WHEN NOT approval_gate.is_text(rec->'decisionReason', {{MAX_REASON_BYTES}}, true)
+            THEN 'decisionReason is not a text of at most {{MAX_REASON_BYTES}} bytes'
+        WHEN rec ? 'approvals' AND CASE
+                WHEN jsonb_typeof(rec->'approvals') = 'array'
+                    THEN jsonb_array_length(rec->'approvals') > {{MAX_QUORUM}}
+                ELSE true END
+            THEN 'approvals is not a list of at most {{MAX_QUORUM}}'
+    END;
+    IF v_problem IS NULL AND rec ? 'approvals' THEN
+        FOR a IN SELECT e FROM jsonb_array_elements(rec->'approvals') e LOOP
+            IF jsonb_typeof(a) IS DISTINCT FROM 'object'
+               OR (SELECT array_agg(k ORDER BY k COLLATE "C") FROM jsonb_object_keys(
+                      CASE WHEN jsonb_typeof(a) = 'object' THEN a ELSE '{}'::jsonb END) k)
+                  IS DISTINCT FROM ARRAY['decidedAt', 'decidedBy', 'principal', 'signature']
+               OR NOT approval_gate.is_text(a->'principal', {{MAX_NAME_BYTES}}, false)
+               OR NOT approval_gate.is_text(a->'decidedBy', {{MAX_NAME_BYTES}}, false)
+               OR NOT approval_gate.is_ts(a->'decidedAt')
+               OR NOT approval_gate.is_text(a->'signature', {{MAX_SIGNATURE_BYTES}}, false) THEN
+                RETURN 'an approval is not {principal, decidedBy, decidedAt, signature} within their limits';
+            END IF;
+        END LOOP;
+    END IF;
+    RETURN v_problem;
+END
 $$;
 
 -- Refuses (AG011) a record of request `rid` that the library could not read back, or that
 -- holds more than it ever writes: unknown keys, wrong types, another or a malformed id,
 -- oversize fields, a status that disagrees with its decision time. What only the library
 -- can check (the payload's canonical form and its BLAKE3 digest) it checks on every read,
--- and a record failing it is refused as unreadable there.
-CREATE OR REPLACE FUNCTION approval_gate.check_record(rec jsonb, rid text, payload text) RETURNS void
-LANGUAGE plpgsql IMMUTABLE SET search_path = pg_catalog, pg_temp AS $$
+-- and a record failing it is refused as unreadable there. With `decision_only`, only the
+-- fields a decision may change (`decision_problem`): `decide` has already proved the rest
+-- are the ones filed, which passed this check whole.
+DROP FUNCTION IF EXISTS approval_gate.check_record(jsonb, text, text);
+CREATE OR REPLACE FUNCTION approval_gate.check_record(rec jsonb, rid text, payload text,
+                                                      decision_only boolean) RETURNS void
+LANGUAGE plpgsql STABLE SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
     v_problem text;
     v_key text;
-    a jsonb;
 BEGIN
     IF jsonb_typeof(rec) IS DISTINCT FROM 'object' THEN
         v_problem := 'it is not a JSON object';
-    ELSE
+    ELSIF NOT decision_only THEN
         SELECT k INTO v_key FROM jsonb_object_keys(rec) k
             WHERE k <> ALL (ARRAY['version', 'id', 'action', 'reason', 'requestedBy', 'operation',
                 'payloadDigest', 'createdAt', 'expiresAt', 'status', 'decidedAt', 'decisionReason',
@@ -434,17 +489,6 @@ BEGIN
                 THEN 'createdAt or expiresAt is not an RFC 3339 time in milliseconds'
             WHEN approval_gate.ms_of(rec->>'expiresAt') <= approval_gate.ms_of(rec->>'createdAt')
                 THEN 'it expires before it was created'
-            WHEN jsonb_typeof(rec->'status') IS DISTINCT FROM 'string'
-                 OR rec->>'status' NOT IN ('pending', 'approved', 'denied', 'expired', 'revoked')
-                THEN 'status is not one of pending, approved, denied, expired, revoked'
-            WHEN coalesce(rec->'decidedAt', 'null'::jsonb) <> 'null'::jsonb AND NOT approval_gate.is_ts(rec->'decidedAt')
-                THEN 'decidedAt is not an RFC 3339 time in milliseconds'
-            WHEN (coalesce(rec->'decidedAt', 'null'::jsonb) = 'null'::jsonb) <> (rec->>'status' = 'pending')
-                THEN 'its status disagrees with its decision time'
-            WHEN NOT approval_gate.is_text(rec->'decidedBy', {{MAX_NAME_BYTES}}, true)
-                THEN 'decidedBy is not a text of at most {{MAX_NAME_BYTES}} bytes'
-            WHEN NOT approval_gate.is_text(rec->'decisionReason', {{MAX_REASON_BYTES}}, true)
-                THEN 'decisionReason is not a text of at most {{MAX_REASON_BYTES}} bytes'
             WHEN NOT approval_gate.is_text(rec->'filedBy', {{MAX_NAME_BYTES}}, true)
                 THEN 'filedBy is not a text of at most {{MAX_NAME_BYTES}} bytes'
             WHEN rec ? 'requiredApprovals' AND CASE
@@ -452,28 +496,9 @@ BEGIN
                         THEN (rec->>'requiredApprovals')::int NOT BETWEEN 1 AND {{MAX_QUORUM}}
                     ELSE true END
                 THEN 'requiredApprovals is not a whole number from 1 to {{MAX_QUORUM}}'
-            WHEN rec ? 'approvals' AND CASE
-                    WHEN jsonb_typeof(rec->'approvals') = 'array'
-                        THEN jsonb_array_length(rec->'approvals') > {{MAX_QUORUM}}
-                    ELSE true END
-                THEN 'approvals is not a list of at most {{MAX_QUORUM}}'
         END;
-        IF v_problem IS NULL AND rec ? 'approvals' THEN
-            FOR a IN SELECT e FROM jsonb_array_elements(rec->'approvals') e LOOP
-                IF jsonb_typeof(a) IS DISTINCT FROM 'object'
-                   OR (SELECT array_agg(k ORDER BY k COLLATE "C") FROM jsonb_object_keys(
-                          CASE WHEN jsonb_typeof(a) = 'object' THEN a ELSE '{}'::jsonb END) k)
-                      IS DISTINCT FROM ARRAY['decidedAt', 'decidedBy', 'principal', 'signature']
-                   OR NOT approval_gate.is_text(a->'principal', {{MAX_NAME_BYTES}}, false)
-                   OR NOT approval_gate.is_text(a->'decidedBy', {{MAX_NAME_BYTES}}, false)
-                   OR NOT approval_gate.is_ts(a->'decidedAt')
-                   OR NOT approval_gate.is_text(a->'signature', {{MAX_SIGNATURE_BYTES}}, false) THEN
-                    v_problem := 'an approval is not {principal, decidedBy, decidedAt, signature} within their limits';
-                    EXIT;
-                END IF;
-            END LOOP;
-        END IF;
     END IF;
+    v_problem := coalesce(v_problem, approval_gate.decision_problem(rec));
     IF v_problem IS NOT NULL THEN
         RAISE EXCEPTION USING ERRCODE = 'AG011',
             MESSAGE = format('the record of request %s is not one the library reads: %s', left(rid, 12), v_problem);
@@ -566,7 +591,7 @@ BEGIN
     PERFORM approval_gate.require('file requests', ARRAY['approval_gate_agent']);
     max_pending := least(max_pending, approval_gate.setting('max_pending'));
     max_requests := least(max_requests, approval_gate.setting('max_requests'));
-    PERFORM approval_gate.check_record(v_rec, v_id, payload);
+    PERFORM approval_gate.check_record(v_rec, v_id, payload, false);
     IF v_rec->>'status' IS DISTINCT FROM 'pending' OR v_rec ? 'payload'
        OR coalesce(v_rec->>'decidedAt', v_rec->>'decidedBy', v_rec->>'decisionReason') IS NOT NULL
        OR jsonb_array_length(coalesce(v_rec->'approvals', '[]'::jsonb)) <> 0 THEN
@@ -701,7 +726,7 @@ BEGIN
             MESSAGE = format('a decision on request %s may change only its decision', rid);
     END IF;
     -- Read only once its shape is checked: what `jsonb_array_length` and the rest read.
-    PERFORM approval_gate.check_record(v_new, rid, r.payload);
+    PERFORM approval_gate.check_record(v_new, rid, r.payload, true);
     v_old_approvals := coalesce(r.record->'approvals', '[]'::jsonb);
     v_new_approvals := coalesce(v_new->'approvals', '[]'::jsonb);
     v_old_n := jsonb_array_length(v_old_approvals);
