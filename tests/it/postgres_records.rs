@@ -831,6 +831,9 @@ fn postgres_an_agent_cannot_flood_the_chain_with_refused_decisions() {
     drop(logins);
 }
 
+/// A change made to a record before it is handed to `decide`.
+type Edit<'a> = &'a dyn Fn(&mut Value);
+
 /// Finding 5, at a decision: `decide` checks only the fields a decision may change (the rest
 /// must be the filed ones, which passed the whole check), and refuses a decision the library
 /// could not read back (AG011) or one that touches anything else (AG005).
@@ -870,7 +873,7 @@ fn postgres_a_decision_the_library_cannot_read_is_refused() {
         )
     };
     let before = Postgres.contents(&store);
-    let cases: [(&str, &dyn Fn(&mut Value), &str); 7] = [
+    let cases: [(&str, Edit, &str); 7] = [
         (
             "an oversize reason",
             &|r| r["decisionReason"] = "r".repeat(4097).into(),
