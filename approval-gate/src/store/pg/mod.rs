@@ -21,6 +21,8 @@
 //! per connection and panics when used, or dropped, inside another runtime: every call and
 //! every drop of a connection is made off any runtime thread ([`off_runtime`]).
 
+#[cfg(test)]
+mod rules_agree;
 mod tls;
 
 use std::collections::HashMap;
