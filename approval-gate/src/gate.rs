@@ -322,8 +322,6 @@ impl Gate {
         saved.and(recorded)
     }
 
-    /// Fails if the audit log would refuse an append (broken, or unanchored): checked before
-    /// a "yes" takes effect, so that none ever happens without its line.
     /// Makes an effect and records it: as one step on a store that [records
     /// effects](Store::records_effects), otherwise the effect first and its line after (a
     /// "no" or a filing takes effect before it is recorded; see
@@ -348,6 +346,8 @@ impl Gate {
         self.record_after(saved, id, operation, event, Value::Object(details))
     }
 
+    /// Fails if the audit log would refuse an append (broken, or unanchored): checked before
+    /// a "yes" takes effect, so that none ever happens without its line.
     pub(crate) fn check_audit_appendable(&self) -> Result<(), Error> {
         self.store().check_appendable()
     }
