@@ -12,371 +12,427 @@ use crate::payload::PayloadError;
 use crate::status::EffectiveStatus;
 use crate::time::Timestamp;
 
-/// Everything that can go wrong, each refusal in its own variant.
-///
-/// Messages are lowercase and say what happened; none of them authorizes anything.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum Error {
-    /// The text is not a request id (12 lowercase hex characters).
-    #[error("invalid request id {id:?}: expected 12 lowercase hex characters")]
-    InvalidId {
-        /// The offending text (at most 64 characters of it).
-        id: String,
-    },
+mod table;
 
-    /// A field of a new request or decision is not acceptable.
-    #[error("invalid {field}: {problem}")]
-    InvalidInput {
-        /// Which field.
-        field: &'static str,
-        /// What is wrong with it and how to fix it.
-        problem: String,
-    },
+use table::error_table;
 
-    /// The payload is not acceptable canonical JSON.
-    #[error("invalid payload: {0}")]
-    InvalidPayload(#[from] PayloadError),
+// One table names every kind once: each variant with its docs, its message, its code (the
+// stable name and the code's doc line) and its fields. `ErrorCode` with its `ALL` and
+// `as_str`, and `Error::code`, follow from it (see `table.rs`).
+error_table! {
+    /// The kind of an [`Error`], with a stable `snake_case` name (`as_str`, `Display` and serde
+    /// all give it): one per error variant, so no front end lists the variants or matches on
+    /// strings.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+    #[non_exhaustive]
+    pub enum ErrorCode;
 
-    /// The approved payload cannot be carried faithfully by the executor's payload type.
-    #[error(
-        "approved payload of request {id} does not round-trip through the executor's type: {problem}"
-    )]
-    PayloadType {
-        /// The request.
-        id: RequestId,
-        /// What did not round-trip.
-        problem: PayloadError,
-    },
+    /// Everything that can go wrong, each refusal in its own variant.
+    ///
+    /// Messages are lowercase and say what happened; none of them authorizes anything.
+    #[derive(Debug, thiserror::Error)]
+    #[non_exhaustive]
+    pub enum Error {
+        /// The text is not a request id (12 lowercase hex characters).
+        #[error("invalid request id {id:?}: expected 12 lowercase hex characters")]
+        #[code("invalid_id", "an id that is not 12 lowercase letters and digits.")]
+        InvalidId {
+            /// The offending text (at most 64 characters of it).
+            id: String,
+        },
 
-    /// Too many pending requests: a human has to decide some, or they have to expire.
-    #[error("approval queue full: {pending} pending requests (limit {limit})")]
-    QueueFull {
-        /// Pending requests now.
-        pending: usize,
-        /// The configured cap.
-        limit: usize,
-    },
+        /// A field of a new request or decision is not acceptable.
+        #[error("invalid {field}: {problem}")]
+        #[code("invalid_input", "a field of a request or decision is unacceptable.")]
+        InvalidInput {
+            /// Which field.
+            field: &'static str,
+            /// What is wrong with it and how to fix it.
+            problem: String,
+        },
 
-    /// Too many requests on disk: archive finished ones.
-    #[error(
-        "approval store full: {requests} requests on disk (limit {limit}); run `approval-gate archive`"
-    )]
-    CreationLimit {
-        /// Requests on disk now.
-        requests: usize,
-        /// The configured cap.
-        limit: usize,
-    },
+        /// The payload is not acceptable canonical JSON.
+        #[error("invalid payload: {0}")]
+        #[code("invalid_payload", "the payload is not acceptable JSON.")]
+        InvalidPayload(#[from] PayloadError),
 
-    /// No request with this id in the live store.
-    #[error("request {0} not found")]
-    NotFound(RequestId),
+        /// The approved payload cannot be carried faithfully by the executor's payload type.
+        #[error(
+            "approved payload of request {id} does not round-trip through the executor's type: {problem}"
+        )]
+        #[code("payload_type", "the approved payload does not round-trip through the executor's type.")]
+        PayloadType {
+            /// The request.
+            id: RequestId,
+            /// What did not round-trip.
+            problem: PayloadError,
+        },
 
-    /// The request was archived and can never be used again.
-    #[error("request {0} is archived and can no longer be used")]
-    Archived(RequestId),
+        /// Too many pending requests: a human has to decide some, or they have to expire.
+        #[error("approval queue full: {pending} pending requests (limit {limit})")]
+        #[code("queue_full", "the pending queue is at its cap.")]
+        QueueFull {
+            /// Pending requests now.
+            pending: usize,
+            /// The configured cap.
+            limit: usize,
+        },
 
-    /// The request is still waiting for a human decision.
-    #[error("request {0} is pending: not approved")]
-    NotApproved(RequestId),
+        /// Too many requests on disk: archive finished ones.
+        #[error(
+            "approval store full: {requests} requests on disk (limit {limit}); run `approval-gate archive`"
+        )]
+        #[code("creation_limit", "the live store holds as many requests as allowed.")]
+        CreationLimit {
+            /// Requests on disk now.
+            requests: usize,
+            /// The configured cap.
+            limit: usize,
+        },
 
-    /// A human denied the request.
-    #[error("request {0} was denied")]
-    Denied(RequestId),
+        /// No request with this id in the live store.
+        #[error("request {0} not found")]
+        #[code("not_found", "no such request.")]
+        NotFound(RequestId),
 
-    /// The request expired before a human approved it.
-    #[error("request {0} expired before it was approved")]
-    Expired(RequestId),
+        /// The request was archived and can never be used again.
+        #[error("request {0} is archived and can no longer be used")]
+        #[code("archived", "the request was archived.")]
+        Archived(RequestId),
 
-    /// A human revoked the approval before it was consumed.
-    #[error("approval of request {0} was revoked")]
-    Revoked(RequestId),
+        /// The request is still waiting for a human decision.
+        #[error("request {0} is pending: not approved")]
+        #[code("not_approved", "the request is still pending.")]
+        NotApproved(RequestId),
 
-    /// The approval was already consumed: a replay.
-    #[error("approval of request {0} was already consumed")]
-    AlreadyConsumed(RequestId),
+        /// A human denied the request.
+        #[error("request {0} was denied")]
+        #[code("denied", "a human denied it.")]
+        Denied(RequestId),
 
-    /// The approval expired before it was consumed.
-    #[error("approval of request {id} expired at {expired_at}")]
-    ApprovalExpired {
-        /// The request.
-        id: RequestId,
-        /// When it expired.
-        expired_at: Timestamp,
-    },
+        /// The request expired before a human approved it.
+        #[error("request {0} expired before it was approved")]
+        #[code("expired", "it expired while pending.")]
+        Expired(RequestId),
 
-    /// The approval expired while the consume was being made durable; it is spent.
-    #[error(
-        "approval of request {id} expired at {expired_at} while the consume was being recorded; it is spent"
-    )]
-    ExpiredDuringConsume {
-        /// The request.
-        id: RequestId,
-        /// When it expired.
-        expired_at: Timestamp,
-    },
+        /// A human revoked the approval before it was consumed.
+        #[error("approval of request {0} was revoked")]
+        #[code("revoked", "the approval was revoked.")]
+        Revoked(RequestId),
 
-    /// The action text differs from the approved one.
-    #[error("action text does not match the approved request {0}")]
-    ActionMismatch(RequestId),
+        /// The approval was already consumed: a replay.
+        #[error("approval of request {0} was already consumed")]
+        #[code("already_consumed", "the approval was already used.")]
+        AlreadyConsumed(RequestId),
 
-    /// The operation differs from the approved one.
-    #[error(
-        "operation does not match the approved request {id}: expected {expected:?}, got {got:?}"
-    )]
-    OperationMismatch {
-        /// The request.
-        id: RequestId,
-        /// The approved operation.
-        expected: Option<String>,
-        /// The operation supplied.
-        got: Option<String>,
-    },
+        /// The approval expired before it was consumed.
+        #[error("approval of request {id} expired at {expired_at}")]
+        #[code("approval_expired", "the approval expired before it was used.")]
+        ApprovalExpired {
+            /// The request.
+            id: RequestId,
+            /// When it expired.
+            expired_at: Timestamp,
+        },
 
-    /// The payload differs from the approved one.
-    #[error("payload does not match the approved request {id} (approved digest {expected})")]
-    PayloadMismatch {
-        /// The request.
-        id: RequestId,
-        /// Digest of the approved payload, or `none`.
-        expected: String,
-    },
+        /// The approval expired while the consume was being made durable; it is spent.
+        #[error(
+            "approval of request {id} expired at {expired_at} while the consume was being recorded; it is spent"
+        )]
+        #[code("expired_during_consume", "the approval expired while being consumed (it is spent).")]
+        ExpiredDuringConsume {
+            /// The request.
+            id: RequestId,
+            /// When it expired.
+            expired_at: Timestamp,
+        },
 
-    /// Under a policy, the approvals of the request do not add up to the distinct trusted
-    /// approvers it needs (every signature that is there verified and is trusted).
-    #[error(
-        "request {id} has {valid} valid signed approvals of the {required} its policy requires: nothing is authorized"
-    )]
-    InsufficientApprovals {
-        /// The request.
-        id: RequestId,
-        /// Distinct trusted approvers whose signatures verify.
-        valid: u32,
-        /// How many the policy requires.
-        required: u32,
-    },
+        /// The action text differs from the approved one.
+        #[error("action text does not match the approved request {0}")]
+        #[code("action_mismatch", "the action text differs from the approved one.")]
+        ActionMismatch(RequestId),
 
-    /// A stored or offered signature does not verify against the request as it stands.
-    #[error("the approval of request {id} by {principal} has a bad signature: {problem}")]
-    BadSignature {
-        /// The request.
-        id: RequestId,
-        /// The principal the approval claims.
-        principal: String,
-        /// What is wrong with it.
-        problem: String,
-    },
+        /// The operation differs from the approved one.
+        #[error(
+            "operation does not match the approved request {id}: expected {expected:?}, got {got:?}"
+        )]
+        #[code("operation_mismatch", "the operation differs from the approved one.")]
+        OperationMismatch {
+            /// The request.
+            id: RequestId,
+            /// The approved operation.
+            expected: Option<String>,
+            /// The operation supplied.
+            got: Option<String>,
+        },
 
-    /// A signature verifies, but the policy does not trust its key for its principal.
-    #[error(
-        "the approval of request {id} by {principal} is signed by {key}, which the policy does not trust for {principal}"
-    )]
-    UntrustedSigner {
-        /// The request.
-        id: RequestId,
-        /// The principal the approval claims.
-        principal: String,
-        /// The key's SHA256 fingerprint.
-        key: String,
-    },
+        /// The payload differs from the approved one.
+        #[error("payload does not match the approved request {id} (approved digest {expected})")]
+        #[code("payload_mismatch", "the payload differs from the approved one.")]
+        PayloadMismatch {
+            /// The request.
+            id: RequestId,
+            /// Digest of the approved payload, or `none`.
+            expected: String,
+        },
 
-    /// An approval without a signature, where signed approvals are required.
-    #[error(
-        "request {id} needs signed approvals ({required} distinct approvers): approve with an approver's key"
-    )]
-    SignatureRequired {
-        /// The request.
-        id: RequestId,
-        /// How many distinct approvers it needs.
-        required: u32,
-    },
+        /// Under a policy, the approvals of the request do not add up to the distinct trusted
+        /// approvers it needs (every signature that is there verified and is trusted).
+        #[error(
+            "request {id} has {valid} valid signed approvals of the {required} its policy requires: nothing is authorized"
+        )]
+        #[code("insufficient_approvals", "fewer valid signed approvals than the policy needs.")]
+        InsufficientApprovals {
+            /// The request.
+            id: RequestId,
+            /// Distinct trusted approvers whose signatures verify.
+            valid: u32,
+            /// How many the policy requires.
+            required: u32,
+        },
 
-    /// The principal, or the key, already approved this request: each approver counts once.
-    #[error("{principal} already approved request {id}: each approver counts once")]
-    AlreadySigned {
-        /// The request.
-        id: RequestId,
-        /// Who approved it before.
-        principal: String,
-    },
+        /// A stored or offered signature does not verify against the request as it stands.
+        #[error("the approval of request {id} by {principal} has a bad signature: {problem}")]
+        #[code("bad_signature", "a signature does not verify against the request.")]
+        BadSignature {
+            /// The request.
+            id: RequestId,
+            /// The principal the approval claims.
+            principal: String,
+            /// What is wrong with it.
+            problem: String,
+        },
 
-    /// A signed approval offered to a gate that holds no trusted approvers: it could not
-    /// tell a trusted signature from one made by anyone's key, so it records none.
-    #[error(
-        "request {id}: a signed approval needs the trusted approvers (an allowed_signers file) on the gate that records it, so that only trusted signatures count; nothing was recorded"
-    )]
-    NoApprovers {
-        /// The request.
-        id: RequestId,
-    },
+        /// A signature verifies, but the policy does not trust its key for its principal.
+        #[error(
+            "the approval of request {id} by {principal} is signed by {key}, which the policy does not trust for {principal}"
+        )]
+        #[code("untrusted_signer", "a signature by a key the policy does not trust.")]
+        UntrustedSigner {
+            /// The request.
+            id: RequestId,
+            /// The principal the approval claims.
+            principal: String,
+            /// The key's SHA256 fingerprint.
+            key: String,
+        },
 
-    /// Signing a decision statement failed.
-    #[error("signing failed: {0}")]
-    Signing(String),
+        /// An approval without a signature, where signed approvals are required.
+        #[error(
+            "request {id} needs signed approvals ({required} distinct approvers): approve with an approver's key"
+        )]
+        #[code("signature_required", "an unsigned approval where signatures are required.")]
+        SignatureRequired {
+            /// The request.
+            id: RequestId,
+            /// How many distinct approvers it needs.
+            required: u32,
+        },
 
-    /// The request is no longer the one the human was shown.
-    #[error("request {0} changed since it was shown: nothing was approved")]
-    Changed(RequestId),
+        /// The principal, or the key, already approved this request: each approver counts once.
+        #[error("{principal} already approved request {id}: each approver counts once")]
+        #[code("already_signed", "the approver already approved.")]
+        AlreadySigned {
+            /// The request.
+            id: RequestId,
+            /// Who approved it before.
+            principal: String,
+        },
 
-    /// A decision was attempted on a request in a state that does not allow it.
-    #[error("cannot {operation} request {id}: it is {status}")]
-    WrongState {
-        /// The request.
-        id: RequestId,
-        /// What was attempted (`approve`, `deny`, `revoke`).
-        operation: &'static str,
-        /// Where the request stands.
-        status: EffectiveStatus,
-    },
+        /// A signed approval offered to a gate that holds no trusted approvers: it could not
+        /// tell a trusted signature from one made by anyone's key, so it records none.
+        #[error(
+            "request {id}: a signed approval needs the trusted approvers (an allowed_signers file) on the gate that records it, so that only trusted signatures count; nothing was recorded"
+        )]
+        #[code("no_approvers", "a signed approval offered to a gate without trusted approvers.")]
+        NoApprovers {
+            /// The request.
+            id: RequestId,
+        },
 
-    /// A state directory or file is a symlink, not ours, or writable by others.
-    #[error("refusing unsafe state path {path}: {problem}")]
-    UnsafeState {
-        /// The path.
-        path: PathBuf,
-        /// Why it is refused.
-        problem: String,
-    },
+        /// Signing a decision statement failed.
+        #[error("signing failed: {0}")]
+        #[code("signing", "signing a decision statement failed.")]
+        Signing(String),
 
-    /// A state file does not hold what this crate writes.
-    #[error("corrupt state file {path}: {problem}")]
-    Corrupt {
-        /// The path.
-        path: PathBuf,
-        /// What is wrong.
-        problem: String,
-    },
+        /// The request is no longer the one the human was shown.
+        #[error("request {0} changed since it was shown: nothing was approved")]
+        #[code("changed", "the request changed after it was shown.")]
+        Changed(RequestId),
 
-    /// A request's record cannot be read (damaged, truncated, of an unknown format version,
-    /// or failing its own consistency checks). It refuses everything about its own id and
-    /// nothing else: listings show it as unreadable, other requests keep working.
-    #[error(
-        "request {id} is unreadable: {problem}; it refuses everything until a human repairs or removes its record (`approval-gate doctor` lists such records)"
-    )]
-    Unreadable {
-        /// The request.
-        id: RequestId,
-        /// What is wrong with its record.
-        problem: String,
-    },
+        /// A decision was attempted on a request in a state that does not allow it.
+        #[error("cannot {operation} request {id}: it is {status}")]
+        #[code("wrong_state", "the request is not in a state that allows this.")]
+        WrongState {
+            /// The request.
+            id: RequestId,
+            /// What was attempted (`approve`, `deny`, `revoke`).
+            operation: &'static str,
+            /// Where the request stands.
+            status: EffectiveStatus,
+        },
 
-    /// The audit log fails verification.
-    #[error("audit log broken at line {line}: {problem}")]
-    AuditBroken {
-        /// 1-based line number of the first bad line.
-        line: u64,
-        /// What is wrong there.
-        problem: String,
-    },
+        /// A state directory or file is a symlink, not ours, or writable by others.
+        #[error("refusing unsafe state path {path}: {problem}")]
+        #[code("unsafe_state", "a state file is unsafe (symlink, foreign owner, open permissions).")]
+        UnsafeState {
+            /// The path.
+            path: PathBuf,
+            /// Why it is refused.
+            problem: String,
+        },
 
-    /// The audit log's lines chain and verify, but what they say could not have happened: a
-    /// request's events do not follow the state machine (`docs/authorization-states.md`),
-    /// such as `consumed` with no `approved` before it. The log was written by someone other
-    /// than the gate, or by a gate that broke its own rules; either way a human must look.
-    #[error("audit log inconsistent at line {line}: request {id}: {problem}")]
-    AuditInconsistent {
-        /// 1-based line number of the first line that makes no sense.
-        line: u64,
-        /// The request the line is about.
-        id: RequestId,
-        /// What the line says and why it cannot follow what came before.
-        problem: String,
-    },
+        /// A state file does not hold what this crate writes.
+        #[error("corrupt state file {path}: {problem}")]
+        #[code("corrupt", "a state file is damaged.")]
+        Corrupt {
+            /// The path.
+            path: PathBuf,
+            /// What is wrong.
+            problem: String,
+        },
 
-    /// The operation took effect on disk, but the directory fsync that makes it survive a
-    /// crash failed: after a power loss it may be as if it never happened. It is not a
-    /// refusal: check where the request stands (`approval-gate show ID`) before acting
-    /// again. A consume reported this way is spent and authorizes nothing.
-    #[error(
-        "{operation} of request {id} took effect ({}), but its durability is unknown: {source}; check the request with `approval-gate show {id}`",
-        consequence(operation)
-    )]
-    DurabilityUnknown {
-        /// The request.
-        id: RequestId,
-        /// What was done: `request`, `approve`, `deny`, `revoke`, `expire`, `consume`,
-        /// `execute` or `archive`.
-        operation: &'static str,
-        /// The failure after the change was in place.
-        source: Box<Error>,
-    },
+        /// A request's record cannot be read (damaged, truncated, of an unknown format version,
+        /// or failing its own consistency checks). It refuses everything about its own id and
+        /// nothing else: listings show it as unreadable, other requests keep working.
+        #[error(
+            "request {id} is unreadable: {problem}; it refuses everything until a human repairs or removes its record (`approval-gate doctor` lists such records)"
+        )]
+        #[code("unreadable", "the request's record cannot be read.")]
+        Unreadable {
+            /// The request.
+            id: RequestId,
+            /// What is wrong with its record.
+            problem: String,
+        },
 
-    /// The operation took effect, but what follows it (its audit line, or for `execute` the
-    /// start of the execution) failed. A "no" (deny, revoke, expire) stands even when it
-    /// cannot be recorded; a consume reported this way is spent and authorizes nothing.
-    #[error(
-        "{operation} of request {id} took effect ({}), but recording it failed: {source}; run `approval-gate audit verify`",
-        consequence(operation)
-    )]
-    NotRecorded {
-        /// The request.
-        id: RequestId,
-        /// What was done, as for [`Error::DurabilityUnknown`].
-        operation: &'static str,
-        /// What failed.
-        source: Box<Error>,
-    },
+        /// The audit log fails verification.
+        #[error("audit log broken at line {line}: {problem}")]
+        #[code("audit_broken", "the audit log fails verification or refuses appends.")]
+        AuditBroken {
+            /// 1-based line number of the first bad line.
+            line: u64,
+            /// What is wrong there.
+            problem: String,
+        },
 
-    /// The store has no directory to use.
-    #[error("no state directory: set APPROVAL_GATE_DIR or HOME")]
-    NoStateDir,
+        /// The audit log's lines chain and verify, but what they say could not have happened: a
+        /// request's events do not follow the state machine (`docs/authorization-states.md`),
+        /// such as `consumed` with no `approved` before it. The log was written by someone other
+        /// than the gate, or by a gate that broke its own rules; either way a human must look.
+        #[error("audit log inconsistent at line {line}: request {id}: {problem}")]
+        #[code("audit_inconsistent", "the audit log's events break the state machine.")]
+        AuditInconsistent {
+            /// 1-based line number of the first line that makes no sense.
+            line: u64,
+            /// The request the line is about.
+            id: RequestId,
+            /// What the line says and why it cannot follow what came before.
+            problem: String,
+        },
 
-    /// The operating system's random source failed.
-    #[error("random source failed: {0}")]
-    Random(String),
+        /// The operation took effect on disk, but the directory fsync that makes it survive a
+        /// crash failed: after a power loss it may be as if it never happened. It is not a
+        /// refusal: check where the request stands (`approval-gate show ID`) before acting
+        /// again. A consume reported this way is spent and authorizes nothing.
+        #[error(
+            "{operation} of request {id} took effect ({}), but its durability is unknown: {source}; check the request with `approval-gate show {id}`",
+            consequence(operation)
+        )]
+        #[code("durability_unknown", "it took effect, but may not survive a crash.")]
+        DurabilityUnknown {
+            /// The request.
+            id: RequestId,
+            /// What was done: `request`, `approve`, `deny`, `revoke`, `expire`, `consume`,
+            /// `execute` or `archive`.
+            operation: &'static str,
+            /// The failure after the change was in place.
+            source: Box<Error>,
+        },
 
-    /// The database store failed or refused: the connection, the server, or a check the
-    /// database makes itself (a change it does not allow, a schema it does not have).
-    #[error("database: {operation}: {problem}")]
-    Database {
-        /// What was being done.
-        operation: &'static str,
-        /// What the database or the connection said.
-        problem: String,
-    },
+        /// The operation took effect, but what follows it (its audit line, or for `execute` the
+        /// start of the execution) failed. A "no" (deny, revoke, expire) stands even when it
+        /// cannot be recorded; a consume reported this way is spent and authorizes nothing.
+        #[error(
+            "{operation} of request {id} took effect ({}), but recording it failed: {source}; run `approval-gate audit verify`",
+            consequence(operation)
+        )]
+        #[code("not_recorded", "it took effect, but its audit line could not be written.")]
+        NotRecorded {
+            /// The request.
+            id: RequestId,
+            /// What was done, as for [`Error::DurabilityUnknown`].
+            operation: &'static str,
+            /// What failed.
+            source: Box<Error>,
+        },
 
-    /// The database refused the session user: its login lacks the role this step needs
-    /// (`approval_gate_agent`, `approval_gate_approver` or `approval_gate_executor`).
-    #[error("not permitted: {problem}")]
-    NotPermitted {
-        /// What was refused, and which roles would allow it.
-        problem: String,
-    },
+        /// The store has no directory to use.
+        #[error("no state directory: set APPROVAL_GATE_DIR or HOME")]
+        #[code("no_state_dir", "no state directory to use.")]
+        NoStateDir,
 
-    /// A wait of the database store ran out (its `lock_timeout`, a few seconds unless the
-    /// store URL sets another): another session held what this step needed, such as an agent
-    /// sitting inside an open transaction after a step of its own. The step was rolled back
-    /// whole: nothing changed. The holder is found after the fact, best effort.
-    #[error(
-        "{operation}: blocked: gave up after {after} waiting for {what}, held by {}; nothing changed",
-        holder(role.as_deref(), *pid)
-    )]
-    Blocked {
-        /// What was being done.
-        operation: &'static str,
-        /// What it waited for (a request's row or lock, the audit chain's head row, a filing
-        /// slot), as far as could be found.
-        what: String,
-        /// The role of the session that held it, if found.
-        role: Option<String>,
-        /// That session's backend pid, if found (`pg_terminate_backend` ends it).
-        pid: Option<i32>,
-        /// How long it waited: the session's bound.
-        after: String,
-    },
+        /// The operating system's random source failed.
+        #[error("random source failed: {0}")]
+        #[code("random", "the OS random source failed.")]
+        Random(String),
 
-    /// A filesystem operation failed.
-    #[error("{op} {path}: {source}")]
-    Io {
-        /// What was being done.
-        op: &'static str,
-        /// On which path.
-        path: PathBuf,
-        /// The OS error.
-        #[source]
-        source: io::Error,
-    },
+        /// The database store failed or refused: the connection, the server, or a check the
+        /// database makes itself (a change it does not allow, a schema it does not have).
+        #[error("database: {operation}: {problem}")]
+        #[code("database", "the database store failed or refused a change.")]
+        Database {
+            /// What was being done.
+            operation: &'static str,
+            /// What the database or the connection said.
+            problem: String,
+        },
+
+        /// The database refused the session user: its login lacks the role this step needs
+        /// (`approval_gate_agent`, `approval_gate_approver` or `approval_gate_executor`).
+        #[error("not permitted: {problem}")]
+        #[code("not_permitted", "the database refused the session user's role.")]
+        NotPermitted {
+            /// What was refused, and which roles would allow it.
+            problem: String,
+        },
+
+        /// A wait of the database store ran out (its `lock_timeout`, a few seconds unless the
+        /// store URL sets another): another session held what this step needed, such as an agent
+        /// sitting inside an open transaction after a step of its own. The step was rolled back
+        /// whole: nothing changed. The holder is found after the fact, best effort.
+        #[error(
+            "{operation}: blocked: gave up after {after} waiting for {what}, held by {}; nothing changed",
+            holder(role.as_deref(), *pid)
+        )]
+        #[code("blocked", "a wait of the database store ran out; nothing changed.")]
+        Blocked {
+            /// What was being done.
+            operation: &'static str,
+            /// What it waited for (a request's row or lock, the audit chain's head row, a filing
+            /// slot), as far as could be found.
+            what: String,
+            /// The role of the session that held it, if found.
+            role: Option<String>,
+            /// That session's backend pid, if found (`pg_terminate_backend` ends it).
+            pid: Option<i32>,
+            /// How long it waited: the session's bound.
+            after: String,
+        },
+
+        /// A filesystem operation failed.
+        #[error("{op} {path}: {source}")]
+        #[code("io", "an I/O error.")]
+        Io {
+            /// What was being done.
+            op: &'static str,
+            /// On which path.
+            path: PathBuf,
+            /// The OS error.
+            #[source]
+            source: io::Error,
+        },
+    }
 }
 
 /// Who held what a blocked step waited for, as [`Error::Blocked`] says it.
@@ -448,54 +504,6 @@ impl Error {
         }
     }
 
-    /// The kind of error, as a stable code: what audit lines, the CLI's `--json` and MCP
-    /// answers carry.
-    #[must_use]
-    pub fn code(&self) -> ErrorCode {
-        match self {
-            Self::InvalidId { .. } => ErrorCode::InvalidId,
-            Self::InvalidInput { .. } => ErrorCode::InvalidInput,
-            Self::InvalidPayload(_) => ErrorCode::InvalidPayload,
-            Self::PayloadType { .. } => ErrorCode::PayloadType,
-            Self::QueueFull { .. } => ErrorCode::QueueFull,
-            Self::CreationLimit { .. } => ErrorCode::CreationLimit,
-            Self::NotFound(_) => ErrorCode::NotFound,
-            Self::Archived(_) => ErrorCode::Archived,
-            Self::NotApproved(_) => ErrorCode::NotApproved,
-            Self::Denied(_) => ErrorCode::Denied,
-            Self::Expired(_) => ErrorCode::Expired,
-            Self::Revoked(_) => ErrorCode::Revoked,
-            Self::AlreadyConsumed(_) => ErrorCode::AlreadyConsumed,
-            Self::ApprovalExpired { .. } => ErrorCode::ApprovalExpired,
-            Self::ExpiredDuringConsume { .. } => ErrorCode::ExpiredDuringConsume,
-            Self::ActionMismatch(_) => ErrorCode::ActionMismatch,
-            Self::OperationMismatch { .. } => ErrorCode::OperationMismatch,
-            Self::PayloadMismatch { .. } => ErrorCode::PayloadMismatch,
-            Self::InsufficientApprovals { .. } => ErrorCode::InsufficientApprovals,
-            Self::BadSignature { .. } => ErrorCode::BadSignature,
-            Self::UntrustedSigner { .. } => ErrorCode::UntrustedSigner,
-            Self::SignatureRequired { .. } => ErrorCode::SignatureRequired,
-            Self::AlreadySigned { .. } => ErrorCode::AlreadySigned,
-            Self::NoApprovers { .. } => ErrorCode::NoApprovers,
-            Self::Signing(_) => ErrorCode::Signing,
-            Self::Changed(_) => ErrorCode::Changed,
-            Self::WrongState { .. } => ErrorCode::WrongState,
-            Self::UnsafeState { .. } => ErrorCode::UnsafeState,
-            Self::Corrupt { .. } => ErrorCode::Corrupt,
-            Self::Unreadable { .. } => ErrorCode::Unreadable,
-            Self::AuditBroken { .. } => ErrorCode::AuditBroken,
-            Self::AuditInconsistent { .. } => ErrorCode::AuditInconsistent,
-            Self::DurabilityUnknown { .. } => ErrorCode::DurabilityUnknown,
-            Self::NotRecorded { .. } => ErrorCode::NotRecorded,
-            Self::NoStateDir => ErrorCode::NoStateDir,
-            Self::Random(_) => ErrorCode::Random,
-            Self::Database { .. } => ErrorCode::Database,
-            Self::NotPermitted { .. } => ErrorCode::NotPermitted,
-            Self::Blocked { .. } => ErrorCode::Blocked,
-            Self::Io { .. } => ErrorCode::Io,
-        }
-    }
-
     /// The request this error is about, if it is about one.
     #[must_use]
     pub fn request_id(&self) -> Option<RequestId> {
@@ -551,188 +559,6 @@ impl Error {
     }
 }
 
-/// The kind of an [`Error`], with a stable `snake_case` name (`as_str`, `Display` and serde
-/// all give it): one per error variant, so no front end lists the variants or matches on
-/// strings.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "snake_case")]
-#[non_exhaustive]
-pub enum ErrorCode {
-    /// [`Error::InvalidId`]: an id that is not 12 lowercase letters and digits.
-    InvalidId,
-    /// [`Error::InvalidInput`]: a field of a request or decision is unacceptable.
-    InvalidInput,
-    /// [`Error::InvalidPayload`]: the payload is not acceptable JSON.
-    InvalidPayload,
-    /// [`Error::PayloadType`]: the approved payload does not round-trip through the executor's type.
-    PayloadType,
-    /// [`Error::QueueFull`]: the pending queue is at its cap.
-    QueueFull,
-    /// [`Error::CreationLimit`]: the live store holds as many requests as allowed.
-    CreationLimit,
-    /// [`Error::NotFound`]: no such request.
-    NotFound,
-    /// [`Error::Archived`]: the request was archived.
-    Archived,
-    /// [`Error::NotApproved`]: the request is still pending.
-    NotApproved,
-    /// [`Error::Denied`]: a human denied it.
-    Denied,
-    /// [`Error::Expired`]: it expired while pending.
-    Expired,
-    /// [`Error::Revoked`]: the approval was revoked.
-    Revoked,
-    /// [`Error::AlreadyConsumed`]: the approval was already used.
-    AlreadyConsumed,
-    /// [`Error::ApprovalExpired`]: the approval expired before it was used.
-    ApprovalExpired,
-    /// [`Error::ExpiredDuringConsume`]: the approval expired while being consumed (it is spent).
-    ExpiredDuringConsume,
-    /// [`Error::ActionMismatch`]: the action text differs from the approved one.
-    ActionMismatch,
-    /// [`Error::OperationMismatch`]: the operation differs from the approved one.
-    OperationMismatch,
-    /// [`Error::PayloadMismatch`]: the payload differs from the approved one.
-    PayloadMismatch,
-    /// [`Error::InsufficientApprovals`]: fewer valid signed approvals than the policy needs.
-    InsufficientApprovals,
-    /// [`Error::BadSignature`]: a signature does not verify against the request.
-    BadSignature,
-    /// [`Error::UntrustedSigner`]: a signature by a key the policy does not trust.
-    UntrustedSigner,
-    /// [`Error::SignatureRequired`]: an unsigned approval where signatures are required.
-    SignatureRequired,
-    /// [`Error::AlreadySigned`]: the approver already approved.
-    AlreadySigned,
-    /// [`Error::NoApprovers`]: a signed approval offered to a gate without trusted approvers.
-    NoApprovers,
-    /// [`Error::Signing`]: signing a decision statement failed.
-    Signing,
-    /// [`Error::Changed`]: the request changed after it was shown.
-    Changed,
-    /// [`Error::WrongState`]: the request is not in a state that allows this.
-    WrongState,
-    /// [`Error::UnsafeState`]: a state file is unsafe (symlink, foreign owner, open permissions).
-    UnsafeState,
-    /// [`Error::Corrupt`]: a state file is damaged.
-    Corrupt,
-    /// [`Error::Unreadable`]: the request's record cannot be read.
-    Unreadable,
-    /// [`Error::AuditBroken`]: the audit log fails verification or refuses appends.
-    AuditBroken,
-    /// [`Error::AuditInconsistent`]: the audit log's events break the state machine.
-    AuditInconsistent,
-    /// [`Error::DurabilityUnknown`]: it took effect, but may not survive a crash.
-    DurabilityUnknown,
-    /// [`Error::NotRecorded`]: it took effect, but its audit line could not be written.
-    NotRecorded,
-    /// [`Error::NoStateDir`]: no state directory to use.
-    NoStateDir,
-    /// [`Error::Random`]: the OS random source failed.
-    Random,
-    /// [`Error::Database`]: the database store failed or refused a change.
-    Database,
-    /// [`Error::NotPermitted`]: the database refused the session user's role.
-    NotPermitted,
-    /// [`Error::Blocked`]: a wait of the database store ran out; nothing changed.
-    Blocked,
-    /// [`Error::Io`]: an I/O error.
-    Io,
-}
-
-impl ErrorCode {
-    /// Every code, in declaration order.
-    pub const ALL: &'static [ErrorCode] = &[
-        Self::InvalidId,
-        Self::InvalidInput,
-        Self::InvalidPayload,
-        Self::PayloadType,
-        Self::QueueFull,
-        Self::CreationLimit,
-        Self::NotFound,
-        Self::Archived,
-        Self::NotApproved,
-        Self::Denied,
-        Self::Expired,
-        Self::Revoked,
-        Self::AlreadyConsumed,
-        Self::ApprovalExpired,
-        Self::ExpiredDuringConsume,
-        Self::ActionMismatch,
-        Self::OperationMismatch,
-        Self::PayloadMismatch,
-        Self::InsufficientApprovals,
-        Self::BadSignature,
-        Self::UntrustedSigner,
-        Self::SignatureRequired,
-        Self::AlreadySigned,
-        Self::NoApprovers,
-        Self::Signing,
-        Self::Changed,
-        Self::WrongState,
-        Self::UnsafeState,
-        Self::Corrupt,
-        Self::Unreadable,
-        Self::AuditBroken,
-        Self::AuditInconsistent,
-        Self::DurabilityUnknown,
-        Self::NotRecorded,
-        Self::NoStateDir,
-        Self::Random,
-        Self::Database,
-        Self::NotPermitted,
-        Self::Blocked,
-        Self::Io,
-    ];
-
-    /// The stable name, e.g. `already_consumed`.
-    #[must_use]
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::InvalidId => "invalid_id",
-            Self::InvalidInput => "invalid_input",
-            Self::InvalidPayload => "invalid_payload",
-            Self::PayloadType => "payload_type",
-            Self::QueueFull => "queue_full",
-            Self::CreationLimit => "creation_limit",
-            Self::NotFound => "not_found",
-            Self::Archived => "archived",
-            Self::NotApproved => "not_approved",
-            Self::Denied => "denied",
-            Self::Expired => "expired",
-            Self::Revoked => "revoked",
-            Self::AlreadyConsumed => "already_consumed",
-            Self::ApprovalExpired => "approval_expired",
-            Self::ExpiredDuringConsume => "expired_during_consume",
-            Self::ActionMismatch => "action_mismatch",
-            Self::OperationMismatch => "operation_mismatch",
-            Self::PayloadMismatch => "payload_mismatch",
-            Self::InsufficientApprovals => "insufficient_approvals",
-            Self::BadSignature => "bad_signature",
-            Self::UntrustedSigner => "untrusted_signer",
-            Self::SignatureRequired => "signature_required",
-            Self::AlreadySigned => "already_signed",
-            Self::NoApprovers => "no_approvers",
-            Self::Signing => "signing",
-            Self::Changed => "changed",
-            Self::WrongState => "wrong_state",
-            Self::UnsafeState => "unsafe_state",
-            Self::Corrupt => "corrupt",
-            Self::Unreadable => "unreadable",
-            Self::AuditBroken => "audit_broken",
-            Self::AuditInconsistent => "audit_inconsistent",
-            Self::DurabilityUnknown => "durability_unknown",
-            Self::NotRecorded => "not_recorded",
-            Self::NoStateDir => "no_state_dir",
-            Self::Random => "random",
-            Self::Database => "database",
-            Self::NotPermitted => "not_permitted",
-            Self::Blocked => "blocked",
-            Self::Io => "io",
-        }
-    }
-}
-
 impl std::fmt::Display for ErrorCode {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(self.as_str())
@@ -740,38 +566,4 @@ impl std::fmt::Display for ErrorCode {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn every_code_has_one_stable_snake_case_name_that_serde_agrees_with() {
-        let mut seen = std::collections::HashSet::new();
-        for code in ErrorCode::ALL {
-            let name = code.as_str();
-            assert!(seen.insert(name), "{name} twice");
-            assert!(
-                name.bytes().all(|b| b.is_ascii_lowercase() || b == b'_'),
-                "{name}"
-            );
-            assert_eq!(code.to_string(), name);
-            let json = serde_json::to_value(code).unwrap();
-            assert_eq!(json, serde_json::Value::from(name));
-            assert_eq!(serde_json::from_value::<ErrorCode>(json).unwrap(), *code);
-        }
-        assert_eq!(seen.len(), 40);
-    }
-
-    #[test]
-    fn a_refusal_names_its_request_and_where_it_stands() {
-        let id: RequestId = "a1b2c3d4e5f6".parse().unwrap();
-        let mismatch = Error::ActionMismatch(id);
-        assert_eq!(mismatch.code(), ErrorCode::ActionMismatch);
-        assert_eq!(mismatch.request_id(), Some(id));
-        assert_eq!(mismatch.status(), Some(EffectiveStatus::ApprovedUnconsumed));
-        let spent = Error::AlreadyConsumed(id);
-        assert_eq!(spent.status(), Some(EffectiveStatus::Consumed));
-        let lost = Error::NotFound(id);
-        assert_eq!((lost.request_id(), lost.status()), (Some(id), None));
-        assert_eq!(Error::NoStateDir.request_id(), None);
-    }
-}
+mod tests;
