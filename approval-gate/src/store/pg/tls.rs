@@ -37,6 +37,8 @@ use rustls_pki_types::pem::PemObject;
 use rustls_pki_types::{CertificateDer, ServerName, UnixTime};
 use tokio_postgres_rustls::MakeRustlsConnect;
 
+use crate::store::percent;
+
 /// The `application_name` a session reports when neither the text nor `PGAPPNAME` names one.
 const APPLICATION_NAME: &str = "approval-gate";
 
@@ -423,7 +425,7 @@ fn split_url(text: &str, body_at: usize, secrets: &mut Vec<String>) -> Result<Sp
         Some(at) => {
             if let Some((_, password)) = body[..at].split_once(':') {
                 secrets.push(password.to_owned());
-                secrets.push(String::from_utf8_lossy(&percent_decode(password)).into_owned());
+                secrets.push(String::from_utf8_lossy(&percent::decode(password)).into_owned());
             }
             at + 1
         }
@@ -482,7 +484,7 @@ fn split_url(text: &str, body_at: usize, secrets: &mut Vec<String>) -> Result<Sp
             _ => {
                 if key == "password" {
                     secrets.push(value.to_owned());
-                    secrets.push(String::from_utf8_lossy(&percent_decode(value)).into_owned());
+                    secrets.push(String::from_utf8_lossy(&percent::decode(value)).into_owned());
                 }
                 kept.push(pair);
                 split.keys.insert(key);
@@ -501,35 +503,9 @@ fn split_url(text: &str, body_at: usize, secrets: &mut Vec<String>) -> Result<Sp
     Ok(split)
 }
 
-/// Percent-decoding as the crate (and libpq) does it: `%XX` is a byte, a `%` not followed by
-/// two hex digits is itself, and `+` is a plus.
-fn percent_decode(text: &str) -> Vec<u8> {
-    fn hex(byte: u8) -> Option<u8> {
-        char::from(byte).to_digit(16).map(|digit| digit as u8)
-    }
-    let bytes = text.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        if bytes[i] == b'%'
-            && let (Some(high), Some(low)) = (
-                bytes.get(i + 1).copied().and_then(hex),
-                bytes.get(i + 2).copied().and_then(hex),
-            )
-        {
-            out.push((high << 4) | low);
-            i += 3;
-        } else {
-            out.push(bytes[i]);
-            i += 1;
-        }
-    }
-    out
-}
-
-/// [`percent_decode`], as UTF-8; `what` names the part in the error.
+/// [`percent::decode`], as UTF-8; `what` names the part in the error.
 fn decode_utf8(text: &str, what: &str) -> Result<String, String> {
-    String::from_utf8(percent_decode(text))
+    String::from_utf8(percent::decode(text))
         .map_err(|_| format!("invalid connection string: {what} is not UTF-8 once percent-decoded"))
 }
 
@@ -911,9 +887,7 @@ mod tests {
     use rustls::{ClientConnection, ServerConfig, ServerConnection};
     use rustls_pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer, ServerName};
 
-    use super::{
-        RootCert, Settings, SslMode, client_config, connector, explain, percent_decode, settings,
-    };
+    use super::{RootCert, Settings, SslMode, client_config, connector, explain, settings};
 
     const PASSWORD: &str = "hunter2-s3cret";
 
@@ -1252,15 +1226,6 @@ mod tests {
             )
             .is_ok()
         );
-    }
-
-    #[test]
-    fn percent_decoding_is_libpqs() {
-        assert_eq!(percent_decode("a%20b%2Fc"), b"a b/c");
-        assert_eq!(percent_decode("100%"), b"100%");
-        assert_eq!(percent_decode("%zz%4"), b"%zz%4");
-        assert_eq!(percent_decode("a+b"), b"a+b");
-        assert_eq!(percent_decode("%C3%B6"), "ö".as_bytes());
     }
 
     /// A certificate authority made for one test.
