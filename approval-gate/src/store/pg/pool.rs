@@ -9,8 +9,8 @@ use std::time::{Duration, Instant};
 use postgres::types::ToSql;
 use postgres::{Client, NoTls, Row, Statement};
 
+use super::errors::{Failed, failed};
 use super::tls;
-use super::{Failed, failed};
 use crate::error::Error;
 use crate::id::RequestId;
 
