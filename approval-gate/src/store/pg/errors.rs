@@ -2,8 +2,9 @@
 //! library's [`Error`], and a wait that ran out as [`Error::Blocked`], naming who held what
 //! it waited for.
 
+use super::lock::{LOCK_ASK, LOCK_EXECUTION, LOCK_FILING, LOCK_REQUEST};
 use super::pool::Conn;
-use super::{LOCK_ASK, LOCK_EXECUTION, LOCK_FILING, LOCK_REQUEST, SCHEMA_VERSION, tls};
+use super::{SCHEMA_VERSION, tls};
 use crate::error::Error;
 use crate::id::RequestId;
 

@@ -21,18 +21,22 @@
 //! per connection and panics when used, or dropped, inside another runtime: every call and
 //! every drop of a connection is made off any runtime thread ([`off_runtime`]).
 //!
+//! [`LOCK_REQUEST`]: lock::LOCK_REQUEST
+//! [`LOCK_FILING`]: lock::LOCK_FILING
+//! [`LOCK_EXECUTION`]: lock::LOCK_EXECUTION
 //! [`SESSION_BOUNDS`]: pool::SESSION_BOUNDS
 //! [`off_runtime`]: pool::off_runtime
 
 mod errors;
+mod lock;
 mod pool;
 #[cfg(test)]
 mod rules_agree;
 mod tls;
 
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
-use std::time::{Duration, Instant};
+use std::sync::{Arc, PoisonError};
+use std::time::Duration;
 
 use postgres::fallible_iterator::FallibleIterator;
 use serde_json::{Map, Value};
@@ -46,90 +50,15 @@ use crate::time::Timestamp;
 use crate::wait::Change;
 
 use errors::{Failed, failed, is_wrong_state, map_error, sqlstate};
+use lock::{AdvisoryLock, Executing, LOCK_EXECUTION, LOCK_FILING, LOCK_INIT, LOCK_REQUEST};
 pub(crate) use pool::check_url;
-use pool::{Conn, Pool, RECONNECT_WINDOW, Retry, off_runtime, pool_for};
+use pool::{Conn, Pool, Retry, off_runtime, pool_for};
 
 /// The schema version this build creates and uses.
 pub const SCHEMA_VERSION: u32 = 1;
 
-/// Advisory lock class of a request's decisions and consume (`hashtext(id)` is the key).
-const LOCK_REQUEST: i32 = 1_095_192_400;
-/// Advisory lock class of a running execution; the schema's recovery uses the same number.
-const LOCK_EXECUTION: i32 = 1_095_192_401;
-/// Advisory lock class of filing (key 0).
-const LOCK_FILING: i32 = 1_095_192_402;
-/// Advisory lock class of `db init` (transaction-scoped, key 0).
-const LOCK_INIT: i32 = 1_095_192_403;
-
-/// Advisory lock class of identical asks while filing (taken by `file_request`).
-const LOCK_ASK: i32 = 1_095_192_404;
-
 /// The NOTIFY channel every change is announced on (its payload: the request id).
 const CHANNEL: &str = "approval_gate";
-
-/// A session advisory lock, held on a connection of its own until dropped.
-struct AdvisoryLock {
-    pool: Arc<Pool>,
-    /// In a mutex only because a held value must be `Sync`; one thread ever uses it.
-    client: Mutex<Option<Conn>>,
-    class: i32,
-    key: String,
-}
-
-impl AdvisoryLock {
-    fn take(
-        pool: &Arc<Pool>,
-        operation: &'static str,
-        class: i32,
-        key: &str,
-    ) -> Result<Self, Error> {
-        // Through the schema's `hold`: no role of the store may take advisory locks itself.
-        let client = off_runtime(|| {
-            let mut client = pool
-                .take_within(Retry::Connect, Instant::now() + RECONNECT_WINDOW)
-                .map_err(Failed::Sql)?;
-            match client.execute("SELECT approval_gate.hold($1, $2)", &[&class, &key]) {
-                Ok(_) => Ok(client),
-                Err(error) => {
-                    let failure = failed(&mut client, operation, Some(key), error);
-                    pool.give(client);
-                    Err(failure)
-                }
-            }
-        })
-        .map_err(|e| e.into_error(operation, None))?;
-        Ok(Self {
-            pool: Arc::clone(pool),
-            client: Mutex::new(Some(client)),
-            class,
-            key: key.to_owned(),
-        })
-    }
-}
-
-impl Drop for AdvisoryLock {
-    fn drop(&mut self) {
-        let Some(mut client) = self
-            .client
-            .get_mut()
-            .unwrap_or_else(PoisonError::into_inner)
-            .take()
-        else {
-            return;
-        };
-        let (pool, class, key) = (&self.pool, self.class, &self.key);
-        off_runtime(move || {
-            // A failed unlock closes the session instead, which lets go of the lock too.
-            let unlocked = client.query_one(
-                "SELECT pg_catalog.pg_advisory_unlock($1, pg_catalog.hashtext($2))",
-                &[&class, key],
-            );
-            if matches!(unlocked, Ok(ref row) if row.get::<_, bool>(0)) {
-                pool.give(client);
-            }
-        });
-    }
-}
 
 /// The PostgreSQL store.
 pub(crate) struct PgStore {
@@ -501,9 +430,6 @@ fn check_head(
     }
     Ok(summary)
 }
-
-/// An execution's mark: the session advisory lock its executor holds while it runs.
-struct Executing(#[allow(dead_code)] AdvisoryLock);
 
 /// Stops a LISTEN thread when dropped.
 struct StopOnDrop(Arc<AtomicBool>);
