@@ -4,7 +4,8 @@
 
 use super::lock::{LOCK_ASK, LOCK_EXECUTION, LOCK_FILING, LOCK_REQUEST};
 use super::pool::Conn;
-use super::{SCHEMA_VERSION, tls};
+use super::schema::SCHEMA_VERSION;
+use super::tls;
 use crate::error::Error;
 use crate::id::RequestId;
 
