@@ -28,6 +28,7 @@
 //! [`off_runtime`]: pool::off_runtime
 
 mod errors;
+mod listen;
 mod lock;
 mod pool;
 #[cfg(test)]
@@ -35,11 +36,8 @@ mod rules_agree;
 mod schema;
 mod tls;
 
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, PoisonError};
-use std::time::Duration;
 
-use postgres::fallible_iterator::FallibleIterator;
 use serde_json::{Map, Value};
 
 use super::{Caps, ChangeSink, Entry, Filed, Held, Loaded, Location, Store};
@@ -48,16 +46,12 @@ use crate::error::Error;
 use crate::id::RequestId;
 use crate::request::Request;
 use crate::time::Timestamp;
-use crate::wait::Change;
 
 use errors::{Failed, failed, is_wrong_state, map_error, sqlstate};
 use lock::{AdvisoryLock, Executing, LOCK_EXECUTION, LOCK_FILING, LOCK_REQUEST};
 pub(crate) use pool::check_url;
 use pool::{Conn, Pool, Retry, off_runtime, pool_for};
 pub use schema::{SCHEMA_VERSION, init, init_with_limits};
-
-/// The NOTIFY channel every change is announced on (its payload: the request id).
-const CHANNEL: &str = "approval_gate";
 
 /// The PostgreSQL store.
 pub(crate) struct PgStore {
@@ -281,49 +275,6 @@ fn check_head(
         });
     }
     Ok(summary)
-}
-
-/// Stops a LISTEN thread when dropped.
-struct StopOnDrop(Arc<AtomicBool>);
-
-impl Drop for StopOnDrop {
-    fn drop(&mut self) {
-        self.0.store(true, Ordering::Relaxed);
-    }
-}
-
-/// The LISTEN loop: forwards each notification as a hint, and [`Change::Unknown`] whenever it
-/// (re)connects, since anything may have changed while it was not listening.
-fn listen(pool: &Pool, sink: &ChangeSink, stop: &AtomicBool) {
-    let mut backoff = Duration::from_millis(50);
-    while !stop.load(Ordering::Relaxed) {
-        let Ok(mut client) = pool.connect() else {
-            std::thread::sleep(backoff);
-            backoff = (backoff * 2).min(Duration::from_secs(2));
-            continue;
-        };
-        if client.batch_execute(&format!("LISTEN {CHANNEL}")).is_err() {
-            std::thread::sleep(backoff);
-            continue;
-        }
-        backoff = Duration::from_millis(50);
-        sink(Change::Unknown);
-        while !stop.load(Ordering::Relaxed) {
-            let next = client
-                .notifications()
-                .timeout_iter(Duration::from_millis(200))
-                .next();
-            match next {
-                Ok(Some(note)) => match RequestId::parse(note.payload()) {
-                    Ok(id) => sink(Change::Request(id)),
-                    Err(_) => sink(Change::Unknown),
-                },
-                Ok(None) if !client.is_closed() => {}
-                _ => break,
-            }
-        }
-        sink(Change::Unknown);
-    }
 }
 
 impl Store for PgStore {
@@ -816,19 +767,14 @@ impl Store for PgStore {
     }
 
     fn watch(&self, sink: ChangeSink) -> Result<Held, String> {
-        let stop = Arc::new(AtomicBool::new(false));
-        let pool = Arc::clone(&self.pool);
-        let flag = Arc::clone(&stop);
-        std::thread::Builder::new()
-            .name("approval-gate-listen".into())
-            .spawn(move || listen(&pool, &sink, &flag))
-            .map_err(|e| format!("cannot start the LISTEN thread: {e}"))?;
-        Ok(Held::new(StopOnDrop(stop)))
+        listen::watch(&self.pool, sink)
     }
 }
 
 #[cfg(test)]
 mod tests {
+    use std::time::Duration;
+
     use postgres::NoTls;
 
     use super::schema::schema_sql;
