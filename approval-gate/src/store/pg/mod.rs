@@ -27,10 +27,13 @@
 //! [`SESSION_BOUNDS`]: pool::SESSION_BOUNDS
 //! [`off_runtime`]: pool::off_runtime
 
+mod audit;
+mod calls;
 mod errors;
 mod listen;
 mod lock;
 mod pool;
+mod rows;
 #[cfg(test)]
 mod rules_agree;
 mod schema;
@@ -47,10 +50,12 @@ use crate::id::RequestId;
 use crate::request::Request;
 use crate::time::Timestamp;
 
+use audit::check_head;
 use errors::{Failed, failed, is_wrong_state, map_error, sqlstate};
 use lock::{AdvisoryLock, Executing, LOCK_EXECUTION, LOCK_FILING, LOCK_REQUEST};
 pub(crate) use pool::check_url;
-use pool::{Conn, Pool, Retry, off_runtime, pool_for};
+use pool::{Pool, Retry, off_runtime, pool_for};
+use rows::{compose, details_text, event_name, split};
 pub use schema::{SCHEMA_VERSION, init, init_with_limits};
 
 /// The PostgreSQL store.
@@ -67,39 +72,6 @@ impl std::fmt::Debug for PgStore {
     }
 }
 
-/// A stored row's record with its payload spliced back in: the request's JSON record.
-fn compose(record: &str, payload: Option<&str>) -> Vec<u8> {
-    let body = record.trim_start().strip_prefix('{').unwrap_or(record);
-    format!("{{\"payload\":{},{body}", payload.unwrap_or("null")).into_bytes()
-}
-
-/// The record of `request` without its payload, as the database keeps it, and its payload.
-fn split(request: &Request) -> Result<(String, Option<String>), Error> {
-    let mut record = serde_json::to_value(request).map_err(|e| Error::Database {
-        operation: "save",
-        problem: format!("cannot serialise the record: {e}"),
-    })?;
-    if let Value::Object(fields) = &mut record {
-        fields.remove("payload");
-    }
-    Ok((
-        record.to_string(),
-        request.payload().map(|p| p.as_str().to_owned()),
-    ))
-}
-
-/// An event's name as the audit log spells it (`consume_refused`).
-fn event_name(event: AuditEvent) -> String {
-    match serde_json::to_value(event) {
-        Ok(Value::String(name)) => name,
-        _ => String::new(),
-    }
-}
-
-fn details_text(details: &Map<String, Value>) -> String {
-    Value::Object(details.clone()).to_string()
-}
-
 impl PgStore {
     pub(crate) fn open(url: &str) -> Result<Self, Error> {
         let pool = Arc::new(pool_for(url)?);
@@ -110,171 +82,6 @@ impl PgStore {
         schema::check_version(&store.pool)?;
         Ok(store)
     }
-
-    fn read<R: Send>(
-        &self,
-        operation: &'static str,
-        id: Option<RequestId>,
-        f: impl Fn(&mut Conn) -> Result<R, postgres::Error> + Send + Sync,
-    ) -> Result<R, Error> {
-        self.pool.run(operation, id, Retry::Read, f)
-    }
-
-    fn write<R: Send>(
-        &self,
-        operation: &'static str,
-        id: RequestId,
-        f: impl Fn(&mut Conn) -> Result<R, postgres::Error> + Send + Sync,
-    ) -> Result<R, Result<Error, postgres::Error>> {
-        self.pool
-            .run_raw(operation, Some(id), Retry::Connect, f)
-            .map_err(|e| match e {
-                Failed::Sql(e) if is_wrong_state(&e) => Err(e),
-                other => Ok(other.into_error(operation, Some(id))),
-            })
-    }
-
-    /// The error a step refused as the wrong state for stands for: the request as it stands.
-    fn wrong_state(&self, id: RequestId, operation: &'static str, now: Timestamp) -> Error {
-        match (self.load(id), self.is_claimed(id)) {
-            (Ok(Some(request)), Ok(claimed)) => Error::WrongState {
-                id,
-                operation,
-                status: request.effective(claimed, now),
-            },
-            (Err(error), _) | (_, Err(error)) => error,
-            (Ok(None), _) => Error::NotFound(id),
-        }
-    }
-
-    /// A write whose refusal for the request's state is reported as [`Error::WrongState`].
-    fn step<R: Send>(
-        &self,
-        operation: &'static str,
-        id: RequestId,
-        now: Timestamp,
-        f: impl Fn(&mut Conn) -> Result<R, postgres::Error> + Send + Sync,
-    ) -> Result<R, Error> {
-        self.write(operation, id, f).map_err(|error| match error {
-            Ok(error) => error,
-            Err(_) => self.wrong_state(id, operation, now),
-        })
-    }
-
-    fn load_where(&self, id: RequestId, archived: bool) -> Result<Option<Request>, Error> {
-        let row = self.read("load", Some(id), |client| {
-            client.query_opt(
-                "SELECT record::text, payload FROM approval_gate.requests WHERE id = $1 AND archived = $2",
-                &[&id.as_str(), &archived],
-            )
-        })?;
-        let Some(row) = row else { return Ok(None) };
-        let record: String = row.get(0);
-        let payload: Option<String> = row.get(1);
-        Request::decode(id, &compose(&record, payload.as_deref()))
-            .map(Some)
-            .map_err(|problem| Error::Unreadable { id, problem })
-    }
-
-    fn ids(&self, operation: &'static str, sql: &'static str) -> Result<Vec<RequestId>, Error> {
-        let rows = self.read(operation, None, |client| client.query(sql, &[]))?;
-        Ok(rows
-            .iter()
-            .filter_map(|row| RequestId::parse(row.get::<_, &str>(0)).ok())
-            .collect())
-    }
-
-    /// The chain's lines in order, and the head row, after sealing every row committed so
-    /// far (a login that may not seal reads what is sealed).
-    fn chain(&self) -> Result<(Vec<u8>, i64, String), Error> {
-        self.lines(true)
-    }
-
-    /// The chain's sealed lines in order, and the head row; with `seal`, after sealing
-    /// every row committed so far (which a chain that disagrees with its head refuses).
-    fn lines(&self, seal: bool) -> Result<(Vec<u8>, i64, String), Error> {
-        self.read("audit", None, |client| {
-            if seal && let Err(error) = client.execute("SELECT approval_gate.seal(true)", &[]) {
-                let code = error.as_db_error().map(|db| db.code().code());
-                if !matches!(code, Some("42501" | "AG004")) {
-                    return Err(error);
-                }
-            }
-            let mut tx = client.client.build_transaction().read_only(true).start()?;
-            // One snapshot for the lines and the head.
-            tx.batch_execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")?;
-            let head = tx.query_one("SELECT seq, hash FROM approval_gate.audit_head", &[])?;
-            let mut bytes = Vec::new();
-            for row in tx.query(
-                "SELECT line FROM approval_gate.audit WHERE seq IS NOT NULL ORDER BY seq",
-                &[],
-            )? {
-                bytes.extend_from_slice(row.get::<_, &str>(0).as_bytes());
-                bytes.push(b'\n');
-            }
-            tx.commit()?;
-            Ok((bytes, head.get(0), head.get(1)))
-        })
-    }
-
-    fn refusal(&self, id: RequestId, reason: &str) -> Error {
-        let request = self.load(id).ok().flatten();
-        match reason {
-            "not_approved" => Error::NotApproved(id),
-            "denied" => Error::Denied(id),
-            "expired" => Error::Expired(id),
-            "revoked" => Error::Revoked(id),
-            "approval_expired" => Error::ApprovalExpired {
-                id,
-                expired_at: request.map_or(Timestamp::from_unix_millis(0), |r| r.expires_at()),
-            },
-            "insufficient_approvals" => Error::InsufficientApprovals {
-                id,
-                valid: request.as_ref().map_or(0, |r| {
-                    u32::try_from(r.approvals().len()).unwrap_or(u32::MAX)
-                }),
-                required: request.map_or(1, |r| r.required_approvals()),
-            },
-            other => Error::Database {
-                operation: "consume",
-                problem: format!("the database refused the claim: {other}"),
-            },
-        }
-    }
-}
-
-/// Checks a parsed chain's end against the head row: a cut tail, lines past the head, or
-/// an altered last line.
-fn check_head(
-    summary: AuditSummary,
-    head_seq: i64,
-    head_hash: &str,
-) -> Result<AuditSummary, Error> {
-    let head = u64::try_from(head_seq).unwrap_or(0);
-    if summary.lines < head {
-        return Err(Error::AuditBroken {
-            line: summary.lines + 1,
-            problem: format!(
-                "missing: the head row names line {head}, the chain ends at line {} (its tail was cut)",
-                summary.lines
-            ),
-        });
-    }
-    if summary.lines > head {
-        return Err(Error::AuditBroken {
-            line: head + 1,
-            problem: format!(
-                "lines past the head row, which names line {head}: they were added by hand"
-            ),
-        });
-    }
-    if summary.last_hash != head_hash {
-        return Err(Error::AuditBroken {
-            line: head,
-            problem: "altered: the last line does not match the hash in the head row".into(),
-        });
-    }
-    Ok(summary)
 }
 
 impl Store for PgStore {

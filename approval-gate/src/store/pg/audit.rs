@@ -1,0 +1,75 @@
+//! The audit chain as the database holds it: its lines read in one snapshot with the head
+//! row, and the chain's end checked against that row.
+
+use super::PgStore;
+use crate::audit::AuditSummary;
+use crate::error::Error;
+
+impl PgStore {
+    /// The chain's lines in order, and the head row, after sealing every row committed so
+    /// far (a login that may not seal reads what is sealed).
+    pub(super) fn chain(&self) -> Result<(Vec<u8>, i64, String), Error> {
+        self.lines(true)
+    }
+
+    /// The chain's sealed lines in order, and the head row; with `seal`, after sealing
+    /// every row committed so far (which a chain that disagrees with its head refuses).
+    pub(super) fn lines(&self, seal: bool) -> Result<(Vec<u8>, i64, String), Error> {
+        self.read("audit", None, |client| {
+            if seal && let Err(error) = client.execute("SELECT approval_gate.seal(true)", &[]) {
+                let code = error.as_db_error().map(|db| db.code().code());
+                if !matches!(code, Some("42501" | "AG004")) {
+                    return Err(error);
+                }
+            }
+            let mut tx = client.client.build_transaction().read_only(true).start()?;
+            // One snapshot for the lines and the head.
+            tx.batch_execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")?;
+            let head = tx.query_one("SELECT seq, hash FROM approval_gate.audit_head", &[])?;
+            let mut bytes = Vec::new();
+            for row in tx.query(
+                "SELECT line FROM approval_gate.audit WHERE seq IS NOT NULL ORDER BY seq",
+                &[],
+            )? {
+                bytes.extend_from_slice(row.get::<_, &str>(0).as_bytes());
+                bytes.push(b'\n');
+            }
+            tx.commit()?;
+            Ok((bytes, head.get(0), head.get(1)))
+        })
+    }
+}
+
+/// Checks a parsed chain's end against the head row: a cut tail, lines past the head, or
+/// an altered last line.
+pub(super) fn check_head(
+    summary: AuditSummary,
+    head_seq: i64,
+    head_hash: &str,
+) -> Result<AuditSummary, Error> {
+    let head = u64::try_from(head_seq).unwrap_or(0);
+    if summary.lines < head {
+        return Err(Error::AuditBroken {
+            line: summary.lines + 1,
+            problem: format!(
+                "missing: the head row names line {head}, the chain ends at line {} (its tail was cut)",
+                summary.lines
+            ),
+        });
+    }
+    if summary.lines > head {
+        return Err(Error::AuditBroken {
+            line: head + 1,
+            problem: format!(
+                "lines past the head row, which names line {head}: they were added by hand"
+            ),
+        });
+    }
+    if summary.last_hash != head_hash {
+        return Err(Error::AuditBroken {
+            line: head,
+            problem: "altered: the last line does not match the hash in the head row".into(),
+        });
+    }
+    Ok(summary)
+}
