@@ -29,6 +29,7 @@
 
 mod audit;
 mod calls;
+mod conninfo;
 mod errors;
 mod listen;
 mod lock;

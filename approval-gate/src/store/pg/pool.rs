@@ -10,7 +10,7 @@ use postgres::types::ToSql;
 use postgres::{Client, NoTls, Row, Statement};
 
 use super::errors::{Failed, failed};
-use super::tls;
+use super::{conninfo, tls};
 use crate::error::Error;
 use crate::id::RequestId;
 
@@ -294,7 +294,7 @@ fn env_var(name: &str) -> Option<String> {
 /// Checks what a store URL says by itself (its syntax, its options): the environment is left
 /// out, but for a user name, which it may leave to `PGUSER`.
 pub(crate) fn check_url(url: &str) -> Result<(), String> {
-    tls::settings(url, &|name| (name == "PGUSER").then(|| "user".to_owned())).map(drop)
+    conninfo::settings(url, &|name| (name == "PGUSER").then(|| "user".to_owned())).map(drop)
 }
 
 pub(super) fn pool_for(url: &str) -> Result<Pool, Error> {
@@ -302,7 +302,7 @@ pub(super) fn pool_for(url: &str) -> Result<Pool, Error> {
         field: "store",
         problem,
     };
-    let settings = tls::settings(url, &env_var).map_err(invalid)?;
+    let settings = conninfo::settings(url, &env_var).map_err(invalid)?;
     let tls = tls::connector(&settings).map_err(invalid)?;
     let mut config = settings.config;
     let options = match config.get_options() {
