@@ -1,8 +1,8 @@
 //! Percent-decoding (`%XX`) of the parts of a store location: one decoder for a `file:` URL's
 //! path and for a PostgreSQL store's URL.
 
-/// Percent-decoding as the `postgres` crate (and libpq) does it: `%XX` is a byte, a `%` not followed by
-/// two hex digits is itself, and `+` is a plus.
+/// Percent-decoding as the `postgres` crate (and libpq) does it: `%XX` is a byte, a `%` not
+/// followed by two hex digits is itself, and `+` is a plus.
 pub(super) fn decode(text: &str) -> Vec<u8> {
     let bytes = text.as_bytes();
     let mut out = Vec::with_capacity(bytes.len());
