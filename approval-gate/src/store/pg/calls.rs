@@ -1,6 +1,7 @@
 //! How the store's steps call the database: a read is tried again on a new session if its
-//! session is lost, a write never is, and a step the database refuses is reported as the
-//! error that refusal means for the request as it stands.
+//! session is lost, a write never is; a step refused for the request's state is reported as
+//! [`Error::WrongState`] for the request as it stands, and a refused claim as the error its
+//! reason names.
 
 use super::PgStore;
 use super::errors::{Failed, is_wrong_state};

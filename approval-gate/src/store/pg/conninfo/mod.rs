@@ -2,8 +2,8 @@
 //!
 //! A store location is a `postgres://` (or `postgresql://`) URL or a libpq `key=value` string.
 //! The `postgres` crate parses both, but knows only three of libpq's `sslmode`s and no
-//! `sslrootcert`; [`settings`] takes those two out of the text before the crate sees it (the
-//! text's grammar is [`text`]'s) and fills what the text leaves out from libpq's environment
+//! `sslrootcert`; [`settings`] takes those two out of the text before the crate sees it
+//! ([`text`] splits the text) and fills what the text leaves out from libpq's environment
 //! variables. [`tls`](super::tls) turns the mode and roots into a connector.
 //!
 //! As in libpq, `sslrootcert=system` means the operating system's roots and demands
