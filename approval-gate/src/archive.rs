@@ -4,11 +4,13 @@ use serde_json::json;
 
 use crate::audit::AuditEvent;
 use crate::error::Error;
-use crate::gate::{Gate, Scan};
+use crate::gate::Gate;
 use crate::id::RequestId;
-use crate::list::{Expiry, UnreadableRecord};
+use crate::list::Expiry;
 use crate::request::Request;
 use crate::rules;
+use crate::scan::Scan;
+use crate::scan::UnreadableRecord;
 use crate::store::Entry;
 
 /// What [`Gate::archive`] did (or, in a dry run, would do).
@@ -83,7 +85,7 @@ impl Gate {
                 Run::Move => Some(store.lock(id)?),
             };
             // Re-read under the lock: it may have changed since the scan.
-            let Some(Some(request)) = late.sort(store, id, store.load(id))? else {
+            let Some(Some(request)) = late.readable(store, id, store.load(id))? else {
                 continue;
             };
             let claimed = store.is_claimed(id)?;

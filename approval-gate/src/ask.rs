@@ -4,19 +4,12 @@ use serde_json::json;
 
 use crate::audit::AuditEvent;
 use crate::error::Error;
-use crate::gate::{Gate, Scan, Submitted, details};
+use crate::gate::{Gate, Submitted, details};
 use crate::id::RequestId;
 use crate::request::{NewRequest, Request, Status, StatusReport};
+use crate::scan::{Filing, Scan};
 use crate::store::{Caps, Entry, Filed};
 use crate::time::Timestamp;
-
-/// Whether a scan of the pending index runs with filing serialised (so an index entry
-/// without a record cannot be a filing in progress, and is dropped).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Filing {
-    Locked,
-    Running,
-}
 
 /// The fields of a request's `requested` line.
 fn requested_fields(request: &Request) -> serde_json::Value {
@@ -56,7 +49,7 @@ impl Gate {
         // Nothing is filed that the audit log cannot record.
         self.check_audit_appendable()?;
         let now = self.now();
-        let scan = self.scan_pending(now, Filing::Locked)?;
+        let scan = self.scan_pending(now, Filing::Serialised)?;
         if let Some(existing) = scan.requests.iter().find(|r| r.same_ask(&new)) {
             return Ok(Submitted {
                 request: existing.clone(),
@@ -164,12 +157,12 @@ impl Gate {
         let store = self.store();
         let mut scan = Scan::default();
         for (id, loaded) in store.load_pending()? {
-            let Some(loaded) = scan.sort(store, id, loaded)? else {
+            let Some(loaded) = scan.readable(store, id, loaded)? else {
                 continue;
             };
             match loaded {
                 None => {
-                    if filing == Filing::Locked {
+                    if filing == Filing::Serialised {
                         store.unindex(id)?;
                     }
                 }
@@ -178,7 +171,7 @@ impl Gate {
                 }
                 Some(request) if request.is_past_expiry(now) => {
                     let _lock = store.lock(id)?;
-                    scan.sort(store, id, self.refresh_locked(id, now))?;
+                    scan.readable(store, id, self.refresh_locked(id, now))?;
                 }
                 Some(request) => scan.requests.push(request),
             }

@@ -266,6 +266,28 @@ pub(crate) fn line_hash_at(bytes: &[u8], seq: u64) -> Option<String> {
         .map(|(_, h)| h)
 }
 
+/// Longest refusal text kept in a refusal line (`consume_refused`, `decision_refused`): a record that cannot be read is
+/// described by its parser, whose words may quote what the record holds.
+const MAX_DETAIL: usize = 1024;
+
+/// The longest `detail` a refusal line holds: [`MAX_DETAIL`] bytes and the mark of a cut.
+#[cfg_attr(not(feature = "postgres"), allow(dead_code))]
+pub(crate) const MAX_REFUSAL_DETAIL_BYTES: usize = MAX_DETAIL + "...".len();
+
+/// A refusal's text as a refusal line keeps it: cut at [`MAX_DETAIL`] bytes, with a mark.
+pub(crate) fn refusal_detail(refusal: &Error) -> String {
+    let mut detail = refusal.to_string();
+    if detail.len() > MAX_DETAIL {
+        let mut cut = MAX_DETAIL;
+        while !detail.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        detail.truncate(cut);
+        detail.push_str("...");
+    }
+    detail
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -7,6 +7,7 @@ use serde::de::DeserializeOwned;
 use serde_json::json;
 
 use crate::audit::AuditEvent;
+use crate::audit::refusal_detail;
 use crate::error::Error;
 use crate::faults::failpoint;
 use crate::gate::Gate;
@@ -16,28 +17,6 @@ use crate::request::{Binding, Request};
 use crate::rules;
 use crate::store::{Entry, Held};
 use crate::time::Timestamp;
-
-/// Longest refusal text kept in a `consume_refused` line: a record that cannot be read is
-/// described by its parser, whose words may quote what the record holds.
-const MAX_DETAIL: usize = 1024;
-
-/// The longest `detail` a refusal line holds: [`MAX_DETAIL`] bytes and the mark of a cut.
-#[cfg_attr(not(feature = "postgres"), allow(dead_code))]
-pub(crate) const MAX_REFUSAL_DETAIL_BYTES: usize = MAX_DETAIL + "...".len();
-
-/// A refusal's text as a refusal line keeps it: cut at [`MAX_DETAIL`] bytes, with a mark.
-pub(crate) fn refusal_detail(refusal: &Error) -> String {
-    let mut detail = refusal.to_string();
-    if detail.len() > MAX_DETAIL {
-        let mut cut = MAX_DETAIL;
-        while !detail.is_char_boundary(cut) {
-            cut -= 1;
-        }
-        detail.truncate(cut);
-        detail.push_str("...");
-    }
-    detail
-}
 
 impl Gate {
     /// Consumes an approval: the only thing that authorizes acting.

@@ -94,7 +94,7 @@ impl Gate {
                         json!({
                             "operation": verdict.operation(),
                             "reason": refusal.code(),
-                            "detail": crate::consume::refusal_detail(refusal),
+                            "detail": crate::audit::refusal_detail(refusal),
                         }),
                     );
                 }

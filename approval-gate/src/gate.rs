@@ -9,10 +9,8 @@ use crate::audit::{AuditEvent, AuditRecord, AuditSummary, Reanchored};
 use crate::error::Error;
 use crate::id::RequestId;
 use crate::limits::Limits;
-use crate::list::UnreadableRecord;
 use crate::policy::Policy;
 use crate::request::{Decision, Request, Status, StatusReport, check_ttl};
-use crate::store::dir::DirStore;
 use crate::store::{Entry, Location, Store};
 use crate::time::{Clock, SystemClock, Timestamp};
 use crate::trail::Recording;
@@ -95,18 +93,7 @@ impl GateBuilder {
             Some(location) => location,
             None => Gate::default_location()?,
         };
-        let store: Box<dyn Store> = match location {
-            Location::Dir(dir) => Box::new(DirStore::open(dir)?),
-            #[cfg(feature = "postgres")]
-            Location::Postgres(url) => Box::new(crate::store::pg::PgStore::open(&url)?),
-            #[cfg(not(feature = "postgres"))]
-            Location::Postgres(_) => {
-                return Err(Error::InvalidInput {
-                    field: "store",
-                    problem: "this build has no PostgreSQL store (build approval-gate with its `postgres` feature)".into(),
-                });
-            }
-        };
+        let store = crate::store::open::open(location)?;
         let gate = Gate {
             inner: Arc::new(Inner {
                 store,
@@ -140,37 +127,6 @@ struct Inner {
 #[derive(Debug, Clone)]
 pub struct Gate {
     inner: Arc<Inner>,
-}
-
-/// What a scan of the store found: the requests it could read, and the records it could not.
-#[derive(Debug, Default)]
-pub(crate) struct Scan {
-    pub(crate) requests: Vec<Request>,
-    pub(crate) unreadable: Vec<UnreadableRecord>,
-}
-
-impl Scan {
-    /// Sets the record of `id` aside as `None` if it cannot be read (an error about that
-    /// record alone); any other error ends the scan.
-    pub(crate) fn sort<T>(
-        &mut self,
-        store: &dyn Store,
-        id: RequestId,
-        result: Result<T, Error>,
-    ) -> Result<Option<T>, Error> {
-        match result {
-            Ok(value) => Ok(Some(value)),
-            Err(error) if store.spoils_only(id, &error) => {
-                let problem = match error {
-                    Error::Unreadable { problem, .. } => problem,
-                    other => other.to_string(),
-                };
-                self.unreadable.push(UnreadableRecord::new(id, problem));
-                Ok(None)
-            }
-            Err(other) => Err(other),
-        }
-    }
 }
 
 /// The fields of an audit record, from a JSON object (anything else has none).

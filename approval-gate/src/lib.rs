@@ -53,6 +53,7 @@
 mod archive;
 mod ask;
 mod audit;
+mod change;
 mod claim;
 mod consume;
 mod decide;
@@ -72,6 +73,7 @@ mod policy;
 mod recover;
 mod request;
 mod rules;
+mod scan;
 #[cfg(feature = "schemars")]
 mod schema;
 mod status;
@@ -93,7 +95,7 @@ pub use grant::Grant;
 pub use health::HealthReport;
 pub use id::{InvalidId, RequestId};
 pub use limits::Limits;
-pub use list::{ListFilter, ListItem, Page, UnreadableRecord};
+pub use list::{ListFilter, ListItem, Page};
 pub use payload::{CanonicalPayload, PayloadDigest, PayloadError};
 pub use policy::{Policy, SshKeygen, Standing};
 pub use recover::Recovery;
@@ -102,6 +104,7 @@ pub use request::{
     OPERATION_NAME_PATTERN, PayloadShown, ReportJson, Request, SIGNATURE_NAMESPACE,
     STATEMENT_VERSION, SignedApproval, Status, StatusReport, check_operation_name, os_user,
 };
+pub use scan::UnreadableRecord;
 pub use store::Location;
 
 /// The PostgreSQL store's schema (SPEC §10): what `approval-gate db init` applies. Open a
@@ -111,9 +114,10 @@ pub use store::Location;
 pub mod postgres {
     pub use crate::store::pg::{SCHEMA_VERSION, init, init_with_limits};
 }
+pub use change::Change;
 pub use time::{Clock, ManualClock, SystemClock, Timestamp};
 pub use wait::{
-    Arrivals, Change, Changes, Closer, FALLBACK, FALLBACK_WITHOUT_EVENTS, Waited, Waiting, Watch,
+    Arrivals, Changes, Closer, FALLBACK, FALLBACK_WITHOUT_EVENTS, Waited, Waiting, Watch,
     WatchBuilder,
 };
 

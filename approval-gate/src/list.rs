@@ -1,14 +1,13 @@
 //! Listing requests: a status filter, a stable order, and pagination.
 
-use serde::ser::SerializeStruct;
-use serde::{Serialize, Serializer};
+use serde::Serialize;
 
-use crate::ask::Filing;
 use crate::error::Error;
-use crate::gate::{Gate, Scan};
+use crate::gate::Gate;
 use crate::id::RequestId;
 use crate::limits::MAX_PAGE;
 use crate::request::{EffectiveStatus, Status, StatusReport};
+use crate::scan::{Filing, Scan, UnreadableRecord};
 use crate::time::Timestamp;
 
 /// Which requests [`Gate::list`] returns.
@@ -44,47 +43,6 @@ impl ListFilter {
             Self::Revoked => status == EffectiveStatus::Revoked,
             Self::All => true,
         }
-    }
-}
-
-/// A record of the live store that cannot be read: damaged, truncated, of an unknown format
-/// version, or failing its own consistency checks.
-///
-/// Every operation on its id refuses with [`Error::Unreadable`]; listings show it so that a
-/// human notices, and nothing else is held up by it. In JSON it is
-/// `{"id": ..., "unreadable": true, "problem": ..., "authorizesExecution": false}`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct UnreadableRecord {
-    id: RequestId,
-    problem: String,
-}
-
-impl UnreadableRecord {
-    pub(crate) fn new(id: RequestId, problem: String) -> Self {
-        Self { id, problem }
-    }
-
-    /// The id whose record cannot be read.
-    #[must_use]
-    pub fn id(&self) -> RequestId {
-        self.id
-    }
-
-    /// What is wrong with the record, in one line.
-    #[must_use]
-    pub fn problem(&self) -> &str {
-        &self.problem
-    }
-}
-
-impl Serialize for UnreadableRecord {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let mut out = serializer.serialize_struct("UnreadableRecord", 4)?;
-        out.serialize_field("id", &self.id)?;
-        out.serialize_field("unreadable", &true)?;
-        out.serialize_field("problem", &self.problem)?;
-        out.serialize_field("authorizesExecution", &false)?;
-        out.end()
     }
 }
 
@@ -179,7 +137,7 @@ impl Gate {
         }
         let now = self.now();
         let scan = if filter == ListFilter::Pending {
-            self.scan_pending(now, Filing::Running)?
+            self.scan_pending(now, Filing::Concurrent)?
         } else {
             self.scan_all(now, Expiry::Record)?
         };
@@ -232,7 +190,7 @@ impl Gate {
         let store = self.store();
         let mut scan = Scan::default();
         for id in store.live_ids()? {
-            let Some(Some(request)) = scan.sort(store, id, store.load(id))? else {
+            let Some(Some(request)) = scan.readable(store, id, store.load(id))? else {
                 continue;
             };
             if expiry == Expiry::Record
@@ -240,7 +198,9 @@ impl Gate {
                 && request.is_past_expiry(now)
             {
                 let _lock = store.lock(id)?;
-                if let Some((request, _)) = scan.sort(store, id, self.refresh_locked(id, now))? {
+                if let Some((request, _)) =
+                    scan.readable(store, id, self.refresh_locked(id, now))?
+                {
                     scan.requests.push(request);
                 }
             } else {

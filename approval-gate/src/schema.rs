@@ -6,7 +6,7 @@ use std::borrow::Cow;
 use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
 
 use crate::id::RequestId;
-use crate::list::UnreadableRecord;
+use crate::scan::UnreadableRecord;
 use crate::payload::{CanonicalPayload, PayloadDigest};
 use crate::time::Timestamp;
 

@@ -10,9 +10,10 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use crate::change::Change;
 pub use arrivals::Arrivals;
 use changes::Subscribers;
-pub use changes::{Change, Changes, Closer};
+pub use changes::{Changes, Closer};
 pub use waiting::Waiting;
 
 use crate::error::Error;

@@ -9,19 +9,7 @@ use std::collections::VecDeque;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError, Weak};
 use std::time::{Duration, Instant};
 
-use crate::id::RequestId;
-
-/// A hint that something in the store changed. Hints are never evidence: whoever receives
-/// one reads the store again, and a missed hint is made up for by the fallback re-read.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[non_exhaustive]
-pub enum Change {
-    /// The record of this request changed: it was filed, decided, expired, or archived.
-    Request(RequestId),
-    /// Something may have changed that no hint names: the watcher lost events, reported an
-    /// error, or the fallback interval passed. Read everything you care about again.
-    Unknown,
-}
+use crate::change::Change;
 
 /// More hints than this waiting unread in one subscription are replaced by one
 /// [`Change::Unknown`]: a subscriber that far behind re-reads everything anyway.
@@ -206,6 +194,7 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::id::RequestId;
 
     fn subscription(fallback: Duration) -> (Arc<Subscribers>, Changes) {
         let subscribers = Arc::new(Subscribers::default());

@@ -27,8 +27,9 @@ use std::path::{Path, PathBuf};
 use serde_json::{Map, Value, json};
 
 use self::audit_log::AuditLog;
-use super::{ChangeSink, Entry, Held, Location, Store};
+use super::{Entry, Held, Location, Store};
 use crate::audit::{AuditEvent, AuditRecord, AuditSummary, Reanchored};
+use crate::change::ChangeSink;
 use crate::error::Error;
 use crate::faults::failpoint;
 use crate::id::RequestId;

@@ -7,9 +7,9 @@ use std::sync::Mutex;
 
 use notify::{EventKind, RecursiveMode, Watcher};
 
+use crate::change::{Change, ChangeSink};
 use crate::id::RequestId;
-use crate::store::{ChangeSink, Held};
-use crate::wait::Change;
+use crate::store::Held;
 
 /// The request whose record `path` is; `None` for anything else (temporary files, whose
 /// rename into place is the change that counts).

@@ -2,9 +2,9 @@
 //! library's [`Error`], and a wait that ran out as [`Error::Blocked`], naming who held what
 //! it waited for.
 
-use super::lock::{LOCK_ASK, LOCK_EXECUTION, LOCK_FILING, LOCK_REQUEST};
-use super::pool::Conn;
-use super::schema::SCHEMA_VERSION;
+use postgres::Client;
+
+use super::consts::{LOCK_ASK, LOCK_EXECUTION, LOCK_FILING, LOCK_REQUEST, SCHEMA_VERSION};
 use super::tls;
 use crate::error::Error;
 use crate::id::RequestId;
@@ -134,7 +134,7 @@ SELECT h.what, h.pid, a.usename::text
 /// The [`Error::Blocked`] a timed-out wait of `operation` on `id` means, with its holder
 /// looked up on `conn` (the session whose wait ran out; its step was rolled back) and the
 /// value of the `bound` that ran out.
-fn blocked(conn: &mut Conn, operation: &'static str, id: Option<&str>, bound: &str) -> Error {
+fn blocked(client: &mut Client, operation: &'static str, id: Option<&str>, bound: &str) -> Error {
     let kind = match operation {
         "request" => "filing",
         "audit" => "audit",
@@ -146,12 +146,11 @@ fn blocked(conn: &mut Conn, operation: &'static str, id: Option<&str>, bound: &s
         i64::from(LOCK_ASK),
         i64::from(LOCK_FILING),
     );
-    let found = conn.client.query_opt(
+    let found = client.query_opt(
         HOLDER,
         &[&id, &kind, &classes.0, &classes.1, &classes.2, &classes.3],
     );
-    let after = conn
-        .client
+    let after = client
         .query_one("SELECT pg_catalog.current_setting($1)", &[&bound])
         .map_or_else(|_| format!("its {bound}"), |row| row.get(0));
     match found {
@@ -197,15 +196,17 @@ impl Failed {
     }
 }
 
-/// `error`, or the [`Error::Blocked`] it is, looked up on `conn`.
+/// `error`, or the [`Error::Blocked`] it is, looked up on `client`.
 pub(super) fn failed(
-    conn: &mut Conn,
+    client: &mut Client,
     operation: &'static str,
     id: Option<&str>,
     error: postgres::Error,
 ) -> Failed {
     match timed_out(&error) {
-        Some(bound) if !conn.is_closed() => Failed::Blocked(blocked(conn, operation, id, bound)),
+        Some(bound) if !client.is_closed() => {
+            Failed::Blocked(blocked(client, operation, id, bound))
+        }
         _ => Failed::Sql(error),
     }
 }

@@ -8,9 +8,9 @@ use std::time::Duration;
 use postgres::fallible_iterator::FallibleIterator;
 
 use super::pool::Pool;
+use crate::change::{Change, ChangeSink};
 use crate::id::RequestId;
-use crate::store::{ChangeSink, Held};
-use crate::wait::Change;
+use crate::store::Held;
 
 /// The NOTIFY channel every change is announced on (its payload: the request id).
 const CHANNEL: &str = "approval_gate";

@@ -8,18 +8,6 @@ use super::errors::{Failed, failed};
 use super::pool::{Conn, Pool, RECONNECT_WINDOW, Retry, off_runtime};
 use crate::error::Error;
 
-/// Advisory lock class of a request's decisions and consume (`hashtext(id)` is the key).
-pub(super) const LOCK_REQUEST: i32 = 1_095_192_400;
-/// Advisory lock class of a running execution; the schema's recovery uses the same number.
-pub(super) const LOCK_EXECUTION: i32 = 1_095_192_401;
-/// Advisory lock class of filing (key 0).
-pub(super) const LOCK_FILING: i32 = 1_095_192_402;
-/// Advisory lock class of `db init` (transaction-scoped, key 0).
-pub(super) const LOCK_INIT: i32 = 1_095_192_403;
-
-/// Advisory lock class of identical asks while filing (taken by `file_request`).
-pub(super) const LOCK_ASK: i32 = 1_095_192_404;
-
 /// A session advisory lock, held on a connection of its own until dropped.
 pub(super) struct AdvisoryLock {
     pool: Arc<Pool>,
@@ -44,7 +32,7 @@ impl AdvisoryLock {
             match client.execute("SELECT approval_gate.hold($1, $2)", &[&class, &key]) {
                 Ok(_) => Ok(client),
                 Err(error) => {
-                    let failure = failed(&mut client, operation, Some(key), error);
+                    let failure = failed(&mut client.client, operation, Some(key), error);
                     pool.give(client);
                     Err(failure)
                 }

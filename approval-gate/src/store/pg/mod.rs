@@ -21,15 +21,16 @@
 //! per connection and panics when used, or dropped, inside another runtime: every call and
 //! every drop of a connection is made off any runtime thread ([`off_runtime`]).
 //!
-//! [`LOCK_REQUEST`]: lock::LOCK_REQUEST
-//! [`LOCK_FILING`]: lock::LOCK_FILING
-//! [`LOCK_EXECUTION`]: lock::LOCK_EXECUTION
+//! [`LOCK_REQUEST`]: consts::LOCK_REQUEST
+//! [`LOCK_FILING`]: consts::LOCK_FILING
+//! [`LOCK_EXECUTION`]: consts::LOCK_EXECUTION
 //! [`SESSION_BOUNDS`]: pool::SESSION_BOUNDS
 //! [`off_runtime`]: pool::off_runtime
 
 mod audit;
 mod calls;
-mod conninfo;
+pub(super) mod conninfo;
+mod consts;
 mod errors;
 mod listen;
 mod lock;
@@ -44,17 +45,18 @@ use std::sync::{Arc, PoisonError};
 
 use serde_json::{Map, Value};
 
-use super::{Caps, ChangeSink, Entry, Filed, Held, Loaded, Location, Store};
+use super::{Caps, Entry, Filed, Held, Loaded, Location, Store};
 use crate::audit::{AuditEvent, AuditRecord, AuditSummary, LineHash, Reanchored, parse_chain_with};
+use crate::change::ChangeSink;
 use crate::error::Error;
 use crate::id::RequestId;
 use crate::request::Request;
 use crate::time::Timestamp;
 
 use audit::check_head;
+use consts::{LOCK_EXECUTION, LOCK_FILING, LOCK_REQUEST};
 use errors::{Failed, failed, is_wrong_state, map_error, sqlstate};
-use lock::{AdvisoryLock, Executing, LOCK_EXECUTION, LOCK_FILING, LOCK_REQUEST};
-pub(crate) use pool::check_url;
+use lock::{AdvisoryLock, Executing};
 use pool::{Pool, Retry, off_runtime, pool_for};
 use rows::{compose, details_text, event_name, split};
 pub use schema::{SCHEMA_VERSION, init, init_with_limits};
@@ -364,7 +366,12 @@ impl Store for PgStore {
                     client.wake(id.as_str());
                     Ok(done)
                 }
-                Err(error) => Err(failed(client, "execute", Some(id.as_str()), error)),
+                Err(error) => Err(failed(
+                    &mut client.client,
+                    "execute",
+                    Some(id.as_str()),
+                    error,
+                )),
             }
         });
         match started {

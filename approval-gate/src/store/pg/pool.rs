@@ -187,7 +187,7 @@ impl Pool {
                 let lost = client.is_closed();
                 let result = result.map_err(|error| {
                     failed(
-                        &mut client,
+                        &mut client.client,
                         operation,
                         id.as_ref().map(RequestId::as_str),
                         error,
@@ -289,12 +289,6 @@ impl Drop for Pool {
 
 fn env_var(name: &str) -> Option<String> {
     std::env::var(name).ok().filter(|v| !v.is_empty())
-}
-
-/// Checks what a store URL says by itself (its syntax, its options): the environment is left
-/// out, but for a user name, which it may leave to `PGUSER`.
-pub(crate) fn check_url(url: &str) -> Result<(), String> {
-    conninfo::settings(url, &|name| (name == "PGUSER").then(|| "user".to_owned())).map(drop)
 }
 
 pub(super) fn pool_for(url: &str) -> Result<Pool, Error> {

@@ -2,12 +2,10 @@
 //! installed or migrated by `db init` (with the operator's caps, if given), and the version
 //! check a store makes when it opens.
 
-use super::lock::LOCK_INIT;
+use super::consts::LOCK_INIT;
+pub use super::consts::SCHEMA_VERSION;
 use super::pool::{Pool, Retry, pool_for};
 use crate::error::Error;
-
-/// The schema version this build creates and uses.
-pub const SCHEMA_VERSION: u32 = 1;
 
 /// `schema.sql` with the library's bounds written in: the database checks what it stores
 /// against the very numbers the library reads back with (one source of truth).
@@ -47,7 +45,7 @@ pub(super) fn schema_sql() -> String {
         ),
         (
             "MAX_REFUSAL_DETAIL_BYTES",
-            crate::consume::MAX_REFUSAL_DETAIL_BYTES.to_string(),
+            crate::audit::MAX_REFUSAL_DETAIL_BYTES.to_string(),
         ),
     ];
     let mut sql = include_str!("schema.sql").to_owned();

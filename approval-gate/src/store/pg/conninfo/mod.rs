@@ -9,6 +9,12 @@
 //! As in libpq, `sslrootcert=system` means the operating system's roots and demands
 //! `verify-full`, and no TLS is attempted over a Unix socket.
 
+/// Checks what a store URL says by itself (its syntax, its options): the environment is left
+/// out, but for a user name, which it may leave to `PGUSER`.
+pub(crate) fn check_url(url: &str) -> Result<(), String> {
+    settings(url, &|name| (name == "PGUSER").then(|| "user".to_owned())).map(drop)
+}
+
 #[cfg(test)]
 pub(super) mod tests;
 mod text;

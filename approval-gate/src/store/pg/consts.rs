@@ -1,0 +1,17 @@
+//! The store's fixed numbers, which the schema and the Rust side share: the schema version
+//! and the classes of its advisory locks. Below every other file of the store.
+
+/// The schema version this build creates and uses.
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// Advisory lock class of a request's decisions and consume (`hashtext(id)` is the key).
+pub(super) const LOCK_REQUEST: i32 = 1_095_192_400;
+/// Advisory lock class of a running execution; the schema's recovery uses the same number.
+pub(super) const LOCK_EXECUTION: i32 = 1_095_192_401;
+/// Advisory lock class of filing (key 0).
+pub(super) const LOCK_FILING: i32 = 1_095_192_402;
+/// Advisory lock class of `db init` (transaction-scoped, key 0).
+pub(super) const LOCK_INIT: i32 = 1_095_192_403;
+
+/// Advisory lock class of identical asks while filing (taken by `file_request`).
+pub(super) const LOCK_ASK: i32 = 1_095_192_404;
