@@ -3,6 +3,7 @@
 
 mod audit_forgery;
 mod damage;
+mod imports;
 mod layout;
 mod postgres;
 mod postgres_jams;
