@@ -602,3 +602,81 @@ fn the_settings_open_a_gate_with_their_limits() {
         "{second:?}"
     );
 }
+
+#[test]
+fn what_each_layer_refuses_and_in_which_order() {
+    // An empty APPROVAL_GATE_QUORUM is refused even under --quorum; an empty
+    // APPROVAL_GATE_APPROVERS is not, as an empty variable is refused only where used.
+    let mut world = World::new();
+    let signers = world.home.join("allowed_signers");
+    write(&signers, &format!("alice@example.com {KEY}\n"));
+    world.set(QUORUM_ENV, "").set(APPROVERS_ENV, "");
+    let policy = Flags {
+        approvers: Some(signers),
+        quorum: Some("*=1".into()),
+        ..flags()
+    };
+    let error = world.error(&policy);
+    assert!(
+        error.starts_with("APPROVAL_GATE_QUORUM: is empty: give a list"),
+        "{error}"
+    );
+    world.env.remove(QUORUM_ENV);
+    assert_eq!(
+        world.settings(&policy).quorum.source,
+        Source::Flag("--quorum")
+    );
+    // A wrong variable under a wrong flag: the variable's mistake is the one reported.
+    world.set(STORE_ENV, "mysql://db/x");
+    let error = world.error(&Flags {
+        store: Some("ftp://x".into()),
+        ..flags()
+    });
+    assert!(
+        error.starts_with("APPROVAL_GATE_STORE: the scheme"),
+        "{error}"
+    );
+    // A wrong file before any wrong variable, and its keys in the file's (sorted) order.
+    world.write_config("store = 5\nmax_pending = 0\n");
+    let error = world.error(&flags());
+    assert!(error.contains(": max_pending: 0 is not"), "{error}");
+    // Empty flags, each with its own words.
+    let world = World::new();
+    for (flags, needle) in [
+        (
+            Flags {
+                approvers: Some(PathBuf::new()),
+                ..flags()
+            },
+            "--approvers: is empty: give a file",
+        ),
+        (
+            Flags {
+                quorum: Some(String::new()),
+                ..flags()
+            },
+            "--quorum: \"\" is not PATTERN=N",
+        ),
+    ] {
+        let error = world.error(&flags);
+        assert!(error.starts_with(needle), "{error}");
+    }
+}
+
+#[cfg(unix)]
+#[test]
+fn a_variable_read_as_text_must_be_utf8_and_a_path_need_not() {
+    use std::os::unix::ffi::OsStringExt as _;
+
+    let latin1 = || OsString::from_vec(b"/caf\xe9".to_vec());
+    for name in [STORE_ENV, MAX_PENDING_ENV, DEFAULT_TTL_ENV, QUORUM_ENV] {
+        let mut world = World::new();
+        world.set(name, latin1());
+        assert_eq!(world.error(&flags()), format!("{name}: is not UTF-8"));
+    }
+    let mut world = World::new();
+    world.set(DIR_ENV, latin1()).set(SIGNING_KEY_ENV, latin1());
+    let settings = world.settings(&flags());
+    assert_eq!(settings.store.value, Location::Dir(latin1().into()));
+    assert_eq!(settings.signing_key.value, Some(latin1().into()));
+}
