@@ -39,7 +39,7 @@
 //! it opens and creates nothing, so `approval-gate config` can show the settings of a store that does not
 //! exist yet, and a bad setting stops a binary before it touches the store.
 
-use std::ffi::OsString;
+use std::ffi::{OsStr, OsString};
 use std::fmt;
 use std::io::Read as _;
 use std::path::{Path, PathBuf};
@@ -78,17 +78,22 @@ pub(crate) const EMPTY_DIR: &str = "the store directory is empty (from --dir or 
 
 /// Longer than any honest config file; read no further.
 const MAX_CONFIG_BYTES: u64 = 64 * 1024;
-/// The keys a config file may hold.
-const KEYS: [&str; 8] = [
-    "store",
-    "max_pending",
-    "max_requests",
-    "default_ttl",
-    "approvers",
-    "quorum",
-    "signing_key",
-    "ssh_keygen",
+/// The keys a config file may hold, in the order of the settings, each with how its value is
+/// read: every key given is checked when the file is read, even one a flag or a variable
+/// overrides.
+const KEYS: [(&str, &dyn CheckFile); 8] = [
+    ("store", &LOCATION),
+    ("max_pending", &COUNT),
+    ("max_requests", &COUNT),
+    ("default_ttl", &TTL),
+    ("approvers", &FILE),
+    ("quorum", &QUORUM),
+    ("signing_key", &FILE),
+    ("ssh_keygen", &FILE),
 ];
+
+/// Operation patterns and the distinct approvers each needs, in the order given.
+type Quorum = Vec<(String, u32)>;
 
 /// The flags both binaries take. The help text is given as attributes: it is terminal text,
 /// not rustdoc.
@@ -188,6 +193,16 @@ impl Source {
             Self::Default => None,
         }
     }
+
+    /// A problem of the value from here, after the flag's or the variable's name, or the
+    /// file's path: the one way every setting's error says where it came from.
+    fn error(&self, problem: &dyn fmt::Display) -> SettingsError {
+        SettingsError(match self {
+            Self::Flag(name) | Self::Env(name) => format!("{name}: {problem}"),
+            Self::File(path) => format!("config file {}: {problem}", path.display()),
+            Self::Default => problem.to_string(),
+        })
+    }
 }
 
 impl fmt::Display for Source {
@@ -255,98 +270,78 @@ impl fmt::Display for SettingsError {
 
 impl std::error::Error for SettingsError {}
 
-/// What the config file said, checked.
-#[derive(Debug, Default)]
-struct FileValues {
-    store: Option<Location>,
-    max_pending: Option<usize>,
-    max_requests: Option<usize>,
-    default_ttl: Option<Duration>,
-    approvers: Option<PathBuf>,
-    quorum: Option<Vec<(String, u32)>>,
-    signing_key: Option<PathBuf>,
-    ssh_keygen: Option<PathBuf>,
-}
-
 impl Settings {
     /// The settings from `flags`, this process's environment and the config file.
     pub(crate) fn resolve(flags: &Flags) -> Result<Self, SettingsError> {
         Self::resolve_with(flags, &|name| std::env::var_os(name))
     }
 
-    /// The settings from `flags`, the environment `env` gives, and the config file.
+    /// The settings from `flags`, the environment `env` gives, and the config file: each one
+    /// from its layers, highest first, else its default.
     fn resolve_with(
         flags: &Flags,
         env: &dyn Fn(&str) -> Option<OsString>,
     ) -> Result<Self, SettingsError> {
-        let config = config_file(flags, env)?;
-        let file = match (&config.path, config.found) {
-            (Some(path), true) => read_file(path)?,
-            _ => FileValues::default(),
+        let mut p = Places { env, file: None };
+        let config = p.config_file(flags)?;
+        if let (Some(path), true) = (&config.path, config.found) {
+            p.file = Some((path.clone(), read_file(path)?));
+        }
+        let home_store = home(env).map(|home| Location::Dir(home.join(".approval-gate")));
+        let no_home = || {
+            SettingsError(format!(
+                "no store: HOME is not set; give --store, {STORE_ENV}, {DIR_ENV} or `store` in \
+                 the config file"
+            ))
         };
-        let file_source = || Source::File(config.path.clone().unwrap_or_default());
-
-        let store = resolve_store(flags, env, file.store.map(|s| (s, file_source())))?;
-        let max_pending = resolve_limit(
-            MAX_PENDING_ENV,
-            env,
-            file.max_pending.map(|n| (n, file_source())),
-            DEFAULT_MAX_PENDING,
-        )?;
-        let max_requests = resolve_limit(
-            MAX_REQUESTS_ENV,
-            env,
-            file.max_requests.map(|n| (n, file_source())),
-            DEFAULT_MAX_REQUESTS,
-        )?;
-        let default_ttl = match env(DEFAULT_TTL_ENV) {
-            Some(text) => Setting::new(
-                parse_ttl(&given(DEFAULT_TTL_ENV, text, "a duration such as 30m")?)
-                    .map_err(|problem| env_error(DEFAULT_TTL_ENV, &problem))?,
-                Source::Env(DEFAULT_TTL_ENV),
-            ),
-            None => match file.default_ttl {
-                Some(ttl) => Setting::new(ttl, file_source()),
-                None => Setting::new(DEFAULT_TTL, Source::Default),
-            },
+        let mut settings = Self {
+            config,
+            store: resolve(
+                [
+                    flag("--store", flags.store.as_ref(), &LOCATION),
+                    store_dir(Source::Flag("--dir"), flags.dir.as_ref()),
+                    p.var(STORE_ENV, &LOCATION),
+                    store_dir(Source::Env(DIR_ENV), env(DIR_ENV).as_ref()),
+                    p.file("store", &LOCATION),
+                ],
+                home_store.ok_or_else(no_home),
+            )?,
+            max_pending: p.get(MAX_PENDING_ENV, "max_pending", &COUNT, DEFAULT_MAX_PENDING)?,
+            max_requests: p.get(
+                MAX_REQUESTS_ENV,
+                "max_requests",
+                &COUNT,
+                DEFAULT_MAX_REQUESTS,
+            )?,
+            default_ttl: p.get(DEFAULT_TTL_ENV, "default_ttl", &TTL, DEFAULT_TTL)?,
+            approvers: resolve(
+                [
+                    flag("--approvers", flags.approvers.as_ref(), &FILE),
+                    p.var(APPROVERS_ENV, &FILE),
+                    p.file("approvers", &FILE),
+                ],
+                Ok(None),
+            )?,
+            quorum: resolve(
+                [
+                    flag("--quorum", flags.quorum.as_ref(), &QUORUM),
+                    p.var(QUORUM_ENV, &QUORUM).refused_empty(),
+                    p.file("quorum", &QUORUM),
+                ],
+                Ok(Vec::new()),
+            )?,
+            signing_key: p.get(SIGNING_KEY_ENV, "signing_key", &FILE, None)?,
+            ssh_keygen: p.get(SSH_KEYGEN_ENV, "ssh_keygen", &FILE, None)?,
+            policy: None,
         };
-        let approvers = resolve_path(
-            flags.approvers.as_ref().map(|p| (p, "--approvers")),
-            APPROVERS_ENV,
-            env,
-            file.approvers.map(|p| (p, file_source())),
-        )?;
-        let quorum = resolve_quorum(flags, env, file.quorum.map(|q| (q, file_source())))?;
-        let signing_key = resolve_path(
-            None,
-            SIGNING_KEY_ENV,
-            env,
-            file.signing_key.map(|p| (p, file_source())),
-        )?;
-        let ssh_keygen = resolve_path(
-            None,
-            SSH_KEYGEN_ENV,
-            env,
-            file.ssh_keygen.map(|p| (p, file_source())),
-        )?;
-        if let Some(program) = &ssh_keygen.value {
+        if let Some(program) = &settings.ssh_keygen.value {
             approval_gate::SshKeygen::at(program).map_err(|e| {
-                SettingsError(format!("{} ({}): {e}", SSH_KEYGEN_ENV, ssh_keygen.source))
+                let source = &settings.ssh_keygen.source;
+                SettingsError(format!("{SSH_KEYGEN_ENV} ({source}): {e}"))
             })?;
         }
-        let policy = policy(&approvers, &quorum)?;
-        Ok(Self {
-            config,
-            store,
-            max_pending,
-            max_requests,
-            default_ttl,
-            approvers,
-            quorum,
-            signing_key,
-            ssh_keygen,
-            policy,
-        })
+        settings.policy = policy(&settings.approvers, &settings.quorum)?;
+        Ok(settings)
     }
 
     /// The `ssh-keygen` that signs approvals: the configured absolute path, else the
@@ -380,46 +375,263 @@ impl Settings {
     }
 }
 
-fn config_file(
-    flags: &Flags,
-    env: &dyn Fn(&str) -> Option<OsString>,
-) -> Result<ConfigFile, SettingsError> {
-    let (path, source) = if let Some(path) = &flags.config {
-        if path.as_os_str().is_empty() {
-            return Err(SettingsError("--config: is empty: give a file".into()));
+/// One place a setting may come from (a flag, a variable, the config file), and what it
+/// gives there if anything, read and checked as the layer is made.
+struct Layer<T>(Source, Option<Given<T>>);
+
+/// What a layer gives.
+enum Given<T> {
+    /// A value, read and checked.
+    Value(T),
+    /// A wrong value: refused even where a higher layer overrides it, so that a mistake is
+    /// never hidden until the day the override goes away.
+    Bad(SettingsError),
+    /// Nothing to use, such as an empty variable: refused only where it would be used.
+    Unusable(SettingsError),
+}
+
+/// The value of the highest layer that gives one, else `default` (refused only if used).
+/// The lowest wrong value is reported first, then what the winner gives.
+fn resolve<T, const N: usize>(
+    layers: [Layer<T>; N],
+    default: Result<T, SettingsError>,
+) -> Result<Setting<T>, SettingsError> {
+    let mut winner = default.map(|value| Setting::new(value, Source::Default));
+    for Layer(source, given) in layers.into_iter().rev() {
+        winner = match given {
+            None => continue,
+            Some(Given::Value(value)) => Ok(Setting::new(value, source)),
+            Some(Given::Unusable(error)) => Err(error),
+            Some(Given::Bad(error)) => return Err(error),
+        };
+    }
+    winner
+}
+
+impl<T> Given<T> {
+    /// What was read from `source`: its value, or its problem, which says where it is.
+    fn read(source: &Source, read: Result<T, String>) -> Self {
+        read.map_or_else(|problem| Self::Bad(source.error(&problem)), Self::Value)
+    }
+}
+
+impl<T> Layer<T> {
+    /// Refused empty even where a higher layer overrides it, as `APPROVAL_GATE_QUORUM` is.
+    fn refused_empty(self) -> Self {
+        match self.1 {
+            Some(Given::Unusable(error)) => Self(self.0, Some(Given::Bad(error))),
+            given => Self(self.0, given),
         }
-        (Some(path.clone()), Source::Flag("--config"))
-    } else if let Some(path) = env(CONFIG_ENV) {
-        if path.is_empty() {
-            return Err(env_error(
-                CONFIG_ENV,
-                "is empty: name a file, or unset it to use the default one",
-            ));
+    }
+}
+
+/// The flag `name`, if given, read by `read`: an empty one too, which `read` refuses.
+fn flag<T>(name: &'static str, text: Option<&impl AsRef<OsStr>>, read: &Read<T>) -> Layer<T> {
+    let source = Source::Flag(name);
+    let given = text.map(|text| Given::read(&source, (read.text)(text.as_ref())));
+    Layer(source, given)
+}
+
+/// `--dir` or `APPROVAL_GATE_DIR`: a directory, refused empty where it would be used, with
+/// the one message that names both.
+fn store_dir(source: Source, dir: Option<&impl AsRef<OsStr>>) -> Layer<Location> {
+    let given = dir.map(|dir| match dir.as_ref() {
+        dir if dir.is_empty() => Given::Unusable(SettingsError(EMPTY_DIR.into())),
+        dir => Given::Value(Location::Dir(dir.into())),
+    });
+    Layer(source, given)
+}
+
+/// Where settings come from besides the flags: the environment, and the config file once it
+/// is read (its path and its table, checked whole).
+struct Places<'a> {
+    env: &'a dyn Fn(&str) -> Option<OsString>,
+    file: Option<(PathBuf, toml::Table)>,
+}
+
+impl Places<'_> {
+    /// The variable `name`, if set, read by `read`; refused empty where it would be used.
+    fn var<T>(&self, name: &'static str, read: &Read<T>) -> Layer<T> {
+        let source = Source::Env(name);
+        let given = (self.env)(name).map(|text| {
+            if text.is_empty() {
+                Given::Unusable(source.error(&format!("is empty: {}", read.empty)))
+            } else {
+                Given::read(&source, (read.text)(&text))
+            }
+        });
+        Layer(source, given)
+    }
+
+    /// The config file's `key`, if it has it, read by `read`.
+    fn file<T>(&self, key: &str, read: &Read<T>) -> Layer<T> {
+        let Some((path, table)) = &self.file else {
+            return Layer(Source::Default, None);
+        };
+        let source = Source::File(path.clone());
+        let given = table.get(key).map(|value| {
+            let read = (read.file)(value).map_err(|problem| format!("{key}: {problem}"));
+            Given::read(&source, read)
+        });
+        Layer(source, given)
+    }
+
+    /// A setting with no flag: the variable `name`, else the config file's `key`, else
+    /// `default`.
+    fn get<T>(
+        &self,
+        name: &'static str,
+        key: &str,
+        read: &Read<T>,
+        default: T,
+    ) -> Result<Setting<T>, SettingsError> {
+        resolve([self.var(name, read), self.file(key, read)], Ok(default))
+    }
+
+    /// The config file: `--config`, else `APPROVAL_GATE_CONFIG`, else the default one, which
+    /// alone may be missing.
+    fn config_file(&self, flags: &Flags) -> Result<ConfigFile, SettingsError> {
+        let Setting {
+            value: path,
+            source,
+        } = resolve(
+            [
+                flag("--config", flags.config.as_ref(), &FILE),
+                self.var(CONFIG_ENV, &CONFIG),
+            ],
+            Ok(default_config_path(self.env)),
+        )?;
+        let found = match &path {
+            None => false,
+            Some(path) => match std::fs::symlink_metadata(path) {
+                Ok(_) => true,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound && source == Source::Default => {
+                    false
+                }
+                Err(e) => {
+                    return Err(SettingsError(format!(
+                        "config file {} ({source}): {e}",
+                        path.display()
+                    )));
+                }
+            },
+        };
+        Ok(ConfigFile {
+            path,
+            source,
+            found,
+        })
+    }
+}
+
+/// How a setting's value is read, from a flag's or a variable's text or from the config file.
+struct Read<T> {
+    /// What an empty variable is told to do instead.
+    empty: &'static str,
+    /// Reads a flag's or a variable's text (a flag's even when empty).
+    text: fn(&OsStr) -> Result<T, String>,
+    /// Reads the config file's value.
+    file: fn(&toml::Value) -> Result<T, String>,
+}
+
+/// The store: a path, a `file:` URL or a `postgres://` URL; in the file, not a relative path.
+const LOCATION: Read<Location> = Read {
+    empty: "give a directory or a file: URL, or unset it",
+    text: |text| parse_location(utf8(text)?),
+    file: |value| {
+        let text = string(value, "a path or file: URL in a string")?;
+        match parse_location(text)? {
+            Location::Dir(dir) if dir.is_relative() => Err(format!(
+                "{text:?} is relative: give an absolute path or a file:/// URL (a relative one \
+                 would depend on where each binary starts)"
+            )),
+            location => Ok(location),
         }
-        (Some(PathBuf::from(path)), Source::Env(CONFIG_ENV))
-    } else {
-        (default_config_path(env), Source::Default)
-    };
-    let found = match &path {
-        None => false,
-        Some(path) => match std::fs::symlink_metadata(path) {
-            Ok(_) => true,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound && source == Source::Default => {
-                false
-            }
-            Err(e) => {
-                return Err(SettingsError(format!(
-                    "config file {} ({source}): {e}",
-                    path.display()
-                )));
-            }
-        },
-    };
-    Ok(ConfigFile {
-        path,
-        source,
-        found,
-    })
+    },
+};
+/// A limit: a whole number from 1 up.
+const COUNT: Read<usize> = Read {
+    empty: "give a whole number, or unset it",
+    text: |text| {
+        let text = utf8(text)?;
+        let number = text.parse().ok().filter(|&n| n >= 1);
+        number.ok_or_else(|| format!("{text:?} is not a whole number from 1 up"))
+    },
+    file: |value| {
+        let number = value
+            .as_integer()
+            .ok_or_else(|| expected("a whole number", value))?;
+        let count = usize::try_from(number).ok().filter(|&n| n >= 1);
+        count.ok_or_else(|| format!("{number} is not a whole number from 1 up"))
+    },
+};
+/// The default time to live, such as `30m`.
+const TTL: Read<Duration> = Read {
+    empty: "give a duration such as 30m, or unset it",
+    text: |text| parse_ttl(utf8(text)?),
+    file: |value| parse_ttl(string(value, "a duration in a string, such as \"30m\"")?),
+};
+/// The quorum table: `payments.*=2,deploy.*=3`, or a `[quorum]` table in the file.
+const QUORUM: Read<Quorum> = Read {
+    empty: "give a list such as payments.*=2,deploy.*=3, or unset it",
+    text: |text| parse_quorum(utf8(text)?),
+    file: |value| {
+        let table = value.as_table().ok_or_else(|| {
+            let what = "a table of operation patterns, such as [quorum] \"payments.*\" = 2";
+            expected(what, value)
+        })?;
+        let entry = |(pattern, n): (&String, &toml::Value)| {
+            let number = n
+                .as_integer()
+                .ok_or_else(|| format!("{pattern:?}: {}", expected("a whole number", n)))?;
+            Ok((
+                pattern.clone(),
+                quorum_number(pattern, &number.to_string())?,
+            ))
+        };
+        table.iter().map(entry).collect()
+    },
+};
+/// A file; in the config file, by absolute path.
+const FILE: Read<Option<PathBuf>> = Read {
+    empty: "name a file, or unset it",
+    text: |text| match text {
+        _ if text.is_empty() => Err("is empty: give a file".into()),
+        _ => Ok(Some(text.into())),
+    },
+    file: |value| match string(value, "a path in a string")? {
+        text if Path::new(text).is_absolute() => Ok(Some(text.into())),
+        text => Err(format!(
+            "{text:?} is relative: give an absolute path (a relative one would depend on \
+             where each binary starts)"
+        )),
+    },
+};
+/// The config file, which is not a key of itself.
+const CONFIG: Read<Option<PathBuf>> = Read {
+    empty: "name a file, or unset it to use the default one",
+    ..FILE
+};
+
+/// A key's check, for [`KEYS`].
+trait CheckFile {
+    /// Reads `value` only to check it.
+    fn check(&self, value: &toml::Value) -> Result<(), String>;
+}
+
+impl<T> CheckFile for Read<T> {
+    fn check(&self, value: &toml::Value) -> Result<(), String> {
+        (self.file)(value).map(drop)
+    }
+}
+
+/// The string `value` holds, else what it should have been.
+fn string<'a>(value: &'a toml::Value, what: &str) -> Result<&'a str, String> {
+    value.as_str().ok_or_else(|| expected(what, value))
+}
+
+fn expected(what: &str, value: &toml::Value) -> String {
+    format!("expected {what}, got {} {value}", value.type_str())
 }
 
 /// `$XDG_CONFIG_HOME/approval-gate/config.toml` (an absolute `XDG_CONFIG_HOME` only, as the
@@ -432,10 +644,9 @@ fn default_config_path(env: &dyn Fn(&str) -> Option<OsString>) -> Option<PathBuf
     Some(base.join("approval-gate").join("config.toml"))
 }
 
-fn read_file(path: &Path) -> Result<FileValues, SettingsError> {
-    let fail = |problem: &dyn fmt::Display| {
-        SettingsError(format!("config file {}: {problem}", path.display()))
-    };
+/// The config file's table, each key known and its value checked.
+fn read_file(path: &Path) -> Result<toml::Table, SettingsError> {
+    let fail = |problem: &dyn fmt::Display| Source::File(path.to_owned()).error(problem);
     let file = std::fs::File::open(path).map_err(|e| fail(&e))?;
     let metadata = file.metadata().map_err(|e| fail(&e))?;
     if !metadata.is_file() {
@@ -461,7 +672,15 @@ fn read_file(path: &Path) -> Result<FileValues, SettingsError> {
             None => fail(&message),
         }
     })?;
-    parse_table(&table).map_err(|problem| fail(&problem))
+    for (key, value) in &table {
+        let Some((_, read)) = KEYS.iter().find(|(known, _)| key == known) else {
+            let keys = KEYS.map(|(key, _)| key).join(", ");
+            return Err(fail(&format!("unknown key {key:?}: the keys are {keys}")));
+        };
+        read.check(value)
+            .map_err(|problem| fail(&format!("{key}: {problem}")))?;
+    }
+    Ok(table)
 }
 
 /// Whoever can write the config file chooses the store: only its owner (this user or root)
@@ -491,243 +710,8 @@ fn check_owner(_metadata: &std::fs::Metadata) -> Result<(), String> {
     Ok(())
 }
 
-fn parse_table(table: &toml::Table) -> Result<FileValues, String> {
-    let mut values = FileValues::default();
-    for (key, value) in table {
-        let bad = |problem: &str| format!("{key}: {problem}");
-        match key.as_str() {
-            "store" => {
-                let text = value
-                    .as_str()
-                    .ok_or_else(|| bad(&expected("a path or file: URL in a string", value)))?;
-                let location = parse_location(text).map_err(|problem| bad(&problem))?;
-                if let Location::Dir(dir) = &location
-                    && dir.is_relative()
-                {
-                    return Err(bad(&format!(
-                        "{text:?} is relative: give an absolute path or a file:/// URL \
-                         (a relative one would depend on where each binary starts)"
-                    )));
-                }
-                values.store = Some(location);
-            }
-            "max_pending" | "max_requests" => {
-                let number = value
-                    .as_integer()
-                    .ok_or_else(|| bad(&expected("a whole number", value)))?;
-                let number = usize::try_from(number)
-                    .ok()
-                    .filter(|&n| n >= 1)
-                    .ok_or_else(|| bad(&format!("{number} is not a whole number from 1 up")))?;
-                if key == "max_pending" {
-                    values.max_pending = Some(number);
-                } else {
-                    values.max_requests = Some(number);
-                }
-            }
-            "default_ttl" => {
-                let text = value.as_str().ok_or_else(|| {
-                    bad(&expected("a duration in a string, such as \"30m\"", value))
-                })?;
-                values.default_ttl = Some(parse_ttl(text).map_err(|problem| bad(&problem))?);
-            }
-            "approvers" | "signing_key" | "ssh_keygen" => {
-                let text = value
-                    .as_str()
-                    .ok_or_else(|| bad(&expected("a path in a string", value)))?;
-                let path = PathBuf::from(text);
-                if !path.is_absolute() {
-                    return Err(bad(&format!(
-                        "{text:?} is relative: give an absolute path (a relative one would \
-                         depend on where each binary starts)"
-                    )));
-                }
-                match key.as_str() {
-                    "approvers" => values.approvers = Some(path),
-                    "signing_key" => values.signing_key = Some(path),
-                    _ => values.ssh_keygen = Some(path),
-                }
-            }
-            "quorum" => {
-                let table = value.as_table().ok_or_else(|| {
-                    bad(&expected(
-                        "a table of operation patterns, such as [quorum] \"payments.*\" = 2",
-                        value,
-                    ))
-                })?;
-                let mut quorum = Vec::new();
-                for (pattern, n) in table {
-                    let number = n.as_integer().ok_or_else(|| {
-                        bad(&format!("{pattern:?}: {}", expected("a whole number", n)))
-                    })?;
-                    let number = quorum_number(pattern, &number.to_string())
-                        .map_err(|problem| bad(&problem))?;
-                    quorum.push((pattern.clone(), number));
-                }
-                values.quorum = Some(quorum);
-            }
-            other => {
-                return Err(format!(
-                    "unknown key {other:?}: the keys are {}",
-                    KEYS.join(", ")
-                ));
-            }
-        }
-    }
-    Ok(values)
-}
-
-fn expected(what: &str, value: &toml::Value) -> String {
-    format!("expected {what}, got {} {value}", value.type_str())
-}
-
-fn resolve_store(
-    flags: &Flags,
-    env: &dyn Fn(&str) -> Option<OsString>,
-    file: Option<(Location, Source)>,
-) -> Result<Setting<Location>, SettingsError> {
-    // Every one given is checked, not only the one that wins; an empty one only if used.
-    let from_env = match env(STORE_ENV) {
-        Some(text) if text.is_empty() => Some(None),
-        Some(text) => Some(Some(
-            parse_location(&utf8(STORE_ENV, text)?)
-                .map_err(|problem| env_error(STORE_ENV, &problem))?,
-        )),
-        None => None,
-    };
-    if let Some(text) = &flags.store {
-        let location =
-            parse_location(text).map_err(|problem| SettingsError(format!("--store: {problem}")))?;
-        return Ok(Setting::new(location, Source::Flag("--store")));
-    }
-    if let Some(dir) = &flags.dir {
-        if dir.as_os_str().is_empty() {
-            return Err(SettingsError(EMPTY_DIR.into()));
-        }
-        return Ok(Setting::new(
-            Location::Dir(dir.clone()),
-            Source::Flag("--dir"),
-        ));
-    }
-    match from_env {
-        Some(Some(location)) => return Ok(Setting::new(location, Source::Env(STORE_ENV))),
-        Some(None) => {
-            return Err(env_error(
-                STORE_ENV,
-                "is empty: give a directory or a file: URL, or unset it",
-            ));
-        }
-        None => {}
-    }
-    if let Some(dir) = env(DIR_ENV) {
-        if dir.is_empty() {
-            return Err(SettingsError(EMPTY_DIR.into()));
-        }
-        return Ok(Setting::new(
-            Location::Dir(dir.into()),
-            Source::Env(DIR_ENV),
-        ));
-    }
-    if let Some((location, source)) = file {
-        return Ok(Setting::new(location, source));
-    }
-    match home(env) {
-        Some(home) => Ok(Setting::new(
-            Location::Dir(home.join(".approval-gate")),
-            Source::Default,
-        )),
-        None => Err(SettingsError(format!(
-            "no store: HOME is not set; give --store, {STORE_ENV}, {DIR_ENV} or `store` in \
-             the config file"
-        ))),
-    }
-}
-
-fn resolve_limit(
-    name: &'static str,
-    env: &dyn Fn(&str) -> Option<OsString>,
-    file: Option<(usize, Source)>,
-    default: usize,
-) -> Result<Setting<usize>, SettingsError> {
-    if let Some(text) = env(name) {
-        let text = given(name, text, "a whole number")?;
-        let number = text
-            .parse::<usize>()
-            .ok()
-            .filter(|&n| n >= 1)
-            .ok_or_else(|| env_error(name, &format!("{text:?} is not a whole number from 1 up")))?;
-        return Ok(Setting::new(number, Source::Env(name)));
-    }
-    Ok(match file {
-        Some((number, source)) => Setting::new(number, source),
-        None => Setting::new(default, Source::Default),
-    })
-}
-
-/// A path setting: `flag`, else the variable `name`, else the config file's, else none.
-fn resolve_path(
-    flag: Option<(&PathBuf, &'static str)>,
-    name: &'static str,
-    env: &dyn Fn(&str) -> Option<OsString>,
-    file: Option<(PathBuf, Source)>,
-) -> Result<Setting<Option<PathBuf>>, SettingsError> {
-    // Checked even when a flag overrides it, as every other variable.
-    let from_env = match env(name) {
-        Some(text) if text.is_empty() => Some(None),
-        Some(text) => Some(Some(PathBuf::from(text))),
-        None => None,
-    };
-    if let Some((path, flag)) = flag {
-        if path.as_os_str().is_empty() {
-            return Err(SettingsError(format!("{flag}: is empty: give a file")));
-        }
-        return Ok(Setting::new(Some(path.clone()), Source::Flag(flag)));
-    }
-    match from_env {
-        Some(Some(path)) => return Ok(Setting::new(Some(path), Source::Env(name))),
-        Some(None) => return Err(env_error(name, "is empty: name a file, or unset it")),
-        None => {}
-    }
-    Ok(match file {
-        Some((path, source)) => Setting::new(Some(path), source),
-        None => Setting::new(None, Source::Default),
-    })
-}
-
-/// The quorum table: `--quorum`, else `APPROVAL_GATE_QUORUM`, else the file's `[quorum]`,
-/// each whole.
-fn resolve_quorum(
-    flags: &Flags,
-    env: &dyn Fn(&str) -> Option<OsString>,
-    file: Option<(Vec<(String, u32)>, Source)>,
-) -> Result<Setting<Vec<(String, u32)>>, SettingsError> {
-    let from_env = match env(QUORUM_ENV) {
-        Some(text) => Some(
-            parse_quorum(&given(
-                QUORUM_ENV,
-                text,
-                "a list such as payments.*=2,deploy.*=3",
-            )?)
-            .map_err(|problem| env_error(QUORUM_ENV, &problem))?,
-        ),
-        None => None,
-    };
-    if let Some(text) = &flags.quorum {
-        let quorum =
-            parse_quorum(text).map_err(|problem| SettingsError(format!("--quorum: {problem}")))?;
-        return Ok(Setting::new(quorum, Source::Flag("--quorum")));
-    }
-    if let Some(quorum) = from_env {
-        return Ok(Setting::new(quorum, Source::Env(QUORUM_ENV)));
-    }
-    Ok(match file {
-        Some((quorum, source)) => Setting::new(quorum, source),
-        None => Setting::new(Vec::new(), Source::Default),
-    })
-}
-
 /// `payments.*=2,deploy.*=3`: patterns and numbers, in the order given.
-fn parse_quorum(text: &str) -> Result<Vec<(String, u32)>, String> {
+fn parse_quorum(text: &str) -> Result<Quorum, String> {
     let mut quorum = Vec::new();
     for entry in text.split(',') {
         let entry = entry.trim();
@@ -760,7 +744,7 @@ fn quorum_number(pattern: &str, text: &str) -> Result<u32, String> {
 /// The policy of the approvers file and the quorum; none without approvers.
 fn policy(
     approvers: &Setting<Option<PathBuf>>,
-    quorum: &Setting<Vec<(String, u32)>>,
+    quorum: &Setting<Quorum>,
 ) -> Result<Option<Policy>, SettingsError> {
     let Some(path) = &approvers.value else {
         if quorum.value.is_empty() {
@@ -806,10 +790,7 @@ fn library(error: approval_gate::Error) -> String {
 
 /// A store location, with the library's problem as the message.
 fn parse_location(text: &str) -> Result<Location, String> {
-    Location::parse(text).map_err(|error| match error {
-        approval_gate::Error::InvalidInput { problem, .. } => problem,
-        other => other.to_string(),
-    })
+    Location::parse(text).map_err(library)
 }
 
 /// A default TTL such as `30m` or `2h 30m`: whole seconds, within the library's range.
@@ -836,25 +817,9 @@ fn home(env: &dyn Fn(&str) -> Option<OsString>) -> Option<PathBuf> {
         .map(PathBuf::from)
 }
 
-/// The text of a variable that is set: refused if empty or not UTF-8.
-fn given(name: &str, value: OsString, what: &str) -> Result<String, SettingsError> {
-    if value.is_empty() {
-        return Err(env_error(
-            name,
-            &format!("is empty: give {what}, or unset it"),
-        ));
-    }
-    utf8(name, value)
-}
-
-fn utf8(name: &str, value: OsString) -> Result<String, SettingsError> {
-    value
-        .into_string()
-        .map_err(|_| env_error(name, "is not UTF-8"))
-}
-
-fn env_error(name: &str, problem: &str) -> SettingsError {
-    SettingsError(format!("{name}: {problem}"))
+/// The text of a flag or a variable, which must be UTF-8 to be read as more than a path.
+fn utf8(text: &OsStr) -> Result<&str, String> {
+    text.to_str().ok_or_else(|| "is not UTF-8".to_owned())
 }
 
 #[cfg(test)]
