@@ -35,20 +35,30 @@
 //! be used: `APPROVAL_GATE_DIR=` must not quietly mean `~/.approval-gate`, since a script that
 //! meant a store of its own but built an empty path would read and decide another's requests.
 //!
+//! Every setting is resolved the same way: it is its layers, highest first, and a default,
+//! and one resolver walks them (`layer`); each kind of value is read by one reader, from a
+//! flag's or a variable's text and from the config file alike (`read`); the config file is
+//! found, read and checked whole before any setting is resolved (`file`).
+//!
 //! Resolving reads the environment, the config file and the approvers file and nothing else:
 //! it opens and creates nothing, so `approval-gate config` can show the settings of a store that does not
 //! exist yet, and a bad setting stops a binary before it touches the store.
 
-use std::ffi::{OsStr, OsString};
+use std::ffi::OsString;
 use std::fmt;
-use std::io::Read as _;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Duration;
 
-use approval_gate::limits::{
-    DEFAULT_MAX_PENDING, DEFAULT_MAX_REQUESTS, DEFAULT_TTL, MAX_QUORUM, MAX_TTL, MIN_TTL,
-};
+use approval_gate::limits::{DEFAULT_MAX_PENDING, DEFAULT_MAX_REQUESTS, DEFAULT_TTL};
 use approval_gate::{Gate, Limits, Location, Policy};
+
+use file::{check_owner, read_file};
+use layer::{Places, flag, resolve, store_dir};
+use read::{COUNT, FILE, LOCATION, QUORUM, Quorum, TTL, library};
+
+mod file;
+mod layer;
+mod read;
 
 /// The store, as `--store` reads it: a directory, a `file:` URL or a `postgres://` URL.
 pub(crate) const STORE_ENV: &str = "APPROVAL_GATE_STORE";
@@ -75,25 +85,6 @@ pub(crate) const SSH_KEYGEN_ENV: &str = "APPROVAL_GATE_SSH_KEYGEN";
 pub(crate) const EMPTY_DIR: &str = "the store directory is empty (from --dir or \
     APPROVAL_GATE_DIR); give a directory, or unset APPROVAL_GATE_DIR and leave out --dir to use \
     ~/.approval-gate";
-
-/// Longer than any honest config file; read no further.
-const MAX_CONFIG_BYTES: u64 = 64 * 1024;
-/// The keys a config file may hold, in the order of the settings, each with how its value is
-/// read: every key given is checked when the file is read, even one a flag or a variable
-/// overrides.
-const KEYS: [(&str, &dyn CheckFile); 8] = [
-    ("store", &LOCATION),
-    ("max_pending", &COUNT),
-    ("max_requests", &COUNT),
-    ("default_ttl", &TTL),
-    ("approvers", &FILE),
-    ("quorum", &QUORUM),
-    ("signing_key", &FILE),
-    ("ssh_keygen", &FILE),
-];
-
-/// Operation patterns and the distinct approvers each needs, in the order given.
-type Quorum = Vec<(String, u32)>;
 
 /// The flags both binaries take. The help text is given as attributes: it is terminal text,
 /// not rustdoc.
@@ -375,372 +366,6 @@ impl Settings {
     }
 }
 
-/// One place a setting may come from (a flag, a variable, the config file), and what it
-/// gives there if anything, read and checked as the layer is made.
-struct Layer<T>(Source, Option<Given<T>>);
-
-/// What a layer gives.
-enum Given<T> {
-    /// A value, read and checked.
-    Value(T),
-    /// A wrong value: refused even where a higher layer overrides it, so that a mistake is
-    /// never hidden until the day the override goes away.
-    Bad(SettingsError),
-    /// Nothing to use, such as an empty variable: refused only where it would be used.
-    Unusable(SettingsError),
-}
-
-/// The value of the highest layer that gives one, else `default` (refused only if used).
-/// The lowest wrong value is reported first, then what the winner gives.
-fn resolve<T, const N: usize>(
-    layers: [Layer<T>; N],
-    default: Result<T, SettingsError>,
-) -> Result<Setting<T>, SettingsError> {
-    let mut winner = default.map(|value| Setting::new(value, Source::Default));
-    for Layer(source, given) in layers.into_iter().rev() {
-        winner = match given {
-            None => continue,
-            Some(Given::Value(value)) => Ok(Setting::new(value, source)),
-            Some(Given::Unusable(error)) => Err(error),
-            Some(Given::Bad(error)) => return Err(error),
-        };
-    }
-    winner
-}
-
-impl<T> Given<T> {
-    /// What was read from `source`: its value, or its problem, which says where it is.
-    fn read(source: &Source, read: Result<T, String>) -> Self {
-        read.map_or_else(|problem| Self::Bad(source.error(&problem)), Self::Value)
-    }
-}
-
-impl<T> Layer<T> {
-    /// Refused empty even where a higher layer overrides it, as `APPROVAL_GATE_QUORUM` is.
-    fn refused_empty(self) -> Self {
-        match self.1 {
-            Some(Given::Unusable(error)) => Self(self.0, Some(Given::Bad(error))),
-            given => Self(self.0, given),
-        }
-    }
-}
-
-/// The flag `name`, if given, read by `read`: an empty one too, which `read` refuses.
-fn flag<T>(name: &'static str, text: Option<&impl AsRef<OsStr>>, read: &Read<T>) -> Layer<T> {
-    let source = Source::Flag(name);
-    let given = text.map(|text| Given::read(&source, (read.text)(text.as_ref())));
-    Layer(source, given)
-}
-
-/// `--dir` or `APPROVAL_GATE_DIR`: a directory, refused empty where it would be used, with
-/// the one message that names both.
-fn store_dir(source: Source, dir: Option<&impl AsRef<OsStr>>) -> Layer<Location> {
-    let given = dir.map(|dir| match dir.as_ref() {
-        dir if dir.is_empty() => Given::Unusable(SettingsError(EMPTY_DIR.into())),
-        dir => Given::Value(Location::Dir(dir.into())),
-    });
-    Layer(source, given)
-}
-
-/// Where settings come from besides the flags: the environment, and the config file once it
-/// is read (its path and its table, checked whole).
-struct Places<'a> {
-    env: &'a dyn Fn(&str) -> Option<OsString>,
-    file: Option<(PathBuf, toml::Table)>,
-}
-
-impl Places<'_> {
-    /// The variable `name`, if set, read by `read`; refused empty where it would be used.
-    fn var<T>(&self, name: &'static str, read: &Read<T>) -> Layer<T> {
-        let source = Source::Env(name);
-        let given = (self.env)(name).map(|text| {
-            if text.is_empty() {
-                Given::Unusable(source.error(&format!("is empty: {}", read.empty)))
-            } else {
-                Given::read(&source, (read.text)(&text))
-            }
-        });
-        Layer(source, given)
-    }
-
-    /// The config file's `key`, if it has it, read by `read`.
-    fn file<T>(&self, key: &str, read: &Read<T>) -> Layer<T> {
-        let Some((path, table)) = &self.file else {
-            return Layer(Source::Default, None);
-        };
-        let source = Source::File(path.clone());
-        let given = table.get(key).map(|value| {
-            let read = (read.file)(value).map_err(|problem| format!("{key}: {problem}"));
-            Given::read(&source, read)
-        });
-        Layer(source, given)
-    }
-
-    /// A setting with no flag: the variable `name`, else the config file's `key`, else
-    /// `default`.
-    fn get<T>(
-        &self,
-        name: &'static str,
-        key: &str,
-        read: &Read<T>,
-        default: T,
-    ) -> Result<Setting<T>, SettingsError> {
-        resolve([self.var(name, read), self.file(key, read)], Ok(default))
-    }
-
-    /// The config file: `--config`, else `APPROVAL_GATE_CONFIG`, else the default one, which
-    /// alone may be missing.
-    fn config_file(&self, flags: &Flags) -> Result<ConfigFile, SettingsError> {
-        let Setting {
-            value: path,
-            source,
-        } = resolve(
-            [
-                flag("--config", flags.config.as_ref(), &FILE),
-                self.var(CONFIG_ENV, &CONFIG),
-            ],
-            Ok(default_config_path(self.env)),
-        )?;
-        let found = match &path {
-            None => false,
-            Some(path) => match std::fs::symlink_metadata(path) {
-                Ok(_) => true,
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound && source == Source::Default => {
-                    false
-                }
-                Err(e) => {
-                    return Err(SettingsError(format!(
-                        "config file {} ({source}): {e}",
-                        path.display()
-                    )));
-                }
-            },
-        };
-        Ok(ConfigFile {
-            path,
-            source,
-            found,
-        })
-    }
-}
-
-/// How a setting's value is read, from a flag's or a variable's text or from the config file.
-struct Read<T> {
-    /// What an empty variable is told to do instead.
-    empty: &'static str,
-    /// Reads a flag's or a variable's text (a flag's even when empty).
-    text: fn(&OsStr) -> Result<T, String>,
-    /// Reads the config file's value.
-    file: fn(&toml::Value) -> Result<T, String>,
-}
-
-/// The store: a path, a `file:` URL or a `postgres://` URL; in the file, not a relative path.
-const LOCATION: Read<Location> = Read {
-    empty: "give a directory or a file: URL, or unset it",
-    text: |text| parse_location(utf8(text)?),
-    file: |value| {
-        let text = string(value, "a path or file: URL in a string")?;
-        match parse_location(text)? {
-            Location::Dir(dir) if dir.is_relative() => Err(format!(
-                "{text:?} is relative: give an absolute path or a file:/// URL (a relative one \
-                 would depend on where each binary starts)"
-            )),
-            location => Ok(location),
-        }
-    },
-};
-/// A limit: a whole number from 1 up.
-const COUNT: Read<usize> = Read {
-    empty: "give a whole number, or unset it",
-    text: |text| {
-        let text = utf8(text)?;
-        let number = text.parse().ok().filter(|&n| n >= 1);
-        number.ok_or_else(|| format!("{text:?} is not a whole number from 1 up"))
-    },
-    file: |value| {
-        let number = value
-            .as_integer()
-            .ok_or_else(|| expected("a whole number", value))?;
-        let count = usize::try_from(number).ok().filter(|&n| n >= 1);
-        count.ok_or_else(|| format!("{number} is not a whole number from 1 up"))
-    },
-};
-/// The default time to live, such as `30m`.
-const TTL: Read<Duration> = Read {
-    empty: "give a duration such as 30m, or unset it",
-    text: |text| parse_ttl(utf8(text)?),
-    file: |value| parse_ttl(string(value, "a duration in a string, such as \"30m\"")?),
-};
-/// The quorum table: `payments.*=2,deploy.*=3`, or a `[quorum]` table in the file.
-const QUORUM: Read<Quorum> = Read {
-    empty: "give a list such as payments.*=2,deploy.*=3, or unset it",
-    text: |text| parse_quorum(utf8(text)?),
-    file: |value| {
-        let table = value.as_table().ok_or_else(|| {
-            let what = "a table of operation patterns, such as [quorum] \"payments.*\" = 2";
-            expected(what, value)
-        })?;
-        let entry = |(pattern, n): (&String, &toml::Value)| {
-            let number = n
-                .as_integer()
-                .ok_or_else(|| format!("{pattern:?}: {}", expected("a whole number", n)))?;
-            Ok((
-                pattern.clone(),
-                quorum_number(pattern, &number.to_string())?,
-            ))
-        };
-        table.iter().map(entry).collect()
-    },
-};
-/// A file; in the config file, by absolute path.
-const FILE: Read<Option<PathBuf>> = Read {
-    empty: "name a file, or unset it",
-    text: |text| match text {
-        _ if text.is_empty() => Err("is empty: give a file".into()),
-        _ => Ok(Some(text.into())),
-    },
-    file: |value| match string(value, "a path in a string")? {
-        text if Path::new(text).is_absolute() => Ok(Some(text.into())),
-        text => Err(format!(
-            "{text:?} is relative: give an absolute path (a relative one would depend on \
-             where each binary starts)"
-        )),
-    },
-};
-/// The config file, which is not a key of itself.
-const CONFIG: Read<Option<PathBuf>> = Read {
-    empty: "name a file, or unset it to use the default one",
-    ..FILE
-};
-
-/// A key's check, for [`KEYS`].
-trait CheckFile {
-    /// Reads `value` only to check it.
-    fn check(&self, value: &toml::Value) -> Result<(), String>;
-}
-
-impl<T> CheckFile for Read<T> {
-    fn check(&self, value: &toml::Value) -> Result<(), String> {
-        (self.file)(value).map(drop)
-    }
-}
-
-/// The string `value` holds, else what it should have been.
-fn string<'a>(value: &'a toml::Value, what: &str) -> Result<&'a str, String> {
-    value.as_str().ok_or_else(|| expected(what, value))
-}
-
-fn expected(what: &str, value: &toml::Value) -> String {
-    format!("expected {what}, got {} {value}", value.type_str())
-}
-
-/// `$XDG_CONFIG_HOME/approval-gate/config.toml` (an absolute `XDG_CONFIG_HOME` only, as the
-/// XDG spec says), else `$HOME/.config/approval-gate/config.toml`.
-fn default_config_path(env: &dyn Fn(&str) -> Option<OsString>) -> Option<PathBuf> {
-    let base = env("XDG_CONFIG_HOME")
-        .map(PathBuf::from)
-        .filter(|path| path.is_absolute())
-        .or_else(|| home(env).map(|home| home.join(".config")))?;
-    Some(base.join("approval-gate").join("config.toml"))
-}
-
-/// The config file's table, each key known and its value checked.
-fn read_file(path: &Path) -> Result<toml::Table, SettingsError> {
-    let fail = |problem: &dyn fmt::Display| Source::File(path.to_owned()).error(problem);
-    let file = std::fs::File::open(path).map_err(|e| fail(&e))?;
-    let metadata = file.metadata().map_err(|e| fail(&e))?;
-    if !metadata.is_file() {
-        return Err(fail(&"is not a regular file"));
-    }
-    check_owner(&metadata).map_err(|problem| fail(&problem))?;
-    let mut text = String::new();
-    file.take(MAX_CONFIG_BYTES + 1)
-        .read_to_string(&mut text)
-        .map_err(|e| fail(&e))?;
-    if text.len() as u64 > MAX_CONFIG_BYTES {
-        return Err(fail(&format!(
-            "is larger than {MAX_CONFIG_BYTES} bytes; a config file holds a few lines"
-        )));
-    }
-    let table: toml::Table = text.parse().map_err(|e: toml::de::Error| {
-        let line = e
-            .span()
-            .map(|span| text[..span.start.min(text.len())].matches('\n').count() + 1);
-        let message = e.message().trim_end();
-        match line {
-            Some(line) => fail(&format!("line {line}: {message}")),
-            None => fail(&message),
-        }
-    })?;
-    for (key, value) in &table {
-        let Some((_, read)) = KEYS.iter().find(|(known, _)| key == known) else {
-            let keys = KEYS.map(|(key, _)| key).join(", ");
-            return Err(fail(&format!("unknown key {key:?}: the keys are {keys}")));
-        };
-        read.check(value)
-            .map_err(|problem| fail(&format!("{key}: {problem}")))?;
-    }
-    Ok(table)
-}
-
-/// Whoever can write the config file chooses the store: only its owner (this user or root)
-/// may.
-#[cfg(unix)]
-fn check_owner(metadata: &std::fs::Metadata) -> Result<(), String> {
-    use std::os::unix::fs::MetadataExt as _;
-
-    let me = rustix::process::geteuid().as_raw();
-    if metadata.uid() != me && metadata.uid() != 0 {
-        return Err(format!(
-            "is owned by user {}, not by you ({me}) or root",
-            metadata.uid()
-        ));
-    }
-    if metadata.mode() & 0o022 != 0 {
-        return Err(format!(
-            "is writable by others (mode {:o}); run: chmod go-w on it",
-            metadata.mode() & 0o7777
-        ));
-    }
-    Ok(())
-}
-
-#[cfg(not(unix))]
-fn check_owner(_metadata: &std::fs::Metadata) -> Result<(), String> {
-    Ok(())
-}
-
-/// `payments.*=2,deploy.*=3`: patterns and numbers, in the order given.
-fn parse_quorum(text: &str) -> Result<Quorum, String> {
-    let mut quorum = Vec::new();
-    for entry in text.split(',') {
-        let entry = entry.trim();
-        let Some((pattern, number)) = entry.rsplit_once('=') else {
-            return Err(format!(
-                "{entry:?} is not PATTERN=N; write it as payments.*=2,deploy.*=3"
-            ));
-        };
-        let pattern = pattern.trim();
-        quorum.push((pattern.to_owned(), quorum_number(pattern, number.trim())?));
-    }
-    Ok(quorum)
-}
-
-/// The number of approvers `pattern` needs, from 1 to the library's limit.
-fn quorum_number(pattern: &str, text: &str) -> Result<u32, String> {
-    if pattern.is_empty() {
-        return Err(format!(
-            "an empty operation pattern (before ={text}): name the operations, such as payments.*"
-        ));
-    }
-    text.parse::<u32>()
-        .ok()
-        .filter(|n| (1..=MAX_QUORUM).contains(n))
-        .ok_or_else(|| {
-            format!("{pattern}: {text:?} is not a number of approvers from 1 to {MAX_QUORUM}")
-        })
-}
-
 /// The policy of the approvers file and the quorum; none without approvers.
 fn policy(
     approvers: &Setting<Option<PathBuf>>,
@@ -780,46 +405,11 @@ fn policy(
     Ok(Some(policy))
 }
 
-/// The library's problem, without the field name it was given.
-fn library(error: approval_gate::Error) -> String {
-    match error {
-        approval_gate::Error::InvalidInput { problem, .. } => problem,
-        other => other.to_string(),
-    }
-}
-
-/// A store location, with the library's problem as the message.
-fn parse_location(text: &str) -> Result<Location, String> {
-    Location::parse(text).map_err(library)
-}
-
-/// A default TTL such as `30m` or `2h 30m`: whole seconds, within the library's range.
-fn parse_ttl(text: &str) -> Result<Duration, String> {
-    let ttl = humantime::parse_duration(text)
-        .map_err(|e| format!("{text:?} is not a duration such as \"30m\" or \"2h\": {e}"))?;
-    if ttl.subsec_nanos() != 0 {
-        return Err(format!("{text:?} is not a whole number of seconds"));
-    }
-    if ttl < MIN_TTL || ttl > MAX_TTL {
-        return Err(format!(
-            "{text:?} is outside {} to {}",
-            humantime::format_duration(MIN_TTL),
-            humantime::format_duration(MAX_TTL)
-        ));
-    }
-    Ok(ttl)
-}
-
 /// `$HOME`, unless unset or empty.
 fn home(env: &dyn Fn(&str) -> Option<OsString>) -> Option<PathBuf> {
     env("HOME")
         .filter(|home| !home.is_empty())
         .map(PathBuf::from)
-}
-
-/// The text of a flag or a variable, which must be UTF-8 to be read as more than a path.
-fn utf8(text: &OsStr) -> Result<&str, String> {
-    text.to_str().ok_or_else(|| "is not UTF-8".to_owned())
 }
 
 #[cfg(test)]
