@@ -1,0 +1,416 @@
+//! The operator's settings: which store the binaries open, and the limits it enforces.
+//!
+//! Limits and the default time to live are the operator's, never the agent's (SPEC §9): both
+//! binaries read them here, once, from their own command line, environment and config file,
+//! and the MCP server takes none of them from a tool call. A request's own `ttl_seconds`
+//! still applies, within the library's fixed range; the operator's default is for requests
+//! that do not say.
+//!
+//! Each setting comes from the first of these that gives it, and remembers which:
+//!
+//! | setting | flag | environment | config file key | default |
+//! |---|---|---|---|---|
+//! | store | `--store`, `--dir` | `APPROVAL_GATE_STORE`, then `APPROVAL_GATE_DIR` | `store` | `~/.approval-gate` |
+//! | queue cap | | `APPROVAL_GATE_MAX_PENDING` | `max_pending` | 100 |
+//! | creation limit | | `APPROVAL_GATE_MAX_REQUESTS` | `max_requests` | 10 000 |
+//! | default TTL | | `APPROVAL_GATE_DEFAULT_TTL` | `default_ttl` | 1 h |
+//! | approvers | `--approvers` | `APPROVAL_GATE_APPROVERS` | `approvers` | none |
+//! | quorum | `--quorum` | `APPROVAL_GATE_QUORUM` | `[quorum]` | none |
+//! | signing key | `approve --key` | `APPROVAL_GATE_SIGNING_KEY` | `signing_key` | none |
+//! | signer | | `APPROVAL_GATE_SSH_KEYGEN` | `ssh_keygen` | `/usr/bin/ssh-keygen` |
+//!
+//! The approvers (an OpenSSH `allowed_signers` file) and the quorum (`payments.*=2,deploy.*=3`
+//! in the flag and the variable, a `[quorum]` table of `"payments.*" = 2` in the file, each
+//! source whole, never merged) make the [`Policy`] both binaries give their gate (SPEC §11):
+//! under it an approval counts only with the signatures of enough distinct trusted approvers.
+//! A quorum without approvers is refused, since it could never be met. Whoever can write the
+//! approvers file chooses who may approve, so it must be owned by this user or root and not
+//! writable by others, as the config file.
+//!
+//! The config file is `--config`, else `APPROVAL_GATE_CONFIG`, else
+//! `$XDG_CONFIG_HOME/approval-gate/config.toml`, else `~/.config/approval-gate/config.toml`;
+//! only the default one may be missing. Every value given is checked, even one that a
+//! source higher up overrides: a mistake is reported, never hidden until the day the override
+//! goes away. An empty flag is refused, and so is a variable set but empty wherever it would
+//! be used: `APPROVAL_GATE_DIR=` must not quietly mean `~/.approval-gate`, since a script that
+//! meant a store of its own but built an empty path would read and decide another's requests.
+//!
+//! Every setting is resolved the same way: it is its layers, highest first, and a default,
+//! and one resolver walks them (`layer`); each kind of value is read by one reader, from a
+//! flag's or a variable's text and from the config file alike (`read`); the config file is
+//! found, read and checked whole before any setting is resolved (`file`).
+//!
+//! Resolving reads the environment, the config file and the approvers file and nothing else:
+//! it opens and creates nothing, so `approval-gate config` can show the settings of a store that does not
+//! exist yet, and a bad setting stops a binary before it touches the store.
+
+use std::ffi::OsString;
+use std::fmt;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use approval_gate::limits::{DEFAULT_MAX_PENDING, DEFAULT_MAX_REQUESTS, DEFAULT_TTL};
+use approval_gate::{Gate, Limits, Location, Policy};
+
+use file::{check_owner, read_file};
+use layer::{Places, flag, resolve, store_dir};
+use read::{COUNT, FILE, LOCATION, QUORUM, Quorum, TTL, library};
+
+mod file;
+mod layer;
+mod read;
+
+/// The store, as `--store` reads it: a directory, a `file:` URL or a `postgres://` URL.
+pub(crate) const STORE_ENV: &str = "APPROVAL_GATE_STORE";
+/// The store directory; `APPROVAL_GATE_STORE` wins when both are set.
+pub(crate) const DIR_ENV: &str = "APPROVAL_GATE_DIR";
+/// The config file, instead of the default one.
+pub(crate) const CONFIG_ENV: &str = "APPROVAL_GATE_CONFIG";
+/// The cap of the pending queue.
+pub(crate) const MAX_PENDING_ENV: &str = "APPROVAL_GATE_MAX_PENDING";
+/// The cap of the requests kept in the live store.
+pub(crate) const MAX_REQUESTS_ENV: &str = "APPROVAL_GATE_MAX_REQUESTS";
+/// The time to live of a request that does not say, such as `30m`.
+pub(crate) const DEFAULT_TTL_ENV: &str = "APPROVAL_GATE_DEFAULT_TTL";
+/// The trusted approvers: an OpenSSH `allowed_signers` file.
+pub(crate) const APPROVERS_ENV: &str = "APPROVAL_GATE_APPROVERS";
+/// The quorum table, such as `payments.*=2,deploy.*=3`.
+pub(crate) const QUORUM_ENV: &str = "APPROVAL_GATE_QUORUM";
+/// The key `approve` signs with (a private key, or the `.pub` of a key in ssh-agent).
+pub(crate) const SIGNING_KEY_ENV: &str = "APPROVAL_GATE_SIGNING_KEY";
+/// The `ssh-keygen` that signs, by absolute path: never one found through `PATH`.
+pub(crate) const SSH_KEYGEN_ENV: &str = "APPROVAL_GATE_SSH_KEYGEN";
+
+/// Why an empty store directory is refused, and what to do instead.
+pub(crate) const EMPTY_DIR: &str = "the store directory is empty (from --dir or \
+    APPROVAL_GATE_DIR); give a directory, or unset APPROVAL_GATE_DIR and leave out --dir to use \
+    ~/.approval-gate";
+
+/// The flags both binaries take. The help text is given as attributes: it is terminal text,
+/// not rustdoc.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub(crate) struct Flags {
+    #[arg(
+        long,
+        global = true,
+        value_name = "STORE",
+        conflicts_with = "dir",
+        help = "The approval store: a directory, a file: URL or a postgres:// URL \
+                [default: $APPROVAL_GATE_STORE, else $APPROVAL_GATE_DIR, else `store` in the \
+                config file, else ~/.approval-gate]"
+    )]
+    pub(crate) store: Option<String>,
+
+    #[arg(
+        long,
+        global = true,
+        value_name = "DIR",
+        value_hint = clap::ValueHint::DirPath,
+        value_parser = path_allowing_empty(),
+        help = "The store directory (--store with a plain path)"
+    )]
+    pub(crate) dir: Option<PathBuf>,
+
+    #[arg(
+        long,
+        global = true,
+        value_name = "FILE",
+        value_hint = clap::ValueHint::FilePath,
+        value_parser = path_allowing_empty(),
+        help = "The operator's config file [default: $APPROVAL_GATE_CONFIG, else \
+                $XDG_CONFIG_HOME/approval-gate/config.toml, else \
+                ~/.config/approval-gate/config.toml]"
+    )]
+    pub(crate) config: Option<PathBuf>,
+
+    #[arg(
+        long,
+        global = true,
+        value_name = "FILE",
+        value_hint = clap::ValueHint::FilePath,
+        value_parser = path_allowing_empty(),
+        help = "The trusted approvers: an OpenSSH allowed_signers file; approvals must then be \
+                signed [default: $APPROVAL_GATE_APPROVERS, else `approvers` in the config file]"
+    )]
+    pub(crate) approvers: Option<PathBuf>,
+
+    #[arg(
+        long,
+        global = true,
+        value_name = "PATTERN=N,...",
+        help = "How many distinct approvers operations need, such as \
+                'payments.*=2,deploy.*=3,*=1' (a `*` entry is required; needs approvers) \
+                [default: $APPROVAL_GATE_QUORUM, else [quorum] in the config file, else 1]"
+    )]
+    pub(crate) quorum: Option<String>,
+}
+
+/// A path, the empty one included: it is refused when the settings are resolved, with the
+/// reason, rather than by clap with a generic "a value is required".
+fn path_allowing_empty() -> impl clap::builder::TypedValueParser<Value = PathBuf> {
+    use clap::builder::TypedValueParser as _;
+    clap::builder::OsStringValueParser::new().map(PathBuf::from)
+}
+
+/// Where a setting came from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Source {
+    /// A command-line flag, such as `--store`.
+    Flag(&'static str),
+    /// An environment variable.
+    Env(&'static str),
+    /// The config file at this path.
+    File(PathBuf),
+    /// Nothing set it.
+    Default,
+}
+
+impl Source {
+    /// `flag`, `env`, `file` or `default`.
+    pub(crate) fn kind(&self) -> &'static str {
+        match self {
+            Self::Flag(_) => "flag",
+            Self::Env(_) => "env",
+            Self::File(_) => "file",
+            Self::Default => "default",
+        }
+    }
+
+    /// The flag, variable or file; `None` for a default.
+    pub(crate) fn name(&self) -> Option<String> {
+        match self {
+            Self::Flag(name) | Self::Env(name) => Some((*name).to_owned()),
+            Self::File(path) => Some(path.to_string_lossy().into_owned()),
+            Self::Default => None,
+        }
+    }
+
+    /// A problem of the value from here, after the flag's or the variable's name, or the
+    /// file's path: the one way every setting's error says where it came from.
+    fn error(&self, problem: &dyn fmt::Display) -> SettingsError {
+        SettingsError(match self {
+            Self::Flag(name) | Self::Env(name) => format!("{name}: {problem}"),
+            Self::File(path) => format!("config file {}: {problem}", path.display()),
+            Self::Default => problem.to_string(),
+        })
+    }
+}
+
+impl fmt::Display for Source {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.name() {
+            Some(name) => write!(f, "{} {name}", self.kind()),
+            None => f.write_str(self.kind()),
+        }
+    }
+}
+
+/// A setting's value and where it came from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Setting<T> {
+    pub(crate) value: T,
+    pub(crate) source: Source,
+}
+
+impl<T> Setting<T> {
+    fn new(value: T, source: Source) -> Self {
+        Self { value, source }
+    }
+}
+
+/// Which config file was read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct ConfigFile {
+    /// `None` when there is no home directory to look in.
+    pub(crate) path: Option<PathBuf>,
+    /// `--config`, `APPROVAL_GATE_CONFIG` or the default.
+    pub(crate) source: Source,
+    /// Whether the file exists (only the default one may be missing).
+    pub(crate) found: bool,
+}
+
+/// Every effective setting, each with its source.
+#[derive(Debug, Clone)]
+pub(crate) struct Settings {
+    pub(crate) config: ConfigFile,
+    pub(crate) store: Setting<Location>,
+    pub(crate) max_pending: Setting<usize>,
+    pub(crate) max_requests: Setting<usize>,
+    pub(crate) default_ttl: Setting<Duration>,
+    /// The `allowed_signers` file, if any.
+    pub(crate) approvers: Setting<Option<PathBuf>>,
+    /// Operation patterns and the distinct approvers each needs, in the order given.
+    pub(crate) quorum: Setting<Vec<(String, u32)>>,
+    /// The key `approve` signs with, unless `--key` names another.
+    pub(crate) signing_key: Setting<Option<PathBuf>>,
+    /// The `ssh-keygen` that signs: an absolute path, the system's unless set.
+    pub(crate) ssh_keygen: Setting<Option<PathBuf>>,
+    /// The policy the approvers and the quorum make, read and checked when resolving.
+    pub(crate) policy: Option<Policy>,
+}
+
+/// A setting that cannot be used: a usage error, and nothing was opened.
+#[derive(Debug)]
+pub(crate) struct SettingsError(String);
+
+impl fmt::Display for SettingsError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for SettingsError {}
+
+impl Settings {
+    /// The settings from `flags`, this process's environment and the config file.
+    pub(crate) fn resolve(flags: &Flags) -> Result<Self, SettingsError> {
+        Self::resolve_with(flags, &|name| std::env::var_os(name))
+    }
+
+    /// The settings from `flags`, the environment `env` gives, and the config file: each one
+    /// from its layers, highest first, else its default.
+    fn resolve_with(
+        flags: &Flags,
+        env: &dyn Fn(&str) -> Option<OsString>,
+    ) -> Result<Self, SettingsError> {
+        let mut p = Places { env, file: None };
+        let config = p.config_file(flags)?;
+        if let (Some(path), true) = (&config.path, config.found) {
+            p.file = Some((path.clone(), read_file(path)?));
+        }
+        let home_store = home(env).map(|home| Location::Dir(home.join(".approval-gate")));
+        let no_home = || {
+            SettingsError(format!(
+                "no store: HOME is not set; give --store, {STORE_ENV}, {DIR_ENV} or `store` in \
+                 the config file"
+            ))
+        };
+        let mut settings = Self {
+            config,
+            store: resolve(
+                [
+                    flag("--store", flags.store.as_ref(), &LOCATION),
+                    store_dir(Source::Flag("--dir"), flags.dir.as_ref()),
+                    p.var(STORE_ENV, &LOCATION),
+                    store_dir(Source::Env(DIR_ENV), env(DIR_ENV).as_ref()),
+                    p.file("store", &LOCATION),
+                ],
+                home_store.ok_or_else(no_home),
+            )?,
+            max_pending: p.get(MAX_PENDING_ENV, "max_pending", &COUNT, DEFAULT_MAX_PENDING)?,
+            max_requests: p.get(
+                MAX_REQUESTS_ENV,
+                "max_requests",
+                &COUNT,
+                DEFAULT_MAX_REQUESTS,
+            )?,
+            default_ttl: p.get(DEFAULT_TTL_ENV, "default_ttl", &TTL, DEFAULT_TTL)?,
+            approvers: resolve(
+                [
+                    flag("--approvers", flags.approvers.as_ref(), &FILE),
+                    p.var(APPROVERS_ENV, &FILE),
+                    p.file("approvers", &FILE),
+                ],
+                Ok(None),
+            )?,
+            quorum: resolve(
+                [
+                    flag("--quorum", flags.quorum.as_ref(), &QUORUM),
+                    p.var(QUORUM_ENV, &QUORUM).refused_empty(),
+                    p.file("quorum", &QUORUM),
+                ],
+                Ok(Vec::new()),
+            )?,
+            signing_key: p.get(SIGNING_KEY_ENV, "signing_key", &FILE, None)?,
+            ssh_keygen: p.get(SSH_KEYGEN_ENV, "ssh_keygen", &FILE, None)?,
+            policy: None,
+        };
+        if let Some(program) = &settings.ssh_keygen.value {
+            approval_gate::SshKeygen::at(program).map_err(|e| {
+                let source = &settings.ssh_keygen.source;
+                SettingsError(format!("{SSH_KEYGEN_ENV} ({source}): {e}"))
+            })?;
+        }
+        settings.policy = policy(&settings.approvers, &settings.quorum)?;
+        Ok(settings)
+    }
+
+    /// The `ssh-keygen` that signs approvals: the configured absolute path, else the
+    /// system's. Never one found through `PATH`.
+    pub(crate) fn signer(&self) -> approval_gate::SshKeygen {
+        self.ssh_keygen
+            .value
+            .as_ref()
+            .and_then(|program| approval_gate::SshKeygen::at(program).ok())
+            .unwrap_or_default()
+    }
+
+    /// The limits the gate enforces.
+    pub(crate) fn limits(&self) -> Limits {
+        Limits::default()
+            .max_pending(self.max_pending.value)
+            .max_requests(self.max_requests.value)
+            .default_ttl(self.default_ttl.value)
+    }
+
+    /// Opens (and, for a directory store, creates) the store with these limits.
+    pub(crate) fn open(&self) -> Result<Gate, approval_gate::Error> {
+        let builder = Gate::builder()
+            .store(self.store.value.clone())
+            .limits(self.limits());
+        match &self.policy {
+            Some(policy) => builder.policy(policy.clone()),
+            None => builder,
+        }
+        .open()
+    }
+}
+
+/// The policy of the approvers file and the quorum; none without approvers.
+fn policy(
+    approvers: &Setting<Option<PathBuf>>,
+    quorum: &Setting<Quorum>,
+) -> Result<Option<Policy>, SettingsError> {
+    let Some(path) = &approvers.value else {
+        if quorum.value.is_empty() {
+            return Ok(None);
+        }
+        return Err(SettingsError(format!(
+            "quorum ({}) needs trusted approvers to count: give --approvers, {APPROVERS_ENV} \
+             or `approvers` in the config file (an OpenSSH allowed_signers file)",
+            quorum.source
+        )));
+    };
+    let fail = |problem: &dyn fmt::Display| {
+        SettingsError(format!(
+            "approvers file {} ({}): {problem}",
+            path.display(),
+            approvers.source
+        ))
+    };
+    // Whoever can write it chooses who may approve.
+    let metadata = std::fs::metadata(path).map_err(|e| fail(&e))?;
+    if !metadata.is_file() {
+        return Err(fail(&"is not a regular file"));
+    }
+    check_owner(&metadata).map_err(|problem| fail(&problem))?;
+    let text = std::fs::read_to_string(path).map_err(|e| fail(&e))?;
+    let mut policy = Policy::from_allowed_signers(&text).map_err(|e| fail(&library(e)))?;
+    let quorum_error = |e| SettingsError(format!("quorum ({}): {}", quorum.source, library(e)));
+    for (pattern, n) in &quorum.value {
+        policy = policy.require(pattern, *n).map_err(quorum_error)?;
+    }
+    // A table says what the operations it does not name need, or nothing starts.
+    policy.check_quorum_table().map_err(quorum_error)?;
+    Ok(Some(policy))
+}
+
+/// `$HOME`, unless unset or empty.
+fn home(env: &dyn Fn(&str) -> Option<OsString>) -> Option<PathBuf> {
+    env("HOME")
+        .filter(|home| !home.is_empty())
+        .map(PathBuf::from)
+}
+
+#[cfg(test)]
+mod tests;
