@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value, json};
 
-use crate::audit::{AuditEvent, AuditRecord, AuditSummary, Reanchored};
+use crate::audit::{AuditEvent, AuditRecord, Reanchored};
 use crate::error::Error;
 use crate::id::RequestId;
 use crate::limits::Limits;
@@ -13,7 +13,6 @@ use crate::policy::Policy;
 use crate::request::{Decision, Request, Status, StatusReport, check_ttl};
 use crate::store::{Entry, Location, Store};
 use crate::time::{Clock, SystemClock, Timestamp};
-use crate::trail::Recording;
 
 /// The answer to [`Gate::request_approval`].
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -372,28 +371,6 @@ impl Gate {
     }
 
     // ------------------------------------------------------------------ audit
-
-    /// Verifies the audit log: its hash chain and anchor, then its meaning: each request's
-    /// lines must follow the state machine (`docs/authorization-states.md`), so that a
-    /// `consumed` with no `approved` before it, say, is found even in a chain whose hashes
-    /// are all right.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::AuditBroken`] with the first bad line; [`Error::AuditInconsistent`] with the
-    /// first line that cannot follow the lines before it, and its request.
-    pub fn verify_audit(&self) -> Result<AuditSummary, Error> {
-        let (summary, records) = self.store().verify_records()?;
-        let recording = if self.store().records_effects() {
-            Recording::Atomic
-        } else {
-            Recording::Ordered
-        };
-        let verified =
-            usize::try_from(summary.lines).map_or(records.len(), |n| n.min(records.len()));
-        crate::trail::check(&records[..verified], recording)?;
-        Ok(summary)
-    }
 
     /// Accepts the audit log as it is now, after its anchor went missing or stopped agreeing
     /// with it: only a human who has looked should call this (`approval-gate audit
