@@ -127,6 +127,6 @@ impl Gate {
     ) -> Result<(), Error> {
         self.store().archive_rest(id, claimed)?;
         self.audit(AuditEvent::Archived, id, fields)?;
-        self.store().forget(id)
+        self.store().release_archived(id)
     }
 }

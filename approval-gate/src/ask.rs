@@ -191,7 +191,7 @@ impl Gate {
         let request = self.load_live(id)?;
         let request = if request.status() == Status::Pending && request.is_past_expiry(now) {
             let _lock = self.store().lock(id)?;
-            self.refresh_locked(id, now)?.0
+            self.refresh_locked(id, now)?.request
         } else {
             request
         };

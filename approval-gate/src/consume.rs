@@ -10,12 +10,12 @@ use crate::audit::AuditEvent;
 use crate::audit::refusal_detail;
 use crate::error::Error;
 use crate::faults::failpoint;
-use crate::gate::Gate;
+use crate::gate::{Gate, Refreshed};
 use crate::grant::Grant;
 use crate::id::RequestId;
 use crate::request::{Binding, Request};
 use crate::rules;
-use crate::store::{Entry, Held};
+use crate::store::{Entry, Guard};
 use crate::time::Timestamp;
 
 impl Gate {
@@ -116,14 +116,14 @@ impl Gate {
         &self,
         id: RequestId,
         binding: &Binding,
-    ) -> Result<(Request, T, Timestamp, Held), Error>
+    ) -> Result<(Request, T, Timestamp, Guard), Error>
     where
         T: DeserializeOwned + Serialize,
     {
         self.load_live(id)?;
         let lock = self.store().lock(id)?;
         let now = self.now();
-        let (request, claimed) = self.refresh_locked(id, now)?;
+        let Refreshed { request, claimed } = self.refresh_locked(id, now)?;
         let policy = self.policy().map(|policy| {
             let required =
                 self.required_approvals(request.operation(), request.required_approvals());

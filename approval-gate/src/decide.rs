@@ -5,7 +5,7 @@ use serde_json::json;
 use crate::audit::AuditEvent;
 use crate::error::Error;
 use crate::faults::failpoint;
-use crate::gate::Gate;
+use crate::gate::{Gate, Refreshed};
 use crate::id::RequestId;
 use crate::limits::MAX_QUORUM;
 use crate::policy::{self, Standing};
@@ -112,7 +112,10 @@ impl Gate {
         self.load_live(id)?;
         let _lock = self.store().lock(id)?;
         let now = self.now();
-        let (mut request, claimed) = self.refresh_locked(id, now)?;
+        let Refreshed {
+            mut request,
+            claimed,
+        } = self.refresh_locked(id, now)?;
         verdict.check(id, request.effective(claimed, now))?;
         // What the human saw is the request; approvals others added since do not change it.
         if shown.is_some_and(|shown| !shown.same_as_shown(&request)) {

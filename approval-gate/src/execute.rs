@@ -13,7 +13,7 @@ use crate::gate::Gate;
 use crate::grant::Grant;
 use crate::id::RequestId;
 use crate::request::Binding;
-use crate::store::{Entry, Held};
+use crate::store::{Entry, Guard};
 
 impl Gate {
     /// Runs `f` exactly once for an approved request, and only then.
@@ -183,7 +183,7 @@ pub(crate) struct ExecutionRecord {
     gate: Gate,
     id: RequestId,
     open: bool,
-    marker: Option<Held>,
+    marker: Option<Guard>,
 }
 
 /// Longest error text kept in an `execution_finished` line.

@@ -128,6 +128,15 @@ pub struct Gate {
     inner: Arc<Inner>,
 }
 
+/// A request as re-read under its lock ([`Gate::refresh_locked`]).
+#[derive(Debug)]
+pub(crate) struct Refreshed {
+    /// The live record, its expiry recorded if it was due.
+    pub(crate) request: Request,
+    /// Whether its approval was claimed (consumed).
+    pub(crate) claimed: bool,
+}
+
 /// The fields of an audit record, from a JSON object (anything else has none).
 pub(crate) fn details(value: Value) -> Map<String, Value> {
     match value {
@@ -338,16 +347,12 @@ impl Gate {
         Ok(request)
     }
 
-    /// Re-reads a request under its lock, recording its expiry if due; and whether its
+    /// Re-reads a request under its lock, recording its expiry if due, with whether its
     /// approval was claimed.
-    pub(crate) fn refresh_locked(
-        &self,
-        id: RequestId,
-        now: Timestamp,
-    ) -> Result<(Request, bool), Error> {
+    pub(crate) fn refresh_locked(&self, id: RequestId, now: Timestamp) -> Result<Refreshed, Error> {
         let request = self.expire_if_due(self.load_live(id)?, now)?;
         let claimed = self.store().is_claimed(id)?;
-        Ok((request, claimed))
+        Ok(Refreshed { request, claimed })
     }
 
     /// The report of `request`, as of `now`.

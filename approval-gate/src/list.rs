@@ -177,7 +177,7 @@ impl Gate {
         match store.load(id) {
             Ok(Some(request)) => return Ok(Some(request.created_at())),
             Ok(None) => {}
-            Err(error) if store.spoils_only(id, &error) => return Ok(None),
+            Err(error) if store.concerns_record_only(id, &error) => return Ok(None),
             Err(other) => return Err(other),
         }
         let archived = store.load_archived(id)?.ok_or(Error::NotFound(id))?;
@@ -198,10 +198,8 @@ impl Gate {
                 && request.is_past_expiry(now)
             {
                 let _lock = store.lock(id)?;
-                if let Some((request, _)) =
-                    scan.readable(store, id, self.refresh_locked(id, now))?
-                {
-                    scan.requests.push(request);
+                if let Some(refreshed) = scan.readable(store, id, self.refresh_locked(id, now))? {
+                    scan.requests.push(refreshed.request);
                 }
             } else {
                 scan.requests.push(request);

@@ -37,7 +37,7 @@ impl Scan {
     ) -> Result<Option<T>, Error> {
         match result {
             Ok(value) => Ok(Some(value)),
-            Err(error) if store.spoils_only(id, &error) => {
+            Err(error) if store.concerns_record_only(id, &error) => {
                 let problem = match error {
                     Error::Unreadable { problem, .. } => problem,
                     other => other.to_string(),

@@ -6,8 +6,8 @@ use std::borrow::Cow;
 use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
 
 use crate::id::RequestId;
-use crate::scan::UnreadableRecord;
 use crate::payload::{CanonicalPayload, PayloadDigest};
+use crate::scan::UnreadableRecord;
 use crate::time::Timestamp;
 
 impl JsonSchema for RequestId {

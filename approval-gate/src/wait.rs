@@ -20,7 +20,7 @@ use crate::error::Error;
 use crate::gate::Gate;
 use crate::id::RequestId;
 use crate::request::{EffectiveStatus, StatusReport};
-use crate::store::Held;
+use crate::store::Guard;
 
 /// Re-read this often even without events, while the watcher runs.
 pub const FALLBACK: Duration = Duration::from_millis(1500);
@@ -183,8 +183,8 @@ struct Inner {
 }
 
 enum Source {
-    // Held only to keep it running.
-    Events { _watcher: Held },
+    // Guard only to keep it running.
+    Events { _watcher: Guard },
     Polling(String),
 }
 

@@ -32,17 +32,17 @@ use crate::time::Timestamp;
 pub use location::Location;
 
 /// A lock or liveness token held for as long as the value lives.
-pub(crate) struct Held(#[allow(dead_code)] Box<dyn Send + Sync>);
+pub(crate) struct Guard(#[allow(dead_code)] Box<dyn Send + Sync>);
 
-impl Held {
+impl Guard {
     pub(crate) fn new(guard: impl Send + Sync + 'static) -> Self {
         Self(Box::new(guard))
     }
 }
 
-impl fmt::Debug for Held {
+impl fmt::Debug for Guard {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("Held")
+        f.write_str("Guard")
     }
 }
 
@@ -113,7 +113,7 @@ pub(crate) trait Store: Send + Sync + fmt::Debug {
     fn load(&self, id: RequestId) -> Result<Option<Request>, Error>;
     /// Whether `error`, from [`load`](Store::load) of `id`, is about that record alone (so a
     /// scan lists it as unreadable and goes on), not about the store.
-    fn spoils_only(&self, id: RequestId, error: &Error) -> bool;
+    fn concerns_record_only(&self, id: RequestId, error: &Error) -> bool;
     /// The archived record of `id`, or `None`.
     fn load_archived(&self, id: RequestId) -> Result<Option<Request>, Error>;
     /// Whether `id` was archived.
@@ -130,9 +130,9 @@ pub(crate) trait Store: Send + Sync + fmt::Debug {
     // --------------------------------------------------------------- serialising
 
     /// Serialises decisions, consumption and archiving of one request.
-    fn lock(&self, id: RequestId) -> Result<Held, Error>;
+    fn lock(&self, id: RequestId) -> Result<Guard, Error>;
     /// Serialises filing (queue cap, de-duplication, fresh ids).
-    fn lock_filing(&self) -> Result<Held, Error>;
+    fn lock_filing(&self) -> Result<Guard, Error>;
 
     // -------------------------------------------------------------------- filing
 
@@ -203,7 +203,7 @@ pub(crate) trait Store: Send + Sync + fmt::Debug {
 
     /// Marks `id` as executing for as long as the returned value lives, durably enough that
     /// a crash leaves the mark for [`dead_execution`](Store::dead_execution) to find.
-    fn begin_execution(&self, id: RequestId, entry: &Entry<'_>) -> Result<Held, Error>;
+    fn begin_execution(&self, id: RequestId, entry: &Entry<'_>) -> Result<Guard, Error>;
     /// Records an execution's outcome and removes its mark, as one step: only called on a
     /// store that [records effects](Store::records_effects) (others get the outcome's line
     /// appended, then [`end_execution`](Store::end_execution)).
@@ -223,7 +223,7 @@ pub(crate) trait Store: Send + Sync + fmt::Debug {
     /// Ids with an execution mark, live or dead.
     fn executions(&self) -> Result<Vec<RequestId>, Error>;
     /// Takes over the execution mark of `id` if its executor is gone; `None` while it lives.
-    fn dead_execution(&self, id: RequestId) -> Result<Option<Held>, Error>;
+    fn dead_execution(&self, id: RequestId) -> Result<Option<Guard>, Error>;
     /// Whether `id` has an execution mark.
     fn is_executing(&self, id: RequestId) -> Result<bool, Error>;
 
@@ -236,8 +236,9 @@ pub(crate) trait Store: Send + Sync + fmt::Debug {
     /// Moves the rest of an archived request (its claim, if `claimed`, and its index
     /// entries) after its record.
     fn archive_rest(&self, id: RequestId, claimed: bool) -> Result<(), Error>;
-    /// Drops what serialised `id` once its `archived` line is written.
-    fn forget(&self, id: RequestId) -> Result<(), Error>;
+    /// Releases what serialised the decisions on `id` (its lock file on the directory store)
+    /// once its `archived` line is written.
+    fn release_archived(&self, id: RequestId) -> Result<(), Error>;
 
     // --------------------------------------------------------------------- audit
 
@@ -277,7 +278,7 @@ pub(crate) trait Store: Send + Sync + fmt::Debug {
     /// Starts sending change hints to `sink` (from the store's own thread) until the
     /// returned value is dropped; `Err` saying why if it cannot, and then waits poll. Hints
     /// may be lost or spurious: whoever wakes reads the store again.
-    fn watch(&self, sink: crate::change::ChangeSink) -> Result<Held, String>;
+    fn watch(&self, sink: crate::change::ChangeSink) -> Result<Guard, String>;
 }
 
 /// An id and what loading its live record gave.

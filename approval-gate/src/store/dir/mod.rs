@@ -27,7 +27,7 @@ use std::path::{Path, PathBuf};
 use serde_json::{Map, Value, json};
 
 use self::audit_log::AuditLog;
-use super::{Entry, Held, Location, Store};
+use super::{Entry, Guard, Location, Store};
 use crate::audit::{AuditEvent, AuditRecord, AuditSummary, Reanchored};
 use crate::change::ChangeSink;
 use crate::error::Error;
@@ -87,7 +87,7 @@ impl Layout {
     fn claim_logged(&self, id: RequestId) -> PathBuf {
         self.claims_dir().join(format!("{id}.logged"))
     }
-    /// Held locked by a process while it executes an approved action.
+    /// Guard locked by a process while it executes an approved action.
     fn execution_marker(&self, id: RequestId) -> PathBuf {
         self.claims_dir().join(format!("{id}.exec"))
     }
@@ -241,7 +241,7 @@ impl Store for DirStore {
         Self::read(id, &self.layout.request(id))
     }
 
-    fn spoils_only(&self, id: RequestId, error: &Error) -> bool {
+    fn concerns_record_only(&self, id: RequestId, error: &Error) -> bool {
         match error {
             Error::Unreadable { .. } => true,
             Error::UnsafeState { path, .. } => *path == self.layout.request(id),
@@ -275,12 +275,12 @@ impl Store for DirStore {
             .map_err(|failed| failed.on(request.id(), operation))
     }
 
-    fn lock(&self, id: RequestId) -> Result<Held, Error> {
-        lock_exclusive(&self.layout.lock(id)).map(Held::new)
+    fn lock(&self, id: RequestId) -> Result<Guard, Error> {
+        lock_exclusive(&self.layout.lock(id)).map(Guard::new)
     }
 
-    fn lock_filing(&self) -> Result<Held, Error> {
-        lock_exclusive(&self.layout.filing_lock()).map(Held::new)
+    fn lock_filing(&self) -> Result<Guard, Error> {
+        lock_exclusive(&self.layout.filing_lock()).map(Guard::new)
     }
 
     fn id_taken(&self, id: RequestId) -> Result<bool, Error> {
@@ -348,8 +348,8 @@ impl Store for DirStore {
         fs::exists(&self.layout.claim_logged(id))
     }
 
-    fn begin_execution(&self, id: RequestId, _: &Entry<'_>) -> Result<Held, Error> {
-        self.lock_execution_marker(id).map(Held::new)
+    fn begin_execution(&self, id: RequestId, _: &Entry<'_>) -> Result<Guard, Error> {
+        self.lock_execution_marker(id).map(Guard::new)
     }
 
     fn end_execution(&self, id: RequestId) -> Result<(), Error> {
@@ -362,9 +362,9 @@ impl Store for DirStore {
         Ok(ids)
     }
 
-    fn dead_execution(&self, id: RequestId) -> Result<Option<Held>, Error> {
+    fn dead_execution(&self, id: RequestId) -> Result<Option<Guard>, Error> {
         // A live executor holds the marker locked; only a dead one lets go of it.
-        Ok(try_lock_existing(&self.layout.execution_marker(id))?.map(Held::new))
+        Ok(try_lock_existing(&self.layout.execution_marker(id))?.map(Guard::new))
     }
 
     fn is_executing(&self, id: RequestId) -> Result<bool, Error> {
@@ -386,7 +386,7 @@ impl Store for DirStore {
         fs::remove_if_exists(&layout.marker(id))
     }
 
-    fn forget(&self, id: RequestId) -> Result<(), Error> {
+    fn release_archived(&self, id: RequestId) -> Result<(), Error> {
         fs::remove_if_exists(&self.layout.lock(id))
     }
 
@@ -428,7 +428,7 @@ impl Store for DirStore {
         health::stray_entries(&self.layout.root)
     }
 
-    fn watch(&self, sink: ChangeSink) -> Result<Held, String> {
+    fn watch(&self, sink: ChangeSink) -> Result<Guard, String> {
         watch::watch_records(&self.layout.requests_dir(), sink)
     }
 }

@@ -9,7 +9,7 @@ use notify::{EventKind, RecursiveMode, Watcher};
 
 use crate::change::{Change, ChangeSink};
 use crate::id::RequestId;
-use crate::store::Held;
+use crate::store::Guard;
 
 /// The request whose record `path` is; `None` for anything else (temporary files, whose
 /// rename into place is the change that counts).
@@ -19,7 +19,7 @@ pub(super) fn request_of(path: &Path) -> Option<RequestId> {
 }
 
 /// Starts the platform's file watcher on `requests`, forwarding its events to `sink`.
-pub(super) fn watch_records(requests: &Path, sink: ChangeSink) -> Result<Held, String> {
+pub(super) fn watch_records(requests: &Path, sink: ChangeSink) -> Result<Guard, String> {
     let forward = move |event: notify::Result<notify::Event>| match event {
         Err(_) => sink(Change::Unknown),
         Ok(event) if event.need_rescan() => sink(Change::Unknown),
@@ -36,8 +36,8 @@ pub(super) fn watch_records(requests: &Path, sink: ChangeSink) -> Result<Held, S
     watcher
         .watch(requests, RecursiveMode::NonRecursive)
         .map_err(|e| format!("cannot watch {}: {e}", requests.display()))?;
-    // Held only to keep it running; the lock makes it shareable whatever the platform's type.
-    Ok(Held::new(Mutex::new(watcher)))
+    // Guard only to keep it running; the lock makes it shareable whatever the platform's type.
+    Ok(Guard::new(Mutex::new(watcher)))
 }
 
 #[cfg(test)]

@@ -10,7 +10,7 @@ use postgres::fallible_iterator::FallibleIterator;
 use super::pool::Pool;
 use crate::change::{Change, ChangeSink};
 use crate::id::RequestId;
-use crate::store::Held;
+use crate::store::Guard;
 
 /// The NOTIFY channel every change is announced on (its payload: the request id).
 const CHANNEL: &str = "approval_gate";
@@ -60,7 +60,7 @@ fn listen(pool: &Pool, sink: &ChangeSink, stop: &AtomicBool) {
 
 /// Starts the LISTEN thread, which sends change hints to `sink` until the returned value is
 /// dropped ([`Store::watch`](crate::store::Store::watch)).
-pub(super) fn watch(pool: &Arc<Pool>, sink: ChangeSink) -> Result<Held, String> {
+pub(super) fn watch(pool: &Arc<Pool>, sink: ChangeSink) -> Result<Guard, String> {
     let stop = Arc::new(AtomicBool::new(false));
     let pool = Arc::clone(pool);
     let flag = Arc::clone(&stop);
@@ -68,5 +68,5 @@ pub(super) fn watch(pool: &Arc<Pool>, sink: ChangeSink) -> Result<Held, String> 
         .name("approval-gate-listen".into())
         .spawn(move || listen(&pool, &sink, &flag))
         .map_err(|e| format!("cannot start the LISTEN thread: {e}"))?;
-    Ok(Held::new(StopOnDrop(stop)))
+    Ok(Guard::new(StopOnDrop(stop)))
 }

@@ -45,7 +45,7 @@ use std::sync::{Arc, PoisonError};
 
 use serde_json::{Map, Value};
 
-use super::{Caps, Entry, Filed, Held, Loaded, Location, Store};
+use super::{Caps, Entry, Filed, Guard, Loaded, Location, Store};
 use crate::audit::{AuditEvent, AuditRecord, AuditSummary, LineHash, Reanchored, parse_chain_with};
 use crate::change::ChangeSink;
 use crate::error::Error;
@@ -105,7 +105,7 @@ impl Store for PgStore {
         self.load_where(id, false)
     }
 
-    fn spoils_only(&self, id: RequestId, error: &Error) -> bool {
+    fn concerns_record_only(&self, id: RequestId, error: &Error) -> bool {
         matches!(error, Error::Unreadable { id: bad, .. } if *bad == id)
     }
 
@@ -146,12 +146,12 @@ impl Store for PgStore {
         .map(drop)
     }
 
-    fn lock(&self, id: RequestId) -> Result<Held, Error> {
-        AdvisoryLock::take(&self.pool, "lock", LOCK_REQUEST, id.as_str()).map(Held::new)
+    fn lock(&self, id: RequestId) -> Result<Guard, Error> {
+        AdvisoryLock::take(&self.pool, "lock", LOCK_REQUEST, id.as_str()).map(Guard::new)
     }
 
-    fn lock_filing(&self) -> Result<Held, Error> {
-        AdvisoryLock::take(&self.pool, "lock", LOCK_FILING, "filing").map(Held::new)
+    fn lock_filing(&self) -> Result<Guard, Error> {
+        AdvisoryLock::take(&self.pool, "lock", LOCK_FILING, "filing").map(Guard::new)
     }
 
     fn id_taken(&self, id: RequestId) -> Result<bool, Error> {
@@ -351,7 +351,7 @@ impl Store for PgStore {
         Ok(true)
     }
 
-    fn begin_execution(&self, id: RequestId, entry: &Entry<'_>) -> Result<Held, Error> {
+    fn begin_execution(&self, id: RequestId, entry: &Entry<'_>) -> Result<Guard, Error> {
         let lock = AdvisoryLock::take(&self.pool, "execute", LOCK_EXECUTION, id.as_str())?;
         let details = details_text(entry.details);
         let ts = entry.ts.unix_millis();
@@ -375,7 +375,7 @@ impl Store for PgStore {
             }
         });
         match started {
-            Ok(_) => Ok(Held::new(Executing(lock))),
+            Ok(_) => Ok(Guard::new(Executing(lock))),
             Err(Failed::Sql(error)) if is_wrong_state(&error) => {
                 drop(lock);
                 Err(self.wrong_state(id, "execute", entry.ts))
@@ -431,7 +431,7 @@ impl Store for PgStore {
         )
     }
 
-    fn dead_execution(&self, _: RequestId) -> Result<Option<Held>, Error> {
+    fn dead_execution(&self, _: RequestId) -> Result<Option<Guard>, Error> {
         // `recover_executions` finds them in the database.
         Ok(None)
     }
@@ -465,7 +465,7 @@ impl Store for PgStore {
         Ok(())
     }
 
-    fn forget(&self, _: RequestId) -> Result<(), Error> {
+    fn release_archived(&self, _: RequestId) -> Result<(), Error> {
         Ok(())
     }
 
@@ -581,7 +581,7 @@ impl Store for PgStore {
         Ok(Vec::new())
     }
 
-    fn watch(&self, sink: ChangeSink) -> Result<Held, String> {
+    fn watch(&self, sink: ChangeSink) -> Result<Guard, String> {
         listen::watch(&self.pool, sink)
     }
 }
