@@ -276,16 +276,21 @@ pub(crate) const MAX_REFUSAL_DETAIL_BYTES: usize = MAX_DETAIL + "...".len();
 
 /// A refusal's text as a refusal line keeps it: cut at [`MAX_DETAIL`] bytes, with a mark.
 pub(crate) fn refusal_detail(refusal: &Error) -> String {
-    let mut detail = refusal.to_string();
-    if detail.len() > MAX_DETAIL {
-        let mut cut = MAX_DETAIL;
-        while !detail.is_char_boundary(cut) {
+    cut_text(refusal.to_string(), MAX_DETAIL)
+}
+
+/// `text` cut to at most `max` bytes at a character boundary, marked `...` where it was cut:
+/// what a line keeps of a text of unbounded length.
+pub(crate) fn cut_text(mut text: String, max: usize) -> String {
+    if text.len() > max {
+        let mut cut = max;
+        while !text.is_char_boundary(cut) {
             cut -= 1;
         }
-        detail.truncate(cut);
-        detail.push_str("...");
+        text.truncate(cut);
+        text.push_str("...");
     }
-    detail
+    text
 }
 
 #[cfg(test)]

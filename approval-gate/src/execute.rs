@@ -123,11 +123,11 @@ impl Gate {
             .start_execution(&grant)
             .map_err(|error| error.after_effect(id, "execute"))?;
         if let Err(error) = after_started() {
-            record.finish("not_run", Some(error.to_string()));
+            record.finish(Outcome::NotRun, Some(error.to_string()));
             return Err(error.after_effect(id, "execute"));
         }
         if let Err(expired) = grant.assert_active() {
-            record.finish("not_run", Some(expired.to_string()));
+            record.finish(Outcome::NotRun, Some(expired.to_string()));
             return Err(expired);
         }
         Ok((grant, record))
@@ -143,8 +143,8 @@ fn after_started() -> Result<(), Error> {
 
 fn finish<R, E: Display>(record: ExecutionRecord, result: &Result<R, E>) {
     match result {
-        Ok(_) => record.finish("ok", None),
-        Err(error) => record.finish("error", Some(error.to_string())),
+        Ok(_) => record.finish(Outcome::Ok, None),
+        Err(error) => record.finish(Outcome::Error, Some(error.to_string())),
     }
 }
 
@@ -189,20 +189,25 @@ pub(crate) struct ExecutionRecord {
 /// Longest error text kept in an `execution_finished` line.
 const MAX_OUTCOME_TEXT: usize = 1024;
 
+/// How an execution ended, as its `execution_finished` line says (`outcome`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub(crate) enum Outcome {
+    /// The action ran and returned success.
+    Ok,
+    /// The action ran and returned an error.
+    Error,
+    /// The action was never called: the payload could not be read back, or the approval
+    /// expired while it was being consumed.
+    NotRun,
+    /// Nobody knows: the executor panicked, was abandoned or died mid-run.
+    Unknown,
+}
+
 impl ExecutionRecord {
-    pub(crate) fn finish(mut self, outcome: &str, error: Option<String>) {
+    pub(crate) fn finish(mut self, outcome: Outcome, error: Option<String>) {
         self.open = false;
-        let error = error.map(|mut text| {
-            if text.len() > MAX_OUTCOME_TEXT {
-                let mut cut = MAX_OUTCOME_TEXT;
-                while !text.is_char_boundary(cut) {
-                    cut -= 1;
-                }
-                text.truncate(cut);
-                text.push_str("...");
-            }
-            text
-        });
+        let error = error.map(|text| crate::audit::cut_text(text, MAX_OUTCOME_TEXT));
         self.record(json!({ "outcome": outcome, "error": error }));
     }
 
@@ -238,7 +243,7 @@ impl Drop for ExecutionRecord {
             } else {
                 "the execution was abandoned (future dropped)"
             };
-            self.record(json!({ "outcome": "unknown", "error": why }));
+            self.record(json!({ "outcome": Outcome::Unknown, "error": why }));
         }
     }
 }
