@@ -98,35 +98,17 @@ impl Gate {
                 report.archived.push(id);
                 continue;
             }
-            // The request moves first: a claim left behind still spends nothing, while a
-            // request left behind without its claim could look unconsumed.
             let fields = json!({ "status": status, "createdAt": request.created_at() });
-            let details = crate::gate::details(fields.clone());
+            let details = crate::gate::details(fields);
             let entry = Entry {
                 ts: self.now(),
                 event: AuditEvent::Archived,
                 details: &details,
             };
-            store.archive_record(id, &entry)?;
-            // The request is archived from here: a failure says so.
-            if !store.records_effects() {
-                self.finish_archiving(id, claimed, fields)
-                    .map_err(|error| error.after_effect(id, "archive"))?;
-            }
+            store.archive(id, &entry)?;
             report.archived.push(id);
         }
         report.skipped.append(&mut late.unreadable);
         Ok(report)
-    }
-
-    fn finish_archiving(
-        &self,
-        id: RequestId,
-        claimed: bool,
-        fields: serde_json::Value,
-    ) -> Result<(), Error> {
-        self.store().archive_rest(id, claimed)?;
-        self.audit(AuditEvent::Archived, id, fields)?;
-        self.store().release_archived(id)
     }
 }

@@ -90,7 +90,7 @@ pub(crate) trait Store: Send + Sync + fmt::Debug {
 
     /// Whether the effect steps ([`insert`](Store::insert), [`save`](Store::save),
     /// [`claim`](Store::claim), [`begin_execution`](Store::begin_execution),
-    /// [`finish_execution`](Store::finish_execution), [`archive_record`](Store::archive_record))
+    /// [`finish_execution`](Store::finish_execution))
     /// write their audit [`Entry`] themselves, atomically with the effect. When they do, the
     /// lifecycle appends nothing of its own for them; when not, it appends each entry in the
     /// order the rules give (a "yes" recorded first, a "no" after).
@@ -229,16 +229,13 @@ pub(crate) trait Store: Send + Sync + fmt::Debug {
 
     // ------------------------------------------------------------------- archive
 
-    /// Moves the record of `id` out of the live store (first, so a claim left behind
-    /// spends nothing while a record without its claim could look unconsumed). Errors after
-    /// it moved are [`Error::DurabilityUnknown`].
-    fn archive_record(&self, id: RequestId, entry: &Entry<'_>) -> Result<(), Error>;
-    /// Moves the rest of an archived request (its claim, if `claimed`, and its index
-    /// entries) after its record.
-    fn archive_rest(&self, id: RequestId, claimed: bool) -> Result<(), Error>;
-    /// Releases what serialised the decisions on `id` (its lock file on the directory store)
-    /// once its `archived` line is written.
-    fn release_archived(&self, id: RequestId) -> Result<(), Error>;
+    /// Moves a finished request out of the live store with its `archived` line ([`Entry`]),
+    /// as one step, under its [`lock`](Store::lock): the record first (so a claim left
+    /// behind spends nothing, while a record left behind without its claim could look
+    /// unconsumed), then its claim and index entries, the line, and what serialised it. An
+    /// error once the record moved says the request is archived but not all was recorded
+    /// ([`Error::NotRecorded`] or [`Error::DurabilityUnknown`]).
+    fn archive(&self, id: RequestId, entry: &Entry<'_>) -> Result<(), Error>;
 
     // --------------------------------------------------------------------- audit
 

@@ -371,23 +371,22 @@ impl Store for DirStore {
         fs::exists(&self.layout.execution_marker(id))
     }
 
-    fn archive_record(&self, id: RequestId, _: &Entry<'_>) -> Result<(), Error> {
-        fs::rename_durable(&self.layout.request(id), &self.layout.archived(id))
-            .map_err(|failed| failed.on(id, "archive"))
-    }
-
-    fn archive_rest(&self, id: RequestId, claimed: bool) -> Result<(), Error> {
+    fn archive(&self, id: RequestId, entry: &Entry<'_>) -> Result<(), Error> {
         let layout = &self.layout;
-        if claimed {
-            fs::rename_durable(&layout.claim(id), &layout.archived_claim(id))
-                .map_err(|failed| failed.on(id, "archive"))?;
-            fs::remove_if_exists(&layout.claim_logged(id))?;
-        }
-        fs::remove_if_exists(&layout.marker(id))
-    }
-
-    fn release_archived(&self, id: RequestId) -> Result<(), Error> {
-        fs::remove_if_exists(&self.layout.lock(id))
+        fs::rename_durable(&layout.request(id), &layout.archived(id))
+            .map_err(|failed| failed.on(id, "archive"))?;
+        // The request is archived from here: a failure says so.
+        let rest = || -> Result<(), Error> {
+            if self.is_claimed(id)? {
+                fs::rename_durable(&layout.claim(id), &layout.archived_claim(id))
+                    .map_err(|failed| failed.on(id, "archive"))?;
+                fs::remove_if_exists(&layout.claim_logged(id))?;
+            }
+            fs::remove_if_exists(&layout.marker(id))?;
+            self.append(entry.ts, entry.event, id, entry.details)?;
+            fs::remove_if_exists(&layout.lock(id))
+        };
+        rest().map_err(|error| error.after_effect(id, "archive"))
     }
 
     fn append(

@@ -447,7 +447,7 @@ impl Store for PgStore {
         })
     }
 
-    fn archive_record(&self, id: RequestId, entry: &Entry<'_>) -> Result<(), Error> {
+    fn archive(&self, id: RequestId, entry: &Entry<'_>) -> Result<(), Error> {
         let details = details_text(entry.details);
         let ts = entry.ts.unix_millis();
         self.step("archive", id, entry.ts, |client| {
@@ -459,14 +459,6 @@ impl Store for PgStore {
             Ok(done)
         })
         .map(drop)
-    }
-
-    fn archive_rest(&self, _: RequestId, _: bool) -> Result<(), Error> {
-        Ok(())
-    }
-
-    fn release_archived(&self, _: RequestId) -> Result<(), Error> {
-        Ok(())
     }
 
     fn append(
