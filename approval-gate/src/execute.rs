@@ -158,16 +158,13 @@ impl Gate {
             "payloadDigest": grant.payload_digest(),
             "pid": std::process::id(),
         });
-        let details = crate::gate::details(fields.clone());
+        let details = crate::gate::details(fields);
         let entry = Entry {
             ts: self.now(),
             event: AuditEvent::ExecutionStarted,
             details: &details,
         };
         let marker = self.store().begin_execution(grant.id(), &entry)?;
-        if !self.store().records_effects() {
-            self.audit(AuditEvent::ExecutionStarted, grant.id(), fields)?;
-        }
         Ok(ExecutionRecord {
             gate: self.clone(),
             id: grant.id(),
@@ -215,22 +212,13 @@ impl ExecutionRecord {
     /// started-but-unfinished execution and its marker, which recovery reports as
     /// "outcome unknown" once this process is gone.
     fn record(&mut self, fields: serde_json::Value) {
-        let store = self.gate.store();
-        if store.records_effects() {
-            let details = crate::gate::details(fields);
-            let entry = Entry {
-                ts: self.gate.now(),
-                event: AuditEvent::ExecutionFinished,
-                details: &details,
-            };
-            let _ = store.finish_execution(self.id, &entry);
-        } else if self
-            .gate
-            .audit(AuditEvent::ExecutionFinished, self.id, fields)
-            .is_ok()
-        {
-            let _ = store.end_execution(self.id);
-        }
+        let details = crate::gate::details(fields);
+        let entry = Entry {
+            ts: self.gate.now(),
+            event: AuditEvent::ExecutionFinished,
+            details: &details,
+        };
+        let _ = self.gate.store().finish_execution(self.id, &entry);
         self.marker = None;
     }
 }

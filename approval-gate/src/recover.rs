@@ -98,7 +98,7 @@ impl Gate {
                     AuditEvent::ExecutionFinished,
                     id,
                     json!({
-                        "outcome": "unknown",
+                        "outcome": crate::execute::Outcome::Unknown,
                         "recovered": true,
                         "error": "the executing process ended without recording an outcome; inspect the external system, nothing is retried",
                     }),

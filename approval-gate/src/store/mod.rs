@@ -202,15 +202,14 @@ pub(crate) trait Store: Send + Sync + fmt::Debug {
     // ---------------------------------------------------------------- executions
 
     /// Marks `id` as executing for as long as the returned value lives, durably enough that
-    /// a crash leaves the mark for [`dead_execution`](Store::dead_execution) to find.
+    /// a crash leaves the mark for [`dead_execution`](Store::dead_execution) to find, and
+    /// records its `execution_started` line ([`Entry`]), as one step: no execution starts
+    /// unrecorded.
     fn begin_execution(&self, id: RequestId, entry: &Entry<'_>) -> Result<Guard, Error>;
-    /// Records an execution's outcome and removes its mark, as one step: only called on a
-    /// store that [records effects](Store::records_effects) (others get the outcome's line
-    /// appended, then [`end_execution`](Store::end_execution)).
-    fn finish_execution(&self, id: RequestId, entry: &Entry<'_>) -> Result<(), Error> {
-        let _ = entry;
-        self.end_execution(id)
-    }
+    /// Records an execution's outcome (its `execution_finished` line) and then removes its
+    /// mark, as one step: a mark whose outcome could not be recorded stays, for recovery to
+    /// report as unknown.
+    fn finish_execution(&self, id: RequestId, entry: &Entry<'_>) -> Result<(), Error>;
     /// Records `outcome unknown` for every execution whose executor is gone, if the backend
     /// does that itself; `None` to leave it to the lifecycle ([`executions`](Store::executions),
     /// [`dead_execution`](Store::dead_execution)).
@@ -218,7 +217,7 @@ pub(crate) trait Store: Send + Sync + fmt::Debug {
         let _ = now;
         None
     }
-    /// Removes the execution mark of `id` once its outcome is recorded.
+    /// Removes the execution mark of `id` once its outcome is recorded (recovery).
     fn end_execution(&self, id: RequestId) -> Result<(), Error>;
     /// Ids with an execution mark, live or dead.
     fn executions(&self) -> Result<Vec<RequestId>, Error>;

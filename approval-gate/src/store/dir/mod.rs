@@ -348,8 +348,15 @@ impl Store for DirStore {
         fs::exists(&self.layout.claim_logged(id))
     }
 
-    fn begin_execution(&self, id: RequestId, _: &Entry<'_>) -> Result<Guard, Error> {
-        self.lock_execution_marker(id).map(Guard::new)
+    fn begin_execution(&self, id: RequestId, entry: &Entry<'_>) -> Result<Guard, Error> {
+        let marker = self.lock_execution_marker(id).map(Guard::new)?;
+        self.append(entry.ts, entry.event, id, entry.details)?;
+        Ok(marker)
+    }
+
+    fn finish_execution(&self, id: RequestId, entry: &Entry<'_>) -> Result<(), Error> {
+        self.append(entry.ts, entry.event, id, entry.details)?;
+        self.end_execution(id)
     }
 
     fn end_execution(&self, id: RequestId) -> Result<(), Error> {
