@@ -11,7 +11,7 @@ use crate::request::Request;
 use crate::rules;
 use crate::scan::Scan;
 use crate::scan::UnreadableRecord;
-use crate::store::Entry;
+use crate::store::{Entry, Shelf};
 
 /// What [`Gate::archive`] did (or, in a dry run, would do).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -85,13 +85,13 @@ impl Gate {
                 Run::Move => Some(store.lock(id)?),
             };
             // Re-read under the lock: it may have changed since the scan.
-            let Some(Some(request)) = late.readable(store, id, store.load(id))? else {
+            let Some(Some(request)) = late.readable(store, id, store.load(id, Shelf::Live))? else {
                 continue;
             };
-            let claimed = store.is_claimed(id)?;
-            let status = request.effective(claimed, now);
+            let marks = store.marks(id)?;
+            let status = request.effective(marks.claimed, now);
             // An execution still running (or awaiting recovery) keeps its request live.
-            if !due(&request) || !status.is_finished() || store.is_executing(id)? {
+            if !due(&request) || !status.is_finished() || marks.executing {
                 continue;
             }
             if run == Run::DryRun {

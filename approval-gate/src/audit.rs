@@ -293,6 +293,29 @@ pub(crate) fn cut_text(mut text: String, max: usize) -> String {
     text
 }
 
+/// The fields of a line, from a JSON object (anything else has none).
+pub(crate) fn details(value: Value) -> Map<String, Value> {
+    match value {
+        Value::Object(map) => map,
+        _ => Map::new(),
+    }
+}
+
+/// How an execution ended, as its `execution_finished` line says (`outcome`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub(crate) enum Outcome {
+    /// The action ran and returned success.
+    Ok,
+    /// The action ran and returned an error.
+    Error,
+    /// The action was never called: the payload could not be read back, or the approval
+    /// expired while it was being consumed.
+    NotRun,
+    /// Nobody knows: the executor panicked, was abandoned or died mid-run.
+    Unknown,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

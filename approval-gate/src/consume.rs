@@ -15,7 +15,7 @@ use crate::grant::Grant;
 use crate::id::RequestId;
 use crate::request::{Binding, Request};
 use crate::rules;
-use crate::store::{Entry, Guard};
+use crate::store::{Entry, Guard, Spent};
 use crate::time::Timestamp;
 
 impl Gate {
@@ -75,21 +75,25 @@ impl Gate {
             event: AuditEvent::Consumed,
             details: &consumed,
         };
-        let claimed = self.store().claim(id, now, &entry).inspect_err(|error| {
-            // A store that records effects recorded the refusal it found itself; on another,
-            // an error that changed nothing is a refusal like the others.
-            if !self.store().records_effects() && !error.took_effect() {
-                self.record_refused_consume(id, error);
+        match self.store().spend(id, &entry) {
+            Ok(Spent::Now) => {}
+            Ok(Spent::Before) => {
+                let replay = Error::AlreadyConsumed(id);
+                self.record_refused_consume(id, &replay);
+                return Err(replay);
             }
-        })?;
-        if !claimed {
-            let replay = Error::AlreadyConsumed(id);
-            self.record_refused_consume(id, &replay);
-            return Err(replay);
+            // Refused by the store's own rules, and recorded there.
+            Ok(Spent::Refused(refusal)) => return Err(refusal),
+            Err(error) => {
+                // An error that spent nothing is a refusal like the others.
+                if !error.took_effect() {
+                    self.record_refused_consume(id, &error);
+                }
+                return Err(error);
+            }
         }
         // From here on the approval is spent, whatever happens next.
-        self.record_consumed(&request)
-            .map_err(|error| error.after_effect(id, "consume"))?;
+        failpoint!("consume::before_expiry_recheck");
         let after = self.now();
         if request.is_past_expiry(after) {
             let refusal = Error::ExpiredDuringConsume {
@@ -130,8 +134,6 @@ impl Gate {
             (policy, required)
         });
         let payload = rules::check_consumable::<T>(&request, claimed, binding, policy, now)?;
-        // The claim is a "yes": it is not made unless its `consumed` line can follow.
-        self.check_audit_appendable()?;
         Ok((request, payload, now, lock))
     }
 
@@ -149,33 +151,10 @@ impl Gate {
         if matches!(refusal, Error::AuditBroken { .. }) {
             return;
         }
-        let _ = self.audit(
+        self.record_refusal(
             rules::refusal_event(refusal),
             id,
             json!({ "reason": refusal.code(), "detail": refusal_detail(refusal) }),
         );
-    }
-
-    fn record_consumed(&self, request: &Request) -> Result<(), Error> {
-        failpoint!("consume::after_claim");
-        // A store that records effects wrote the `consumed` record with the claim.
-        let separate = !self.store().records_effects();
-        if separate {
-            self.audit(
-                AuditEvent::Consumed,
-                request.id(),
-                json!({
-                    "operation": request.operation(),
-                    "payloadDigest": request.payload_digest(),
-                }),
-            )?;
-        }
-        failpoint!("consume::after_consumed_line");
-        if separate {
-            // Only a hint for recovery: a lost marker makes recovery look the line up again.
-            let _ = self.store().note_logged(request.id());
-        }
-        failpoint!("consume::before_expiry_recheck");
-        Ok(())
     }
 }

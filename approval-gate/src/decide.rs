@@ -4,13 +4,12 @@ use serde_json::json;
 
 use crate::audit::AuditEvent;
 use crate::error::Error;
-use crate::faults::failpoint;
 use crate::gate::{Gate, Refreshed};
 use crate::id::RequestId;
 use crate::limits::MAX_QUORUM;
 use crate::policy::{self, Standing};
-use crate::request::{Decision, Request, Status, StatusReport};
-use crate::rules::{Order, Verdict};
+use crate::request::{Decision, Request, StatusReport};
+use crate::rules::Verdict;
 use crate::store::Entry;
 use crate::time::Timestamp;
 
@@ -88,7 +87,7 @@ impl Gate {
                     && !refusal.took_effect()
                     && !matches!(refusal, Error::AuditBroken { .. })
                 {
-                    let _ = self.audit(
+                    self.record_refusal(
                         AuditEvent::DecisionRefused,
                         id,
                         json!({
@@ -168,45 +167,16 @@ impl Gate {
         } else {
             request.decide(verdict.status(), now, Some(decision));
         }
-        match verdict.order() {
-            _ if self.store().records_effects() => {
-                self.effect_then_record(id, operation, event, record, |entry| {
-                    self.store().save(&request, operation, entry)
-                })?;
-                // The store may have set the decision's time and name itself (the database's
-                // clock and session user): report what it holds.
-                if let Ok(Some(stored)) = self.store().load(id) {
-                    request = stored;
-                }
-            }
-            Order::RecordFirst => {
-                let details = crate::gate::details(record);
-                let entry = Entry {
-                    ts: self.now(),
-                    event,
-                    details: &details,
-                };
-                self.store().append(entry.ts, event, id, entry.details)?;
-                failpoint!("decide::between_record_and_effect");
-                self.store().save(&request, operation, &entry)?;
-            }
-            Order::EffectFirst => {
-                self.effect_then_record(id, operation, event, record, |entry| {
-                    self.store()
-                        .save(&request, operation, entry)
-                        .and_then(|()| {
-                            Self::between_effect_and_record()
-                                .map_err(|e| e.after_effect(id, operation))
-                        })
-                })?;
-            }
-        }
-        // From here the decision has taken effect: nothing below may report a failure. An
-        // index entry left behind is removed by the next scan of the pending index, and the
-        // report needs no further read (a decided request was not claimed: we hold its lock).
-        if request.status() != Status::Pending {
-            let _ = self.store().unindex(id);
-        }
+        let details = crate::gate::details(record);
+        let entry = Entry {
+            ts: self.now(),
+            event,
+            details: &details,
+        };
+        // The store may set the decision's time and name itself (the database's clock and
+        // session user): the report is of what it holds. A decided request was not claimed
+        // meanwhile: we hold its lock.
+        let request = self.store().decide(&request, operation, &entry)?;
         Ok(self.report_claimed(request, claimed, now))
     }
 
@@ -277,12 +247,5 @@ impl Gate {
                 request.id()
             ),
         })
-    }
-
-    // Fails only at its failpoint, which exists only with the `failpoints` feature.
-    #[cfg_attr(not(feature = "failpoints"), allow(clippy::unnecessary_wraps))]
-    fn between_effect_and_record() -> Result<(), Error> {
-        failpoint!("decide::between_record_and_effect");
-        Ok(())
     }
 }

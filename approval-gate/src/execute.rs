@@ -6,7 +6,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::json;
 
-use crate::audit::AuditEvent;
+use crate::audit::{AuditEvent, Outcome};
 use crate::error::Error;
 use crate::faults::failpoint;
 use crate::gate::Gate;
@@ -185,21 +185,6 @@ pub(crate) struct ExecutionRecord {
 
 /// Longest error text kept in an `execution_finished` line.
 const MAX_OUTCOME_TEXT: usize = 1024;
-
-/// How an execution ended, as its `execution_finished` line says (`outcome`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub(crate) enum Outcome {
-    /// The action ran and returned success.
-    Ok,
-    /// The action ran and returned an error.
-    Error,
-    /// The action was never called: the payload could not be read back, or the approval
-    /// expired while it was being consumed.
-    NotRun,
-    /// Nobody knows: the executor panicked, was abandoned or died mid-run.
-    Unknown,
-}
 
 impl ExecutionRecord {
     pub(crate) fn finish(mut self, outcome: Outcome, error: Option<String>) {

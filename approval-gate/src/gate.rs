@@ -3,7 +3,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 
 use crate::audit::{AuditEvent, AuditRecord, Reanchored};
 use crate::error::Error;
@@ -11,7 +11,7 @@ use crate::id::RequestId;
 use crate::limits::Limits;
 use crate::policy::Policy;
 use crate::request::{Decision, Request, Status, StatusReport, check_ttl};
-use crate::store::{Entry, Location, Store};
+use crate::store::{Entry, Location, Shelf, Store};
 use crate::time::{Clock, SystemClock, Timestamp};
 
 /// The answer to [`Gate::request_approval`].
@@ -138,12 +138,7 @@ pub(crate) struct Refreshed {
 }
 
 /// The fields of an audit record, from a JSON object (anything else has none).
-pub(crate) fn details(value: Value) -> Map<String, Value> {
-    match value {
-        Value::Object(map) => map,
-        _ => Map::new(),
-    }
-}
+pub(crate) use crate::audit::details;
 
 impl Gate {
     /// Opens the directory store in `dir` with the system clock and default limits.
@@ -206,7 +201,7 @@ impl Gate {
     /// Where this gate's store is.
     #[must_use]
     pub fn location(&self) -> &Location {
-        self.inner.store.location()
+        &self.inner.store.about().location
     }
 
     /// The state directory, for a directory store.
@@ -253,61 +248,16 @@ impl Gate {
         &*self.inner.store
     }
 
-    /// Appends `event` for `id` to the audit chain, durably.
-    pub(crate) fn audit(
-        &self,
-        event: AuditEvent,
-        id: RequestId,
-        fields: Value,
-    ) -> Result<u64, Error> {
-        self.store().append(self.now(), event, id, &details(fields))
-    }
-
-    /// Records `operation` after it took effect (a "no", or the filing of a request). It is
-    /// recorded even when its durability is unknown, and a failure to record it is reported
-    /// as "took effect, not recorded", never as "nothing happened".
-    pub(crate) fn record_after(
-        &self,
-        saved: Result<(), Error>,
-        id: RequestId,
-        operation: &'static str,
-        event: AuditEvent,
-        fields: Value,
-    ) -> Result<(), Error> {
-        if let Err(error) = &saved
-            && !error.took_effect()
-        {
-            return saved;
-        }
-        let recorded = self
-            .audit(event, id, fields)
-            .map(drop)
-            .map_err(|error| error.after_effect(id, operation));
-        saved.and(recorded)
-    }
-
-    /// Makes an effect and records it: as one step on a store that [records
-    /// effects](Store::records_effects), otherwise the effect first and its line after (a
-    /// "no" or a filing takes effect before it is recorded; see
-    /// [`record_after`](Gate::record_after)).
-    pub(crate) fn effect_then_record(
-        &self,
-        id: RequestId,
-        operation: &'static str,
-        event: AuditEvent,
-        fields: Value,
-        effect: impl FnOnce(&Entry<'_>) -> Result<(), Error>,
-    ) -> Result<(), Error> {
+    /// Records a refusal of `event` for `id` (a line that changes no record); best effort:
+    /// the refusal stands whether or not its line can be written.
+    pub(crate) fn record_refusal(&self, event: AuditEvent, id: RequestId, fields: Value) {
         let details = details(fields);
-        let saved = effect(&Entry {
+        let entry = Entry {
             ts: self.now(),
             event,
             details: &details,
-        });
-        if self.store().records_effects() {
-            return saved;
-        }
-        self.record_after(saved, id, operation, event, Value::Object(details))
+        };
+        let _ = self.store().refuse(id, &entry);
     }
 
     /// Fails if the audit log would refuse an append (broken, or unanchored): checked before
@@ -318,9 +268,9 @@ impl Gate {
 
     /// Loads a request of the live store, telling "archived" from "never existed".
     pub(crate) fn load_live(&self, id: RequestId) -> Result<Request, Error> {
-        match self.store().load(id)? {
+        match self.store().load(id, Shelf::Live)? {
             Some(request) => Ok(request),
-            None if self.store().is_archived(id)? => Err(Error::Archived(id)),
+            None if self.store().marks(id)?.archived => Err(Error::Archived(id)),
             None => Err(Error::NotFound(id)),
         }
     }
@@ -333,16 +283,13 @@ impl Gate {
     ) -> Result<Request, Error> {
         if request.status() == Status::Pending && request.is_past_expiry(now) {
             request.decide(Status::Expired, now, None);
-            // A "no" takes effect first and is recorded after.
-            self.effect_then_record(
-                request.id(),
-                "expire",
-                AuditEvent::Expired,
-                json!({ "expiresAt": request.expires_at() }),
-                |entry| self.store().save(&request, "expire", entry),
-            )?;
-            // An index entry left behind is removed by the next scan of the pending index.
-            let _ = self.store().unindex(request.id());
+            let details = details(json!({ "expiresAt": request.expires_at() }));
+            let entry = Entry {
+                ts: self.now(),
+                event: AuditEvent::Expired,
+                details: &details,
+            };
+            request = self.store().decide(&request, "expire", &entry)?;
         }
         Ok(request)
     }
@@ -351,14 +298,14 @@ impl Gate {
     /// approval was claimed.
     pub(crate) fn refresh_locked(&self, id: RequestId, now: Timestamp) -> Result<Refreshed, Error> {
         let request = self.expire_if_due(self.load_live(id)?, now)?;
-        let claimed = self.store().is_claimed(id)?;
+        let claimed = self.store().marks(id)?.claimed;
         Ok(Refreshed { request, claimed })
     }
 
     /// The report of `request`, as of `now`.
     pub(crate) fn report(&self, request: Request, now: Timestamp) -> Result<StatusReport, Error> {
         let claimed =
-            request.status() == Status::Approved && self.store().is_claimed(request.id())?;
+            request.status() == Status::Approved && self.store().marks(request.id())?.claimed;
         Ok(self.report_claimed(request, claimed, now))
     }
 

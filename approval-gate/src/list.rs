@@ -7,7 +7,8 @@ use crate::gate::Gate;
 use crate::id::RequestId;
 use crate::limits::MAX_PAGE;
 use crate::request::{EffectiveStatus, Status, StatusReport};
-use crate::scan::{Filing, Scan, UnreadableRecord};
+use crate::scan::{Scan, UnreadableRecord};
+use crate::store::{Scope, Shelf};
 use crate::time::Timestamp;
 
 /// Which requests [`Gate::list`] returns.
@@ -137,7 +138,7 @@ impl Gate {
         }
         let now = self.now();
         let scan = if filter == ListFilter::Pending {
-            self.scan_pending(now, Filing::Concurrent)?
+            self.scan_pending(now)?
         } else {
             self.scan_all(now, Expiry::Record)?
         };
@@ -174,13 +175,15 @@ impl Gate {
     /// `None` (the place of unreadable records) if its record cannot be read.
     fn created_at_anywhere(&self, id: RequestId) -> Result<Option<Timestamp>, Error> {
         let store = self.store();
-        match store.load(id) {
+        match store.load(id, Shelf::Live) {
             Ok(Some(request)) => return Ok(Some(request.created_at())),
             Ok(None) => {}
             Err(error) if store.concerns_record_only(id, &error) => return Ok(None),
             Err(other) => return Err(other),
         }
-        let archived = store.load_archived(id)?.ok_or(Error::NotFound(id))?;
+        let archived = store
+            .load(id, Shelf::Archived)?
+            .ok_or(Error::NotFound(id))?;
         Ok(Some(archived.created_at()))
     }
 
@@ -189,8 +192,8 @@ impl Gate {
     pub(crate) fn scan_all(&self, now: Timestamp, expiry: Expiry) -> Result<Scan, Error> {
         let store = self.store();
         let mut scan = Scan::default();
-        for id in store.live_ids()? {
-            let Some(Some(request)) = scan.readable(store, id, store.load(id))? else {
+        for (id, loaded) in store.scan(Scope::Live)? {
+            let Some(Some(request)) = scan.readable(store, id, loaded)? else {
                 continue;
             };
             if expiry == Expiry::Record

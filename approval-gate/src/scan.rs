@@ -9,15 +9,6 @@ use crate::id::RequestId;
 use crate::request::Request;
 use crate::store::Store;
 
-/// Whether a scan of the pending index runs with filing serialised (so an index entry
-/// without a record cannot be a filing in progress, and is dropped) or while filings may
-/// run concurrently (so such an entry is left alone).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Filing {
-    Serialised,
-    Concurrent,
-}
-
 /// What a scan of the store found: the requests it could read, and the records it could not.
 #[derive(Debug, Default)]
 pub(crate) struct Scan {

@@ -226,7 +226,7 @@ impl Gate {
     /// first line that cannot follow the lines before it, and its request.
     pub fn verify_audit(&self) -> Result<AuditSummary, Error> {
         let (summary, records) = self.store().verify_records()?;
-        let recording = if self.store().records_effects() {
+        let recording = if self.store().about().capabilities.atomic_lines {
             Recording::Atomic
         } else {
             Recording::Ordered

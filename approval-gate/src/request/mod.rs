@@ -309,12 +309,17 @@ impl Request {
         strip(self) == strip(shown)
     }
 
+    /// Gives a request being filed another id (its own was taken).
+    pub(crate) fn renumber(&mut self, id: RequestId) {
+        self.id = id;
+    }
+
     /// Same request as far as de-duplication goes.
-    pub(crate) fn same_ask(&self, new: &NewRequest) -> bool {
-        self.action == new.action
-            && self.operation == new.operation
-            && self.payload_digest == new.payload.as_ref().map(CanonicalPayload::digest)
-            && self.requested_by == new.requested_by
+    pub(crate) fn same_ask(&self, other: &Request) -> bool {
+        self.action == other.action
+            && self.operation == other.operation
+            && self.payload_digest == other.payload_digest
+            && self.requested_by == other.requested_by
     }
 
     /// Combines the persisted status with the claim and the clock.

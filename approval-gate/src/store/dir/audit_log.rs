@@ -288,11 +288,12 @@ impl AuditLog {
     }
 
     /// Reads every line, checking the chain; the first problem is reported with its line.
+    #[cfg(test)]
     pub(crate) fn verify(&self) -> Result<AuditSummary, Error> {
         self.verify_records().map(|(summary, _)| summary)
     }
 
-    /// [`verify`](Self::verify), and the records it read, from one read of the log made
+    /// Verifies the chain (every line, the first problem reported with its line), and the records it read, from one read of the log made
     /// while no append is under way.
     pub(crate) fn verify_records(&self) -> Result<(AuditSummary, Vec<AuditRecord>), Error> {
         let head_file = fs::open_lock_durable(&self.head)?;

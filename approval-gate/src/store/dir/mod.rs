@@ -20,20 +20,25 @@
 mod audit_log;
 pub(crate) mod fs;
 mod health;
+mod steps;
 mod watch;
 
 use std::path::{Path, PathBuf};
 
-use serde_json::{Map, Value, json};
+use serde_json::json;
 
 use self::audit_log::AuditLog;
-use super::{Entry, Guard, Location, Store};
-use crate::audit::{AuditEvent, AuditRecord, AuditSummary, Reanchored};
+use super::{
+    About, Capabilities, Caps, Chain, Entry, Filed, Guard, Loaded, Location, Marks, Recovery,
+    Scope, Shelf, Spent, Store,
+};
+use crate::audit::{AuditRecord, AuditSummary, Reanchored};
 use crate::change::ChangeSink;
 use crate::error::Error;
 use crate::faults::failpoint;
 use crate::id::RequestId;
-use crate::request::Request;
+use crate::request::{Request, Status};
+use crate::rules;
 use crate::time::Timestamp;
 
 /// Largest request file we will read; anything larger was not written by us.
@@ -45,7 +50,7 @@ const MARKER_ATTEMPTS: usize = 8;
 /// The directory store.
 #[derive(Debug)]
 pub(crate) struct DirStore {
-    location: Location,
+    about: About,
     layout: Layout,
     audit: AuditLog,
 }
@@ -168,7 +173,16 @@ impl DirStore {
             fs::open_existing(&layout.root.join(file))?;
         }
         Ok(Self {
-            location: Location::Dir(layout.root.clone()),
+            about: About {
+                location: Location::Dir(layout.root.clone()),
+                filer: Some(crate::request::os_user()),
+                capabilities: Capabilities {
+                    // A line is appended before a "yes" and after a "no": a crash between
+                    // the two leaves the one without the other, which recovery and `audit
+                    // verify` allow for.
+                    atomic_lines: false,
+                },
+            },
             audit: AuditLog::new(&layout.root),
             layout,
         })
@@ -202,6 +216,49 @@ impl DirStore {
     /// The marker's name is made durable (its directory fsynced) only once it is locked: an
     /// fsync inside the gap would widen it a thousandfold, and every process opening the store
     /// meanwhile runs recovery.
+    /// Writes the record of an existing request; a failure once the new record may be in
+    /// place is [`Error::DurabilityUnknown`] for `operation`.
+    fn save(&self, request: &Request, operation: &'static str) -> Result<(), Error> {
+        let bytes = serde_json::to_vec(request).map_err(|e| Error::Corrupt {
+            path: self.layout.request(request.id()),
+            problem: format!("cannot encode: {e}"),
+        })?;
+        fs::write_atomic(&self.layout.request(request.id()), &bytes)
+            .map_err(|failed| failed.on(request.id(), operation))
+    }
+
+    /// Appends the line of `entry` for `id`, durably; its position in the chain.
+    fn append(&self, id: RequestId, entry: &Entry<'_>) -> Result<u64, Error> {
+        self.audit.append(entry.ts, entry.event, id, entry.details)
+    }
+
+    /// Records `entry` after an effect that was `saved` (a "no", or a filing). It is recorded
+    /// even when its durability is unknown, and a failure to record it is reported as "took
+    /// effect, not recorded", never as "nothing happened".
+    fn record_after(
+        &self,
+        saved: Result<(), Error>,
+        id: RequestId,
+        operation: &'static str,
+        entry: &Entry<'_>,
+    ) -> Result<(), Error> {
+        if let Err(error) = &saved
+            && !error.took_effect()
+        {
+            return saved;
+        }
+        let recorded = self
+            .append(id, entry)
+            .map(drop)
+            .map_err(|error| error.after_effect(id, operation));
+        saved.and(recorded)
+    }
+
+    /// Drops `id` from the pending index.
+    fn unindex(&self, id: RequestId) -> Result<(), Error> {
+        fs::remove_if_exists(&self.layout.marker(id))
+    }
+
     fn lock_execution_marker(&self, id: RequestId) -> Result<Locked, Error> {
         let path = self.layout.execution_marker(id);
         for _ in 0..MARKER_ATTEMPTS {
@@ -229,16 +286,26 @@ impl DirStore {
 }
 
 impl Store for DirStore {
-    fn location(&self) -> &Location {
-        &self.location
+    fn about(&self) -> &About {
+        &self.about
     }
 
-    /// A record that cannot be read is [`Error::Unreadable`] for its id alone. A record that
-    /// is a symlink or writable by others stays [`Error::UnsafeState`] (a sign of tampering,
-    /// reported as such), which scans also set aside as unreadable; trouble beyond the record
-    /// (the directory, the OS) is any other error.
-    fn load(&self, id: RequestId) -> Result<Option<Request>, Error> {
-        Self::read(id, &self.layout.request(id))
+    fn load(&self, id: RequestId, place: Shelf) -> Result<Option<Request>, Error> {
+        match place {
+            Shelf::Live => Self::read(id, &self.layout.request(id)),
+            Shelf::Archived => {
+                let path = self.layout.archived(id);
+                let Some(bytes) = fs::read_bounded(&path, MAX_REQUEST_FILE)? else {
+                    return Ok(None);
+                };
+                serde_json::from_slice(&bytes)
+                    .map(Some)
+                    .map_err(|e| Error::Corrupt {
+                        path,
+                        problem: e.to_string(),
+                    })
+            }
+        }
     }
 
     fn concerns_record_only(&self, id: RequestId, error: &Error) -> bool {
@@ -249,169 +316,144 @@ impl Store for DirStore {
         }
     }
 
-    fn load_archived(&self, id: RequestId) -> Result<Option<Request>, Error> {
-        let path = self.layout.archived(id);
-        let Some(bytes) = fs::read_bounded(&path, MAX_REQUEST_FILE)? else {
-            return Ok(None);
+    fn marks(&self, id: RequestId) -> Result<Marks, Error> {
+        Ok(Marks {
+            claimed: fs::exists(&self.layout.claim(id))?,
+            executing: fs::exists(&self.layout.execution_marker(id))?,
+            archived: fs::exists(&self.layout.archived(id))?,
+        })
+    }
+
+    fn scan(&self, scope: Scope) -> Result<Vec<Loaded>, Error> {
+        let ids = match scope {
+            Scope::Pending => ids_in(&self.layout.pending_dir(), "")?,
+            Scope::Live => ids_in(&self.layout.requests_dir(), ".json")?,
         };
-        serde_json::from_slice(&bytes)
-            .map(Some)
-            .map_err(|e| Error::Corrupt {
-                path,
-                problem: e.to_string(),
-            })
-    }
-
-    fn is_archived(&self, id: RequestId) -> Result<bool, Error> {
-        fs::exists(&self.layout.archived(id))
-    }
-
-    fn save(&self, request: &Request, operation: &'static str, _: &Entry<'_>) -> Result<(), Error> {
-        let bytes = serde_json::to_vec(request).map_err(|e| Error::Corrupt {
-            path: self.layout.request(request.id()),
-            problem: format!("cannot encode: {e}"),
-        })?;
-        fs::write_atomic(&self.layout.request(request.id()), &bytes)
-            .map_err(|failed| failed.on(request.id(), operation))
+        let mut loaded = Vec::with_capacity(ids.len());
+        for id in ids {
+            let record = self.load(id, Shelf::Live);
+            match &record {
+                // An entry without a record may belong to a filing in progress: only
+                // filing, which holds the filing lock, drops those.
+                Ok(None) => continue,
+                // A decided request's entry is left over from a decision cut short.
+                Ok(Some(request))
+                    if scope == Scope::Pending && request.status() != Status::Pending =>
+                {
+                    self.unindex(id)?;
+                }
+                _ => {}
+            }
+            loaded.push((id, record));
+        }
+        Ok(loaded)
     }
 
     fn lock(&self, id: RequestId) -> Result<Guard, Error> {
         lock_exclusive(&self.layout.lock(id)).map(Guard::new)
     }
 
-    fn lock_filing(&self) -> Result<Guard, Error> {
-        lock_exclusive(&self.layout.filing_lock()).map(Guard::new)
+    fn file(&self, request: &Request, caps: Caps, entry: &Entry<'_>) -> Result<Filed, Error> {
+        self.file_serialised(request, caps, entry)
     }
 
-    fn id_taken(&self, id: RequestId) -> Result<bool, Error> {
-        let layout = &self.layout;
-        Ok(fs::exists(&layout.request(id))?
-            || fs::exists(&layout.archived(id))?
-            || fs::exists(&layout.marker(id))?
-            || fs::exists(&layout.claim(id))?)
-    }
-
-    fn count_live(&self) -> Result<usize, Error> {
-        fs::count_entries(&self.layout.requests_dir())
-    }
-
-    fn insert(&self, request: &Request, entry: &Entry<'_>) -> Result<(), Error> {
+    fn decide(
+        &self,
+        request: &Request,
+        operation: &'static str,
+        entry: &Entry<'_>,
+    ) -> Result<Request, Error> {
         let id = request.id();
-        // The marker goes first: a crash leaves at worst a marker without a request, which
-        // the next filing cleans up, never a pending request missing from the index.
-        fs::open_lock(&self.layout.lock(id))?;
-        // A marker without its request is harmless, durable or not.
-        fs::create_exclusive(&self.layout.marker(id), b"").map_err(fs::Failed::into_inner)?;
-        self.save(request, "request", entry)
+        if rules::recorded_first(entry.event) {
+            // A "yes" is recorded before it takes effect: it never exists without its line.
+            self.append(id, entry)?;
+            failpoint!("decide::between_record_and_effect");
+            self.save(request, operation)?;
+        } else {
+            // A "no" takes effect first, and stands if it cannot be recorded.
+            let saved = self.save(request, operation).and_then(|()| {
+                between_effect_and_record().map_err(|e| e.after_effect(id, operation))
+            });
+            self.record_after(saved, id, operation, entry)?;
+        }
+        // An index entry left behind is dropped by the next scan of the pending index.
+        if request.status() != Status::Pending {
+            let _ = self.unindex(id);
+        }
+        Ok(request.clone())
     }
 
-    fn pending_ids(&self) -> Result<Vec<RequestId>, Error> {
-        ids_in(&self.layout.pending_dir(), "")
+    fn spend(&self, id: RequestId, entry: &Entry<'_>) -> Result<Spent, Error> {
+        // Spending is a "yes": it is not done unless its `consumed` line can follow.
+        self.audit.check_appendable()?;
+        let claim = json!({ "consumedAt": entry.ts, "pid": std::process::id() }).to_string();
+        let made = fs::create_exclusive(&self.layout.claim(id), claim.as_bytes())
+            .map_err(|failed| failed.on(id, "consume"))?;
+        if !made {
+            return Ok(Spent::Before);
+        }
+        // From here on the approval is spent, whatever happens next.
+        let record = || -> Result<(), Error> {
+            failpoint!("consume::after_claim");
+            self.append(id, entry)?;
+            failpoint!("consume::after_consumed_line");
+            Ok(())
+        };
+        record().map_err(|error| error.after_effect(id, "consume"))?;
+        // Only a hint for recovery: a lost marker makes recovery look the line up again.
+        let _ = fs::touch(&self.layout.claim_logged(id));
+        Ok(Spent::Now)
     }
 
-    fn unindex(&self, id: RequestId) -> Result<(), Error> {
-        fs::remove_if_exists(&self.layout.marker(id))
-    }
-
-    fn live_ids(&self) -> Result<Vec<RequestId>, Error> {
-        ids_in(&self.layout.requests_dir(), ".json")
-    }
-
-    fn claim(&self, id: RequestId, consumed_at: Timestamp, _: &Entry<'_>) -> Result<bool, Error> {
-        let claim = json!({ "consumedAt": consumed_at, "pid": std::process::id() }).to_string();
-        fs::create_exclusive(&self.layout.claim(id), claim.as_bytes())
-            // The claim exists but may not survive a crash: spent, and authorizing nothing
-            // (acting needs a durable claim). Recovery writes its line if the claim survives.
-            .map_err(|failed| failed.on(id, "consume"))
-    }
-
-    fn is_claimed(&self, id: RequestId) -> Result<bool, Error> {
-        fs::exists(&self.layout.claim(id))
-    }
-
-    fn note_logged(&self, id: RequestId) -> Result<(), Error> {
-        fs::touch(&self.layout.claim_logged(id))
-    }
-
-    fn unlogged_claims(&self) -> Result<Vec<RequestId>, Error> {
-        let claims = ids_in(&self.layout.claims_dir(), ".used")?;
-        let logged = ids_in(&self.layout.claims_dir(), ".logged")?;
-        let mut unlogged: Vec<RequestId> = claims
-            .into_iter()
-            .filter(|id| !logged.contains(id))
-            .collect();
-        unlogged.sort_unstable();
-        Ok(unlogged)
-    }
-
-    fn is_logged(&self, id: RequestId) -> Result<bool, Error> {
-        fs::exists(&self.layout.claim_logged(id))
+    fn refuse(&self, id: RequestId, entry: &Entry<'_>) -> Result<u64, Error> {
+        super::refusal_operation(entry.event)?;
+        self.append(id, entry)
     }
 
     fn begin_execution(&self, id: RequestId, entry: &Entry<'_>) -> Result<Guard, Error> {
         let marker = self.lock_execution_marker(id).map(Guard::new)?;
-        self.append(entry.ts, entry.event, id, entry.details)?;
+        self.append(id, entry)?;
         Ok(marker)
     }
 
     fn finish_execution(&self, id: RequestId, entry: &Entry<'_>) -> Result<(), Error> {
-        self.append(entry.ts, entry.event, id, entry.details)?;
-        self.end_execution(id)
-    }
-
-    fn end_execution(&self, id: RequestId) -> Result<(), Error> {
+        self.append(id, entry)?;
         fs::remove_if_exists(&self.layout.execution_marker(id))
     }
 
-    fn executions(&self) -> Result<Vec<RequestId>, Error> {
-        let mut ids = ids_in(&self.layout.claims_dir(), ".exec")?;
-        ids.sort_unstable();
-        Ok(ids)
-    }
-
-    fn dead_execution(&self, id: RequestId) -> Result<Option<Guard>, Error> {
-        // A live executor holds the marker locked; only a dead one lets go of it.
-        Ok(try_lock_existing(&self.layout.execution_marker(id))?.map(Guard::new))
-    }
-
-    fn is_executing(&self, id: RequestId) -> Result<bool, Error> {
-        fs::exists(&self.layout.execution_marker(id))
+    fn recover(&self, now: Timestamp) -> Result<Recovery, Error> {
+        self.recover_after_crash(now)
     }
 
     fn archive(&self, id: RequestId, entry: &Entry<'_>) -> Result<(), Error> {
         let layout = &self.layout;
         fs::rename_durable(&layout.request(id), &layout.archived(id))
             .map_err(|failed| failed.on(id, "archive"))?;
-        // The request is archived from here: a failure says so.
         let rest = || -> Result<(), Error> {
-            if self.is_claimed(id)? {
+            if fs::exists(&layout.claim(id))? {
                 fs::rename_durable(&layout.claim(id), &layout.archived_claim(id))
                     .map_err(|failed| failed.on(id, "archive"))?;
                 fs::remove_if_exists(&layout.claim_logged(id))?;
             }
-            fs::remove_if_exists(&layout.marker(id))?;
-            self.append(entry.ts, entry.event, id, entry.details)?;
+            self.unindex(id)?;
+            self.append(id, entry)?;
             fs::remove_if_exists(&layout.lock(id))
         };
         rest().map_err(|error| error.after_effect(id, "archive"))
     }
 
-    fn append(
-        &self,
-        ts: Timestamp,
-        event: AuditEvent,
-        id: RequestId,
-        details: &Map<String, Value>,
-    ) -> Result<u64, Error> {
-        self.audit.append(ts, event, id, details)
+    fn stray_entries(&self) -> Result<Vec<PathBuf>, Error> {
+        health::stray_entries(&self.layout.root)
     }
 
+    fn watch(&self, sink: ChangeSink) -> Result<Guard, String> {
+        watch::watch_records(&self.layout.requests_dir(), sink)
+    }
+}
+
+impl Chain for DirStore {
     fn check_appendable(&self) -> Result<(), Error> {
         self.audit.check_appendable()
-    }
-
-    fn verify(&self) -> Result<AuditSummary, Error> {
-        self.audit.verify()
     }
 
     fn verify_records(&self) -> Result<(AuditSummary, Vec<AuditRecord>), Error> {
@@ -425,18 +467,13 @@ impl Store for DirStore {
     fn reanchor(&self, ts: Timestamp, by: &str) -> Result<Reanchored, Error> {
         self.audit.reanchor(ts, by)
     }
+}
 
-    fn repair_torn_tail(&self) -> Result<(), Error> {
-        self.audit.repair_torn_tail()
-    }
-
-    fn stray_entries(&self) -> Result<Vec<PathBuf>, Error> {
-        health::stray_entries(&self.layout.root)
-    }
-
-    fn watch(&self, sink: ChangeSink) -> Result<Guard, String> {
-        watch::watch_records(&self.layout.requests_dir(), sink)
-    }
+// Fails only at its failpoint, which exists only with the `failpoints` feature.
+#[cfg_attr(not(feature = "failpoints"), allow(clippy::unnecessary_wraps))]
+fn between_effect_and_record() -> Result<(), Error> {
+    failpoint!("decide::between_record_and_effect");
+    Ok(())
 }
 
 #[cfg(test)]

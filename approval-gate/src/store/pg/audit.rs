@@ -73,3 +73,37 @@ pub(super) fn check_head(
     }
     Ok(summary)
 }
+
+/// Fails if the chain's end disagrees with its head row, as the next append would find (a
+/// cut tail, lines past the head, or an altered last line): the checks of `seal`, without
+/// sealing, in one read.
+pub(super) fn check_appendable(store: &PgStore) -> Result<(), Error> {
+    let (head, last_ok, past): (i64, bool, bool) = store.read("audit", None, |client| {
+        let row = client.query_one(
+            "SELECT h.seq,
+                    h.seq = 0 OR coalesce(
+                        encode(sha256(convert_to(left(a.line, length(a.line) - 75), 'UTF8')), 'hex') = h.hash
+                        AND right(a.line, 66) = h.hash || '\"}', false),
+                    EXISTS (SELECT FROM approval_gate.audit b WHERE b.seq > h.seq)
+             FROM approval_gate.audit_head h LEFT JOIN approval_gate.audit a ON a.seq = h.seq",
+            &[],
+        )?;
+        Ok((row.get(0), row.get(1), row.get(2)))
+    })?;
+    let head = u64::try_from(head).unwrap_or(0);
+    if !last_ok {
+        return Err(Error::AuditBroken {
+            line: head,
+            problem: "the head row names a line the chain does not have, or one that does not match its hash: appends are refused until `approval-gate audit reanchor`".into(),
+        });
+    }
+    if past {
+        return Err(Error::AuditBroken {
+            line: head + 1,
+            problem: format!(
+                "lines past the head row, which names line {head}: they were added by hand"
+            ),
+        });
+    }
+    Ok(())
+}

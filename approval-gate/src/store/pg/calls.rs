@@ -8,7 +8,7 @@ use super::errors::{Failed, is_wrong_state};
 use super::pool::{Conn, Retry};
 use crate::error::Error;
 use crate::id::RequestId;
-use crate::store::Store;
+use crate::store::{Shelf, Store};
 use crate::time::Timestamp;
 
 impl PgStore {
@@ -42,11 +42,11 @@ impl PgStore {
         operation: &'static str,
         now: Timestamp,
     ) -> Error {
-        match (self.load(id), self.is_claimed(id)) {
-            (Ok(Some(request)), Ok(claimed)) => Error::WrongState {
+        match (self.load(id, Shelf::Live), self.marks(id)) {
+            (Ok(Some(request)), Ok(marks)) => Error::WrongState {
                 id,
                 operation,
-                status: request.effective(claimed, now),
+                status: request.effective(marks.claimed, now),
             },
             (Err(error), _) | (_, Err(error)) => error,
             (Ok(None), _) => Error::NotFound(id),
@@ -68,7 +68,7 @@ impl PgStore {
     }
 
     pub(super) fn refusal(&self, id: RequestId, reason: &str) -> Error {
-        let request = self.load(id).ok().flatten();
+        let request = self.load(id, Shelf::Live).ok().flatten();
         match reason {
             "not_approved" => Error::NotApproved(id),
             "denied" => Error::Denied(id),

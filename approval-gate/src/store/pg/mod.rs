@@ -4,14 +4,15 @@
 //! of the schema `approval_gate` (`schema.sql`, applied by [`init`]), which checks the
 //! session user's role, locks the request's row, reads the database's clock after the lock,
 //! checks that the step is allowed from where the request stands, and writes the change and
-//! its audit row in the same transaction. So this store [records effects](Store::records_effects):
-//! the lifecycle hands each effect its audit entry instead of appending it on its own.
+//! its audit row in the same transaction: this store's lines are
+//! [atomic](super::Capabilities::atomic_lines).
 //!
 //! What the lifecycle's locks serialise here are session advisory locks, each on a connection
 //! of its own held for as long as the lock is: class [`LOCK_REQUEST`] for one request's
-//! decisions and consume, [`LOCK_FILING`] for filing, and [`LOCK_EXECUTION`], held by an
-//! executor while it runs, so that a dead executor's session lets go of it and recovery
-//! records `outcome unknown` for it.
+//! decisions and consume, and [`LOCK_EXECUTION`], held by an executor while it runs, so that
+//! a dead executor's session lets go of it and recovery records `outcome unknown` for it.
+//! Filing needs no lock of the library's: `file_request` applies the caps with row locks of
+//! its own.
 //!
 //! Every session bounds its waits ([`SESSION_BOUNDS`], set in its startup packet, so no
 //! statement pays for it): a wait that runs out is [`Error::Blocked`], naming what was held and
@@ -22,7 +23,6 @@
 //! every drop of a connection is made off any runtime thread ([`off_runtime`]).
 //!
 //! [`LOCK_REQUEST`]: consts::LOCK_REQUEST
-//! [`LOCK_FILING`]: consts::LOCK_FILING
 //! [`LOCK_EXECUTION`]: consts::LOCK_EXECUTION
 //! [`SESSION_BOUNDS`]: pool::SESSION_BOUNDS
 //! [`off_runtime`]: pool::off_runtime
@@ -43,34 +43,36 @@ mod tls;
 
 use std::sync::{Arc, PoisonError};
 
-use serde_json::{Map, Value};
-
-use super::{Caps, Entry, Filed, Guard, Loaded, Location, Store};
-use crate::audit::{AuditEvent, AuditRecord, AuditSummary, LineHash, Reanchored, parse_chain_with};
+use super::{
+    About, Capabilities, Caps, Chain, Entry, Filed, Guard, Loaded, Location, Marks, Recovery,
+    Scope, Shelf, Spent, Store,
+};
+use crate::audit::{AuditRecord, AuditSummary, LineHash, Reanchored, parse_chain_with};
 use crate::change::ChangeSink;
 use crate::error::Error;
+use crate::faults::failpoint;
 use crate::id::RequestId;
 use crate::request::Request;
 use crate::time::Timestamp;
 
 use audit::check_head;
-use consts::{LOCK_EXECUTION, LOCK_FILING, LOCK_REQUEST};
+use consts::{LOCK_EXECUTION, LOCK_REQUEST};
 use errors::{Failed, failed, is_wrong_state, map_error, sqlstate};
 use lock::{AdvisoryLock, Executing};
 use pool::{Pool, Retry, off_runtime, pool_for};
-use rows::{compose, details_text, event_name, split};
+use rows::{details_text, event_name, split};
 pub use schema::{SCHEMA_VERSION, init, init_with_limits};
 
 /// The PostgreSQL store.
 pub(crate) struct PgStore {
-    location: Location,
+    about: About,
     pool: Arc<Pool>,
 }
 
 impl std::fmt::Debug for PgStore {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("PgStore")
-            .field("location", &self.location.to_string())
+            .field("location", &self.about.location.to_string())
             .finish_non_exhaustive()
     }
 }
@@ -78,132 +80,70 @@ impl std::fmt::Debug for PgStore {
 impl PgStore {
     pub(crate) fn open(url: &str) -> Result<Self, Error> {
         let pool = Arc::new(pool_for(url)?);
-        let store = Self {
+        let about = About {
             location: Location::Postgres(url.to_owned()),
-            pool,
+            // What the database will record: its session user, this login.
+            filer: pool.config.get_user().map(str::to_owned),
+            capabilities: Capabilities {
+                // Every step is one call of the schema's functions, which writes the change
+                // and its audit row in one transaction.
+                atomic_lines: true,
+            },
         };
+        let store = Self { about, pool };
         schema::check_version(&store.pool)?;
         Ok(store)
     }
 }
 
 impl Store for PgStore {
-    fn location(&self) -> &Location {
-        &self.location
+    fn about(&self) -> &About {
+        &self.about
     }
 
-    fn records_effects(&self) -> bool {
-        true
-    }
-
-    fn filer(&self) -> Option<String> {
-        // What the database will record: its session user, this login.
-        self.pool.config.get_user().map(str::to_owned)
-    }
-
-    fn load(&self, id: RequestId) -> Result<Option<Request>, Error> {
-        self.load_where(id, false)
+    fn load(&self, id: RequestId, place: Shelf) -> Result<Option<Request>, Error> {
+        self.load_where(id, place == Shelf::Archived)
     }
 
     fn concerns_record_only(&self, id: RequestId, error: &Error) -> bool {
         matches!(error, Error::Unreadable { id: bad, .. } if *bad == id)
     }
 
-    fn load_archived(&self, id: RequestId) -> Result<Option<Request>, Error> {
-        self.load_where(id, true)
-    }
-
-    fn is_archived(&self, id: RequestId) -> Result<bool, Error> {
+    fn marks(&self, id: RequestId) -> Result<Marks, Error> {
         self.read("load", Some(id), |client| {
             Ok(client
-                .query_one(
-                    "SELECT EXISTS (SELECT FROM approval_gate.requests WHERE id = $1 AND archived)",
+                .query_opt(
+                    "SELECT claimed_ms IS NOT NULL, executing, archived FROM approval_gate.requests WHERE id = $1",
                     &[&id.as_str()],
                 )?
-                .get(0))
+                .map_or_else(Marks::default, |row| Marks {
+                    claimed: row.get(0),
+                    executing: row.get(1),
+                    archived: row.get(2),
+                }))
         })
     }
 
-    fn save(
-        &self,
-        request: &Request,
-        operation: &'static str,
-        entry: &Entry<'_>,
-    ) -> Result<(), Error> {
-        let id = request.id();
-        let (record, _) = split(request)?;
-        let details = details_text(entry.details);
-        let event = event_name(entry.event);
-        let ts = entry.ts.unix_millis();
-        self.step(operation, id, entry.ts, |client| {
-            let done = client.execute(
-                "SELECT approval_gate.decide($1, $2, $3, $4::text::jsonb, $5::text::jsonb, $6)",
-                &[&id.as_str(), &operation, &event, &record, &details, &ts],
-            )?;
-            client.wake(id.as_str());
-            Ok(done)
+    fn scan(&self, scope: Scope) -> Result<Vec<Loaded>, Error> {
+        // The pending index is the request's own status.
+        self.loaded(match scope {
+            Scope::Pending => {
+                "SELECT id, record::text, payload FROM approval_gate.requests
+                 WHERE status = 'pending' AND NOT archived"
+            }
+            Scope::Live => {
+                "SELECT id, record::text, payload FROM approval_gate.requests WHERE NOT archived"
+            }
         })
-        .map(drop)
     }
 
     fn lock(&self, id: RequestId) -> Result<Guard, Error> {
         AdvisoryLock::take(&self.pool, "lock", LOCK_REQUEST, id.as_str()).map(Guard::new)
     }
 
-    fn lock_filing(&self) -> Result<Guard, Error> {
-        AdvisoryLock::take(&self.pool, "lock", LOCK_FILING, "filing").map(Guard::new)
-    }
-
-    fn id_taken(&self, id: RequestId) -> Result<bool, Error> {
-        self.read("request", Some(id), |client| {
-            Ok(client
-                .query_one(
-                    "SELECT EXISTS (SELECT FROM approval_gate.requests WHERE id = $1)",
-                    &[&id.as_str()],
-                )?
-                .get(0))
-        })
-    }
-
-    fn count_live(&self) -> Result<usize, Error> {
-        let count: i64 = self.read("count", None, |client| {
-            Ok(client
-                .query_one(
-                    "SELECT sum(live)::bigint FROM approval_gate.filing_slots",
-                    &[],
-                )?
-                .get(0))
-        })?;
-        Ok(usize::try_from(count).unwrap_or(usize::MAX))
-    }
-
-    fn insert(&self, request: &Request, _: &Entry<'_>) -> Result<(), Error> {
-        // Filing is `file_at_once`, which applies the caps in the same transaction.
-        Err(Error::Database {
-            operation: "request",
-            problem: format!(
-                "request {}: the PostgreSQL store files only with the queue's caps",
-                request.id()
-            ),
-        })
-    }
-
-    fn files_at_once(&self) -> bool {
-        true
-    }
-
-    fn file_at_once(
-        &self,
-        request: &Request,
-        caps: Caps,
-        entry: &Entry<'_>,
-    ) -> Option<Result<Filed, Error>> {
+    fn file(&self, request: &Request, caps: Caps, entry: &Entry<'_>) -> Result<Filed, Error> {
         let id = request.id();
-        let split = split(request);
-        let (record, payload) = match split {
-            Ok(parts) => parts,
-            Err(error) => return Some(Err(error)),
-        };
+        let (record, payload) = split(request)?;
         let details = details_text(entry.details);
         let ts = request.created_at().unix_millis();
         let max_pending = i64::try_from(caps.max_pending).unwrap_or(i64::MAX);
@@ -226,7 +166,7 @@ impl Store for PgStore {
         if filed.as_ref().err().and_then(Failed::sqlstate) == Some("AG010") {
             filed = file(true);
         }
-        Some(match filed {
+        match filed {
             Ok(None) => Ok(Filed::New),
             Ok(Some(existing)) => RequestId::parse(&existing)
                 .map(Filed::Duplicate)
@@ -258,59 +198,40 @@ impl Store for PgStore {
                     _ => Err(map_error("request", Some(id), &error)),
                 }
             }
+        }
+    }
+
+    fn decide(
+        &self,
+        request: &Request,
+        operation: &'static str,
+        entry: &Entry<'_>,
+    ) -> Result<Request, Error> {
+        let id = request.id();
+        let (record, _) = split(request)?;
+        let details = details_text(entry.details);
+        let event = event_name(entry.event);
+        let ts = entry.ts.unix_millis();
+        self.step(operation, id, entry.ts, |client| {
+            let done = client.execute(
+                "SELECT approval_gate.decide($1, $2, $3, $4::text::jsonb, $5::text::jsonb, $6)",
+                &[&id.as_str(), &operation, &event, &record, &details, &ts],
+            )?;
+            client.wake(id.as_str());
+            Ok(done)
+        })?;
+        // The database set the decision's time and name (its clock, its session user): what
+        // it holds, or, if it cannot be read back now, what was handed to it.
+        Ok(match self.load(id, Shelf::Live) {
+            Ok(Some(stored)) => stored,
+            _ => request.clone(),
         })
     }
 
-    fn pending_ids(&self) -> Result<Vec<RequestId>, Error> {
-        self.ids(
-            "list",
-            "SELECT id FROM approval_gate.requests WHERE status = 'pending' AND NOT archived",
-        )
-    }
-
-    fn load_pending(&self) -> Result<Vec<Loaded>, Error> {
-        let rows = self.read("list", None, |client| {
-            client.query(
-                "SELECT id, record::text, payload FROM approval_gate.requests
-                 WHERE status = 'pending' AND NOT archived",
-                &[],
-            )
-        })?;
-        Ok(rows
-            .iter()
-            .filter_map(|row| {
-                let id = RequestId::parse(row.get::<_, &str>(0)).ok()?;
-                let record: &str = row.get(1);
-                let payload: Option<&str> = row.get(2);
-                let loaded = Request::decode(id, &compose(record, payload))
-                    .map(Some)
-                    .map_err(|problem| Error::Unreadable { id, problem });
-                Some((id, loaded))
-            })
-            .collect())
-    }
-
-    fn unindex(&self, _: RequestId) -> Result<(), Error> {
-        // The pending index is the request's own status.
-        Ok(())
-    }
-
-    fn live_ids(&self) -> Result<Vec<RequestId>, Error> {
-        self.ids(
-            "list",
-            "SELECT id FROM approval_gate.requests WHERE NOT archived",
-        )
-    }
-
-    fn claim(
-        &self,
-        id: RequestId,
-        consumed_at: Timestamp,
-        entry: &Entry<'_>,
-    ) -> Result<bool, Error> {
+    fn spend(&self, id: RequestId, entry: &Entry<'_>) -> Result<Spent, Error> {
         let details = details_text(entry.details);
-        let ts = consumed_at.unix_millis();
-        let outcome: String = self.step("consume", id, consumed_at, |client| {
+        let ts = entry.ts.unix_millis();
+        let outcome: String = self.step("consume", id, entry.ts, |client| {
             let outcome = client
                 .query_one(
                     "SELECT approval_gate.claim($1, $2::text::jsonb, $3)",
@@ -320,35 +241,42 @@ impl Store for PgStore {
             client.wake(id.as_str());
             Ok(outcome)
         })?;
-        match outcome.as_str() {
-            "claimed" => Ok(true),
-            "already_consumed" => Ok(false),
-            reason => Err(self.refusal(id, reason)),
-        }
-    }
-
-    fn is_claimed(&self, id: RequestId) -> Result<bool, Error> {
-        self.read("load", Some(id), |client| {
-            Ok(client
-                .query_opt(
-                    "SELECT claimed_ms IS NOT NULL FROM approval_gate.requests WHERE id = $1",
-                    &[&id.as_str()],
-                )?
-                .is_some_and(|row| row.get(0)))
+        Ok(match outcome.as_str() {
+            "claimed" => {
+                // The claim and its line committed together: a crash at either of the
+                // directory store's two points between them comes after both here.
+                let after = || -> Result<(), Error> {
+                    failpoint!("consume::after_claim");
+                    failpoint!("consume::after_consumed_line");
+                    Ok(())
+                };
+                after().map_err(|error| error.after_effect(id, "consume"))?;
+                Spent::Now
+            }
+            "already_consumed" => Spent::Before,
+            // Refused by the database's own checks, on its clock, and recorded there.
+            reason => Spent::Refused(self.refusal(id, reason)),
         })
     }
 
-    fn note_logged(&self, _: RequestId) -> Result<(), Error> {
-        // The claim and its `consumed` row commit together.
-        Ok(())
-    }
-
-    fn unlogged_claims(&self) -> Result<Vec<RequestId>, Error> {
-        Ok(Vec::new())
-    }
-
-    fn is_logged(&self, _: RequestId) -> Result<bool, Error> {
-        Ok(true)
+    fn refuse(&self, id: RequestId, entry: &Entry<'_>) -> Result<u64, Error> {
+        let operation = super::refusal_operation(entry.event)?;
+        let details = details_text(entry.details);
+        let ms = entry.ts.unix_millis();
+        let event = event_name(entry.event);
+        let seq: i64 = self
+            .write(operation, id, |client| {
+                let pos = client
+                    .query_one(
+                        "SELECT approval_gate.refuse($1, $2, $3::text::jsonb, $4)",
+                        &[&id.as_str(), &event, &details, &ms],
+                    )?
+                    .get(0);
+                client.wake(id.as_str());
+                Ok(pos)
+            })
+            .map_err(|e| e.unwrap_or_else(|e| map_error(operation, Some(id), &e)))?;
+        Ok(u64::try_from(seq).unwrap_or(0))
     }
 
     fn begin_execution(&self, id: RequestId, entry: &Entry<'_>) -> Result<Guard, Error> {
@@ -398,7 +326,8 @@ impl Store for PgStore {
         .map(drop)
     }
 
-    fn recover_executions(&self, now: Timestamp) -> Option<Result<Vec<RequestId>, Error>> {
+    fn recover(&self, now: Timestamp) -> Result<Recovery, Error> {
+        // A claim and its `consumed` row commit together: only executions can be cut.
         let ms = now.unix_millis();
         let recovered = self.pool.run("recover", None, Retry::Connect, |client| {
             let rows = client.query("SELECT approval_gate.recover_executions($1)", &[&ms])?;
@@ -408,42 +337,18 @@ impl Store for PgStore {
             }
             Ok(rows)
         });
-        Some(match recovered {
-            Ok(rows) => Ok(rows
+        let unknown_outcomes = match recovered {
+            Ok(rows) => rows
                 .iter()
                 .filter_map(|row| RequestId::parse(row.get::<_, &str>(0)).ok())
-                .collect()),
+                .collect(),
             // A login that may do none of the three roles' steps can still read.
-            Err(Error::NotPermitted { .. }) => Ok(Vec::new()),
-            Err(other) => Err(other),
-        })
-    }
-
-    fn end_execution(&self, _: RequestId) -> Result<(), Error> {
-        // `finish_execution` ends it with its record.
-        Ok(())
-    }
-
-    fn executions(&self) -> Result<Vec<RequestId>, Error> {
-        self.ids(
-            "recover",
-            "SELECT id FROM approval_gate.requests WHERE executing",
-        )
-    }
-
-    fn dead_execution(&self, _: RequestId) -> Result<Option<Guard>, Error> {
-        // `recover_executions` finds them in the database.
-        Ok(None)
-    }
-
-    fn is_executing(&self, id: RequestId) -> Result<bool, Error> {
-        self.read("load", Some(id), |client| {
-            Ok(client
-                .query_opt(
-                    "SELECT executing FROM approval_gate.requests WHERE id = $1",
-                    &[&id.as_str()],
-                )?
-                .is_some_and(|row| row.get(0)))
+            Err(Error::NotPermitted { .. }) => Vec::new(),
+            Err(other) => return Err(other),
+        };
+        Ok(Recovery {
+            consumed: Vec::new(),
+            unknown_outcomes,
         })
     }
 
@@ -461,55 +366,25 @@ impl Store for PgStore {
         .map(drop)
     }
 
-    fn append(
-        &self,
-        ts: Timestamp,
-        event: AuditEvent,
-        id: RequestId,
-        details: &Map<String, Value>,
-    ) -> Result<u64, Error> {
-        // Every other event is written by the step it records.
-        let operation = match event {
-            AuditEvent::ConsumeRefused | AuditEvent::ConsumeReplayed => "consume",
-            AuditEvent::DecisionRefused => "decide",
-            other => {
-                return Err(Error::Database {
-                    operation: "audit",
-                    problem: format!(
-                        "the PostgreSQL store writes `{}` only with its effect",
-                        event_name(other)
-                    ),
-                });
-            }
-        };
-        let details = details_text(details);
-        let ms = ts.unix_millis();
-        let event = event_name(event);
-        let seq: i64 = self
-            .write(operation, id, |client| {
-                let pos = client
-                    .query_one(
-                        "SELECT approval_gate.refuse($1, $2, $3::text::jsonb, $4)",
-                        &[&id.as_str(), &event, &details, &ms],
-                    )?
-                    .get(0);
-                client.wake(id.as_str());
-                Ok(pos)
-            })
-            .map_err(|e| e.unwrap_or_else(|e| map_error(operation, Some(id), &e)))?;
-        Ok(u64::try_from(seq).unwrap_or(0))
+    fn stray_entries(&self) -> Result<Vec<std::path::PathBuf>, Error> {
+        schema::strays(&self.pool)
     }
 
+    fn watch(&self, sink: ChangeSink) -> Result<Guard, String> {
+        listen::watch(&self.pool, sink)
+    }
+}
+
+impl Chain for PgStore {
     fn check_appendable(&self) -> Result<(), Error> {
-        // The database checks the chain's end against its head row on every append, in the
-        // transaction that appends: a step refused there rolls back whole, its effect too.
-        Ok(())
+        audit::check_appendable(self)
     }
 
-    fn verify(&self) -> Result<AuditSummary, Error> {
+    fn verify_records(&self) -> Result<(AuditSummary, Vec<AuditRecord>), Error> {
+        // One read: the lines and the head row in one snapshot.
         let (bytes, head_seq, head_hash) = self.chain()?;
-        let (_, summary) = parse_chain_with(&bytes, LineHash::Sha256)?;
-        check_head(summary, head_seq, &head_hash)
+        let (records, summary) = parse_chain_with(&bytes, LineHash::Sha256)?;
+        Ok((check_head(summary, head_seq, &head_hash)?, records))
     }
 
     fn records(&self) -> Result<Vec<AuditRecord>, Error> {
@@ -562,19 +437,6 @@ impl Store for PgStore {
             torn_bytes_cut: 0,
             seq: u64::try_from(seq).unwrap_or(0),
         })
-    }
-
-    fn repair_torn_tail(&self) -> Result<(), Error> {
-        // Rows are whole or absent: nothing is ever torn.
-        Ok(())
-    }
-
-    fn stray_entries(&self) -> Result<Vec<std::path::PathBuf>, Error> {
-        Ok(Vec::new())
-    }
-
-    fn watch(&self, sink: ChangeSink) -> Result<Guard, String> {
-        listen::watch(&self.pool, sink)
     }
 }
 

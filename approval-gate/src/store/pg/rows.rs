@@ -9,6 +9,7 @@ use crate::audit::AuditEvent;
 use crate::error::Error;
 use crate::id::RequestId;
 use crate::request::Request;
+use crate::store::Loaded;
 
 /// A stored row's record with its payload spliced back in: the request's JSON record.
 pub(super) fn compose(record: &str, payload: Option<&str>) -> Vec<u8> {
@@ -63,15 +64,20 @@ impl PgStore {
             .map_err(|problem| Error::Unreadable { id, problem })
     }
 
-    pub(super) fn ids(
-        &self,
-        operation: &'static str,
-        sql: &'static str,
-    ) -> Result<Vec<RequestId>, Error> {
-        let rows = self.read(operation, None, |client| client.query(sql, &[]))?;
+    /// The rows `sql` selects (id, record, payload), each with its record decoded.
+    pub(super) fn loaded(&self, sql: &'static str) -> Result<Vec<Loaded>, Error> {
+        let rows = self.read("list", None, |client| client.query(sql, &[]))?;
         Ok(rows
             .iter()
-            .filter_map(|row| RequestId::parse(row.get::<_, &str>(0)).ok())
+            .filter_map(|row| {
+                let id = RequestId::parse(row.get::<_, &str>(0)).ok()?;
+                let record: &str = row.get(1);
+                let payload: Option<&str> = row.get(2);
+                let loaded = Request::decode(id, &compose(record, payload))
+                    .map(Some)
+                    .map_err(|problem| Error::Unreadable { id, problem });
+                Some((id, loaded))
+            })
             .collect())
     }
 }

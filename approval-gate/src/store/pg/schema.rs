@@ -160,3 +160,38 @@ pub(super) fn check_version(pool: &Pool) -> Result<(), Error> {
     }
     Ok(())
 }
+
+/// Objects in the schema `approval_gate` that `schema.sql` does not create (a table,
+/// view, sequence or function added by hand), named `approval_gate.<name>`, for a human to
+/// look at: the database's counterpart of a stray file in a directory store.
+pub(super) fn strays(pool: &Pool) -> Result<Vec<std::path::PathBuf>, Error> {
+    let names: Vec<String> = pool.run("doctor", None, Retry::Connect, |client| {
+        Ok(client
+            .query(
+                "SELECT c.relname::text FROM pg_catalog.pg_class c
+                 WHERE c.relnamespace = 'approval_gate'::regnamespace AND c.relkind <> 'i'
+                 UNION
+                 SELECT p.proname::text FROM pg_catalog.pg_proc p
+                 WHERE p.pronamespace = 'approval_gate'::regnamespace
+                 ORDER BY 1",
+                &[],
+            )?
+            .iter()
+            .map(|row| row.get(0))
+            .collect())
+    })?;
+    let ours = include_str!("schema.sql");
+    Ok(names
+        .into_iter()
+        .map(|name| format!("approval_gate.{name}"))
+        .filter(|qualified| !defines(ours, qualified))
+        .map(std::path::PathBuf::from)
+        .collect())
+}
+
+/// Whether `sql` names `qualified` as a whole name (not a prefix of a longer one).
+fn defines(sql: &str, qualified: &str) -> bool {
+    sql.match_indices(qualified).any(|(at, _)| {
+        !sql[at + qualified.len()..].starts_with(|c: char| c.is_ascii_alphanumeric() || c == '_')
+    })
+}

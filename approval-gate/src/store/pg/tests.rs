@@ -7,6 +7,9 @@ use postgres::NoTls;
 
 use super::schema::schema_sql;
 use super::*;
+use serde_json::Map;
+
+use crate::audit::AuditEvent;
 use crate::request::NewRequest;
 
 /// The server of `APPROVAL_GATE_TEST_PG` (a superuser URL), which `.ci/run` sets; without
@@ -64,9 +67,7 @@ fn file(store: &PgStore, id: &str, action: &str) -> Result<Filed, Error> {
         max_pending: 100,
         max_requests: 100,
     };
-    store
-        .file_at_once(&request, caps, &entry)
-        .expect("the PostgreSQL store files at once")
+    store.file(&request, caps, &entry)
 }
 
 /// The schema checks records against the library's own bounds, written in at install:
@@ -149,7 +150,7 @@ fn a_taken_id_asks_for_another_and_files_nothing() {
             file(store, "0123456789ab", "first").unwrap(),
             Filed::Duplicate(RequestId::parse("a1b2c3d4e5f6").unwrap())
         );
-        assert_eq!(store.count_live().unwrap(), 1);
+        assert_eq!(store.scan(Scope::Live).unwrap().len(), 1);
         let lines = store.records().expect("the chain");
         assert_eq!(lines.len(), 1, "one requested line: {lines:?}");
     });

@@ -1,0 +1,146 @@
+//! The directory store's two steps that take more than a file or two: filing under the
+//! filing lock, and recovery after a crash.
+
+use serde_json::json;
+
+use super::{DirStore, fs, ids_in, lock_exclusive, try_lock_existing};
+use crate::audit::{AuditEvent, AuditRecord, Outcome, details};
+use crate::error::Error;
+use crate::id::RequestId;
+use crate::request::{Request, Status};
+use crate::store::{Caps, Entry, Filed, Recovery, Shelf, Store};
+use crate::time::Timestamp;
+
+impl DirStore {
+    /// [`Store::file`]: under the filing lock, so that the caps, de-duplication and fresh
+    /// ids hold against every other filing process.
+    pub(super) fn file_serialised(
+        &self,
+        request: &Request,
+        caps: Caps,
+        entry: &Entry<'_>,
+    ) -> Result<Filed, Error> {
+        let _filing = lock_exclusive(&self.layout.filing_lock())?;
+        // Nothing is filed that the audit log cannot record.
+        self.audit.check_appendable()?;
+        let now = request.created_at();
+        let mut pending = 0;
+        for id in ids_in(&self.layout.pending_dir(), "")? {
+            match self.load(id, Shelf::Live) {
+                // With filing locked, no entry can belong to a filing in progress: an entry
+                // without a record, or of a decided request, is left over.
+                Ok(None) => self.unindex(id)?,
+                Ok(Some(found)) if found.status() != Status::Pending => self.unindex(id)?,
+                Ok(Some(found)) if found.is_past_expiry(now) => {}
+                Ok(Some(found)) if found.same_ask(request) => return Ok(Filed::Duplicate(id)),
+                Ok(Some(_)) => pending += 1,
+                // An unreadable record may well be pending: it counts, so a damaged store
+                // never lets more requests in than the cap.
+                Err(error) if self.concerns_record_only(id, &error) => pending += 1,
+                Err(error) => return Err(error),
+            }
+        }
+        if pending >= caps.max_pending {
+            return Err(Error::QueueFull {
+                pending,
+                limit: caps.max_pending,
+            });
+        }
+        let live = fs::count_entries(&self.layout.requests_dir())?;
+        if live >= caps.max_requests {
+            return Err(Error::CreationLimit {
+                requests: live,
+                limit: caps.max_requests,
+            });
+        }
+        let id = request.id();
+        let layout = &self.layout;
+        let taken = fs::exists(&layout.request(id))?
+            || fs::exists(&layout.archived(id))?
+            || fs::exists(&layout.marker(id))?
+            || fs::exists(&layout.claim(id))?;
+        if taken {
+            return Ok(Filed::IdTaken);
+        }
+        // A filing takes effect first and is recorded after: the record, made findable by
+        // its index entry, then its line.
+        let inserted = fs::open_lock(&layout.lock(id))
+            .map(drop)
+            .and_then(|()| {
+                fs::create_exclusive(&layout.marker(id), b"").map_err(fs::Failed::into_inner)
+            })
+            .and_then(|_| self.save(request, "request"));
+        self.record_after(inserted, id, "request", entry)?;
+        Ok(Filed::New)
+    }
+
+    /// [`Store::recover`]: the claims whose `consumed` line may be missing (no `.logged`
+    /// beside them), then the executions whose executor is gone (an `.exec` nobody holds).
+    pub(super) fn recover_after_crash(&self, now: Timestamp) -> Result<Recovery, Error> {
+        self.audit.repair_torn_tail()?;
+        let mut recovery = Recovery::default();
+
+        let claims = ids_in(&self.layout.claims_dir(), ".used")?;
+        let logged = ids_in(&self.layout.claims_dir(), ".logged")?;
+        let mut unlogged: Vec<RequestId> = claims
+            .into_iter()
+            .filter(|id| !logged.contains(id))
+            .collect();
+        unlogged.sort_unstable();
+        for id in unlogged {
+            // The consume that made the claim holds this lock until its line is written.
+            let _lock = self.lock(id)?;
+            if fs::exists(&self.layout.claim_logged(id))? {
+                continue;
+            }
+            if !has(&self.audit.records()?, id, AuditEvent::Consumed) {
+                let fields = details(json!({
+                    "recovered": true,
+                    "detail": "the claim exists but its line was never written",
+                }));
+                self.append(id, &entry(now, AuditEvent::Consumed, &fields))?;
+                recovery.consumed.push(id);
+            }
+            fs::touch(&self.layout.claim_logged(id))?;
+        }
+
+        let mut executions = ids_in(&self.layout.claims_dir(), ".exec")?;
+        executions.sort_unstable();
+        for id in executions {
+            // A live executor holds its mark; only a dead one lets go of it.
+            let Some(_held) = try_lock_existing(&self.layout.execution_marker(id))? else {
+                continue;
+            };
+            let records = self.audit.records()?;
+            let count = |event| {
+                records
+                    .iter()
+                    .filter(|r| r.id == id && r.event == event)
+                    .count()
+            };
+            if count(AuditEvent::ExecutionStarted) > count(AuditEvent::ExecutionFinished) {
+                let fields = details(json!({
+                    "outcome": Outcome::Unknown,
+                    "recovered": true,
+                    "error": "the executing process ended without recording an outcome; inspect the external system, nothing is retried",
+                }));
+                self.append(id, &entry(now, AuditEvent::ExecutionFinished, &fields))?;
+                recovery.unknown_outcomes.push(id);
+            }
+            fs::remove_if_exists(&self.layout.execution_marker(id))?;
+        }
+        Ok(recovery)
+    }
+}
+
+fn entry(
+    ts: Timestamp,
+    event: AuditEvent,
+    details: &serde_json::Map<String, serde_json::Value>,
+) -> Entry<'_> {
+    Entry { ts, event, details }
+}
+
+fn has(records: &[AuditRecord], id: RequestId, event: AuditEvent) -> bool {
+    records.iter().any(|r| r.id == id && r.event == event)
+}
