@@ -62,6 +62,8 @@ mod execute;
 mod faults;
 #[cfg(feature = "fs-trace")]
 pub mod fs_trace;
+#[cfg(feature = "store-trace")]
+pub use store::traced as store_trace;
 mod gate;
 mod grant;
 mod health;

@@ -66,6 +66,14 @@ pub trait Backend: Send + Sync {
         id: RequestId,
         details: &serde_json::Map<String, serde_json::Value>,
     );
+
+    /// Cuts the last line of the audit chain as someone who can write the store directly
+    /// could, leaving its anchor naming a line the chain no longer has.
+    fn cut_audit_tail(&self, store: &Store);
+
+    /// Adds something to `store` that the store does not write (a file in a directory
+    /// store, a table in the database's schema); the name its health check should give it.
+    fn add_stray(&self, store: &Store) -> std::path::PathBuf;
 }
 
 /// A store to test: where it is, and whatever keeps it alive until dropped.
@@ -278,6 +286,27 @@ impl Backend for Directory {
         std::fs::write(dir.join("audit.head"), format!("{seq:020} {hash}\n"))
             .expect("move the anchor");
     }
+
+    fn cut_audit_tail(&self, store: &Store) {
+        let log = Self::dir(store).join("audit.jsonl");
+        let text = std::fs::read_to_string(&log).expect("read the audit log");
+        let kept = text
+            .trim_end_matches('\n')
+            .rsplit_once('\n')
+            .map_or("", |(kept, _)| kept);
+        let kept = if kept.is_empty() {
+            String::new()
+        } else {
+            format!("{kept}\n")
+        };
+        std::fs::write(&log, kept).expect("cut the audit log");
+    }
+
+    fn add_stray(&self, store: &Store) -> PathBuf {
+        let stray = PathBuf::from("requests").join("notes.txt");
+        std::fs::write(Self::dir(store).join(&stray), "left here by hand").expect("a stray file");
+        stray
+    }
 }
 
 /// The PostgreSQL store (`postgres://`): each store a new database on the test server
@@ -335,7 +364,8 @@ fn drop_stale_databases() {
 }
 
 /// Empties a spare database: ends every other session on it (and so the advisory locks they
-/// hold), then removes every row and resets the audit head.
+/// hold), then removes every row, resets the audit head, and drops the stray table
+/// [`Backend::add_stray`] makes.
 fn empty(url: &str) {
     crate::pg::run_sql(
         url,
@@ -344,7 +374,8 @@ fn empty(url: &str) {
          TRUNCATE approval_gate.requests, approval_gate.audit;
          UPDATE approval_gate.audit_head
              SET seq = 0, hash = '0000000000000000000000000000000000000000000000000000000000000000';
-         UPDATE approval_gate.filing_slots SET live = 0;",
+         UPDATE approval_gate.filing_slots SET live = 0;
+         DROP TABLE IF EXISTS approval_gate.notes;",
     );
 }
 
@@ -548,5 +579,17 @@ impl Backend for Postgres {
             details.replace('\'', "''"),
         );
         let _ = Self::query(store, &sql);
+    }
+
+    fn cut_audit_tail(&self, store: &Store) {
+        let _ = Self::query(
+            store,
+            "DELETE FROM approval_gate.audit WHERE seq = (SELECT max(seq) FROM approval_gate.audit)",
+        );
+    }
+
+    fn add_stray(&self, store: &Store) -> PathBuf {
+        let _ = Self::query(store, "CREATE TABLE approval_gate.notes (note text)");
+        PathBuf::from("approval_gate.notes")
     }
 }

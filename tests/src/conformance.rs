@@ -34,7 +34,9 @@ macro_rules! conformance {
                 an_identical_pending_request_is_returned_not_duplicated,
                 queue_cap_and_creation_limit_fail_requests_never_decisions,
                 approve_as_shown_approves_only_the_record_the_human_saw,
-                the_operators_default_ttl_applies_unless_the_request_asks_and_is_checked_at_open;
+                the_operators_default_ttl_applies_unless_the_request_asks_and_is_checked_at_open,
+                the_health_check_names_what_the_store_did_not_write,
+                a_waiter_wakes_with_the_decision;
             binding:
                 any_change_to_action_operation_or_payload_refuses_without_spending,
                 key_order_and_whitespace_do_not_matter,
@@ -56,7 +58,8 @@ macro_rules! conformance {
                 a_workload_records_every_lifecycle_event_and_the_chain_verifies,
                 every_refused_consume_leaves_a_line_even_for_an_unreadable_unknown_or_archived_request,
                 a_well_chained_line_that_says_what_cannot_happen_fails_verification_at_that_line,
-                every_refused_decision_leaves_a_line;
+                every_refused_decision_leaves_a_line,
+                a_cut_chain_refuses_every_yes_until_a_human_reanchors_it;
             recovery:
                 sigkill_at_every_failpoint_never_executes_twice_and_recovers,
                 a_process_that_dies_mid_execution_is_recorded_as_unknown_and_never_rerun;
@@ -83,6 +86,12 @@ macro_rules! __conformance_cases {
             fn backend() -> impl $crate::backend::Backend {
                 $backend
             }
+
+            /// Fails if the suite's cases never call one of the store's steps on this backend.
+            #[test]
+            fn every_store_step_is_called() {
+                $crate::conformance::every_step_is_called(&backend(), module_path!());
+            }
             $(
                 mod $area {
                     $(
@@ -95,4 +104,68 @@ macro_rules! __conformance_cases {
             )+
         }
     };
+}
+
+/// The cases that, between them, call every step of the store: [`every_step_is_called`]
+/// runs these (cheap ones; the races and crash matrix call no step these do not).
+pub const TOUR: &[&str] = &[
+    "lifecycle::a_request_starts_pending_and_never_authorizes",
+    "lifecycle::the_expiry_boundary_is_inclusive_and_recorded",
+    "execute::a_panicking_executor_leaves_an_unknown_outcome_and_no_second_chance",
+    "audit::every_refused_consume_leaves_a_line_even_for_an_unreadable_unknown_or_archived_request",
+    "audit::a_workload_records_every_lifecycle_event_and_the_chain_verifies",
+    "audit::a_cut_chain_refuses_every_yes_until_a_human_reanchors_it",
+    "lifecycle::the_health_check_names_what_the_store_did_not_write",
+    "lifecycle::a_waiter_wakes_with_the_decision",
+];
+
+/// Runs the [`TOUR`] of the suite against `backend` in a process of its own (this test
+/// binary, `module` naming the backend's tests) with the store's calls noted
+/// (`approval_gate::store_trace`), and fails naming every step of the store it never
+/// called. A step no test calls is a step nobody knows works on this backend.
+///
+/// # Panics
+///
+/// If a step was never called, or the tour itself fails.
+pub fn every_step_is_called(backend: &dyn crate::backend::Backend, module: &str) {
+    use approval_gate::store_trace::{ENV, STEPS};
+
+    let kind = match backend.fresh().location() {
+        text if text.starts_with("postgres") => "postgres",
+        _ => "dir",
+    };
+    // Test names leave out the crate: `directory::audit::…`.
+    let prefix = module.split_once("::").map_or(module, |(_, rest)| rest);
+    let trace = tempfile::NamedTempFile::new().expect("a trace file");
+    let output = std::process::Command::new(std::env::current_exe().expect("this test binary"))
+        .args(TOUR.iter().map(|case| format!("{prefix}::{case}")))
+        .arg("--exact")
+        .env(ENV, trace.path())
+        .output()
+        .expect("run the tour");
+    assert!(
+        output.status.success(),
+        "the tour failed:\n{}\n{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let ran = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        ran.contains(&format!("{} passed", TOUR.len())),
+        "every case of the tour ran: {ran}"
+    );
+    let noted = std::fs::read_to_string(trace.path()).expect("read the trace");
+    let called: std::collections::BTreeSet<&str> = noted
+        .lines()
+        .filter_map(|line| line.strip_prefix(kind)?.strip_prefix(' '))
+        .collect();
+    let missing: Vec<&str> = STEPS
+        .iter()
+        .copied()
+        .filter(|step| !called.contains(step))
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "the conformance suite never calls these steps of the {kind} store: {missing:?}"
+    );
 }

@@ -3,7 +3,7 @@
 //! ([`conformance!`], [`suite`], [`backend`]).
 
 pub mod backend;
-mod conformance;
+pub mod conformance;
 pub mod invariants;
 pub mod pg;
 pub mod ssh;

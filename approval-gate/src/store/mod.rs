@@ -19,6 +19,8 @@ pub(crate) mod open;
 mod percent;
 #[cfg(feature = "postgres")]
 pub(crate) mod pg;
+#[cfg(feature = "store-trace")]
+pub mod traced;
 
 use std::fmt;
 use std::path::PathBuf;

@@ -14,6 +14,13 @@ use crate::error::Error;
 /// What the backend's own opening refuses with; [`Error::InvalidInput`] for a PostgreSQL
 /// location in a build without the `postgres` feature.
 pub(crate) fn open(location: Location) -> Result<Box<dyn Store>, Error> {
+    let store = open_untraced(location)?;
+    #[cfg(feature = "store-trace")]
+    let store = Box::new(super::traced::Traced(store));
+    Ok(store)
+}
+
+fn open_untraced(location: Location) -> Result<Box<dyn Store>, Error> {
     Ok(match location {
         Location::Dir(dir) => Box::new(DirStore::open(dir)?),
         #[cfg(feature = "postgres")]

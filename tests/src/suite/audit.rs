@@ -388,3 +388,50 @@ pub fn every_refused_decision_leaves_a_line(backend: &dyn Backend) {
     assert_eq!(refusals, expected);
     fx.gate.verify_audit().unwrap();
 }
+
+/// A chain whose last line was cut refuses every "yes" (a consume spends nothing, filing
+/// files nothing) until a human re-anchors it; `audit verify` names the problem, re-anchoring
+/// records it, and from there the chain verifies and the gate works again.
+pub fn a_cut_chain_refuses_every_yes_until_a_human_reanchors_it(backend: &dyn Backend) {
+    let fx = Subject::new(backend);
+    let id = fx.approved("send the report", None, None);
+    let before = fx.gate.verify_audit().expect("a whole chain").lines;
+    backend.cut_audit_tail(&fx.store);
+
+    assert!(
+        matches!(fx.gate.verify_audit(), Err(Error::AuditBroken { .. })),
+        "a cut chain fails verification"
+    );
+    let refused = fx
+        .gate
+        .consume::<()>(id, &binding("send the report", None, None))
+        .expect_err("nothing is spent on a chain that cannot record it");
+    assert_eq!(refused.code(), ErrorCode::AuditBroken, "{refused}");
+    assert!(!backend.claimed(&fx.store, id), "the approval is not spent");
+    let filed = fx
+        .gate
+        .request_approval(approval_gate::NewRequest::new("another", "agent"));
+    assert!(
+        matches!(filed, Err(Error::AuditBroken { .. })),
+        "nothing is filed either: {filed:?}"
+    );
+    assert!(
+        matches!(fx.gate.archive(0), Err(Error::AuditBroken { .. })),
+        "nor archived"
+    );
+
+    let reanchored = fx.gate.reanchor_audit("ops on call").expect("re-anchored");
+    assert!(!reanchored.problem.is_empty(), "{reanchored:?}");
+    assert_eq!(reanchored.found_lines, before - 1, "{reanchored:?}");
+    let records = fx.gate.audit_records().expect("the chain reads");
+    let last = records.last().expect("a line");
+    assert_eq!(last.event, AuditEvent::Reanchored);
+    assert_eq!(last.details["by"], "ops on call");
+    assert_eq!(fx.gate.verify_audit().expect("whole again").lines, before);
+    let grant = fx
+        .gate
+        .consume::<()>(id, &binding("send the report", None, None))
+        .expect("the approval is still there to spend");
+    assert_eq!(grant.id(), id);
+    assert!(backend.claimed(&fx.store, id));
+}

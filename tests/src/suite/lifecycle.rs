@@ -506,3 +506,40 @@ pub fn the_operators_default_ttl_applies_unless_the_request_asks_and_is_checked_
         std::collections::BTreeMap::new()
     );
 }
+
+/// The health check names what the store did not write, and changes nothing: a fresh store
+/// is healthy, and one holding a stray entry is not, with that entry named.
+pub fn the_health_check_names_what_the_store_did_not_write(backend: &dyn Backend) {
+    let fx = Subject::new(backend);
+    let _ = fx.approved("a request", None, None);
+    let report = fx.gate.check_health().expect("the check runs");
+    assert!(report.is_healthy(), "{report:?}");
+    let stray = backend.add_stray(&fx.store);
+    let report = fx.gate.check_health().expect("the check runs");
+    assert_eq!(report.stray, [stray], "{report:?}");
+    assert!(!report.is_healthy());
+    assert!(
+        report.unreadable.is_empty() && report.audit.is_ok(),
+        "{report:?}"
+    );
+}
+
+/// A wait on a pending request ends when a human decides it, with the decision, whoever
+/// decides and however the store tells the watcher (its events, or polling when it has none).
+pub fn a_waiter_wakes_with_the_decision(backend: &dyn Backend) {
+    let fx = Subject::new(backend);
+    let id = fx.ask("wait for me", None, None);
+    let watch = fx.gate.watch();
+    let waiter = std::thread::spawn(move || {
+        // Bounded by the decision below; the time is only a ceiling for a broken store.
+        watch.wait_for_decision(id, Duration::from_secs(120))
+    });
+    // Another gate on the same store, as a human's process would have.
+    fx.reopen().approve(id, &Decision::by("alice")).unwrap();
+    match waiter.join().expect("the waiter ran").expect("the wait") {
+        approval_gate::Waited::Decided(report) => {
+            assert_eq!(report.request().status(), Status::Approved);
+        }
+        approval_gate::Waited::TimedOut(report) => panic!("not woken: {report:?}"),
+    }
+}
