@@ -20,8 +20,9 @@ pub struct HealthReport {
     pub unreadable: Vec<UnreadableRecord>,
     /// The audit log's verification ([`Gate::verify_audit`]): its summary, or why it fails.
     pub audit: Result<AuditSummary, Error>,
-    /// Entries of the store's directories that the store does not write, relative to the
-    /// store directory, in name order.
+    /// What the store holds that it does not write, in name order: entries of a directory
+    /// store's directories (relative to it), or objects in a PostgreSQL store's schema that
+    /// `db init` does not create (`approval_gate.<name>`).
     pub stray: Vec<PathBuf>,
 }
 
@@ -35,8 +36,8 @@ impl HealthReport {
 
 impl Gate {
     /// Checks the store without changing it: every record of the live store is read, the
-    /// audit log is verified, and every directory is searched for entries the store does
-    /// not write.
+    /// audit log is verified, and the store is searched for what it does not write (files in
+    /// its directories; objects in its database schema).
     ///
     /// # Errors
     ///

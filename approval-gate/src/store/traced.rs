@@ -63,7 +63,8 @@ impl fmt::Debug for Traced {
 impl Traced {
     fn note(&self, step: &'static str) {
         static SEEN: OnceLock<Mutex<HashSet<(&'static str, &'static str)>>> = OnceLock::new();
-        let Some(path) = std::env::var_os(ENV).map(PathBuf::from) else {
+        static PATH: OnceLock<Option<PathBuf>> = OnceLock::new();
+        let Some(path) = PATH.get_or_init(|| std::env::var_os(ENV).map(PathBuf::from)) else {
             return;
         };
         let backend = match self.0.about().location {
@@ -80,7 +81,7 @@ impl Traced {
             let noted = std::fs::OpenOptions::new()
                 .create(true)
                 .append(true)
-                .open(&path)
+                .open(path)
                 .and_then(|mut file| file.write_all(format!("{backend} {step}\n").as_bytes()));
             if let Err(error) = noted {
                 panic!(
