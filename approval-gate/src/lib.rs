@@ -46,10 +46,18 @@
 //! running as the same OS user: see `docs/threat-model.md`. The states and their transitions
 //! are in `docs/authorization-states.md`.
 
+// The directory store's durability and locking rest on Unix: fsync of files and directories,
+// rename over an existing file, and advisory file locks.
+#[cfg(not(unix))]
+compile_error!(
+    "approval-gate supports Unix only (Linux is tested; macOS builds but is untested): the directory store's durability rests on fsync of files and directories, rename and advisory file locks"
+);
+
 // The lifecycle (ask, decide, consume, execute, list, archive, recover, wait) states the rules
-// once, with `rules` and over `gate::Gate`; `store` is the trait a backend implements and
-// `store::dir` the directory store. `request`, `status`, `id`, `payload`, `time`, `limits`
-// and `error` are the vocabulary, and import nothing from the lifecycle.
+// once, with `rules` and over `gate::Gate`; `store` holds the two traits a backend implements
+// (docs/architecture.md), `store::dir` the directory store and `store::pg` PostgreSQL.
+// `request`, `status`, `id`, `payload`, `time`, `limits` and `error` are the vocabulary, and
+// import nothing from the lifecycle.
 mod archive;
 mod ask;
 mod audit;
@@ -109,7 +117,7 @@ pub use request::{
 pub use scan::UnreadableRecord;
 pub use store::Location;
 
-/// The PostgreSQL store's schema (SPEC §10): what `approval-gate db init` applies. Open a
+/// The PostgreSQL store's schema: what `approval-gate db init` applies. Open a
 /// gate on it with a `postgres://` [`Location`]; `docs/postgres.md` shows an operator's
 /// whole set-up.
 #[cfg(feature = "postgres")]

@@ -99,7 +99,7 @@ impl Verdict {
 }
 
 /// The checks of a consume before anything is spent: the binding's operation name follows
-/// [`check_operation_name`](crate::check_operation_name); then, in the order of SPEC §3: the
+/// [`check_operation_name`](crate::check_operation_name); then, in the order of docs/authorization-states.md: the
 /// request is approved (under a `policy`, by the signatures of enough distinct trusted approvers:
 /// `(policy, required)`); not consumed; not expired; the action text is byte-for-byte equal; the
 /// operation is equal; the payload is equal as canonical JSON; and the approved payload

@@ -1,4 +1,4 @@
-//! One unreadable record spoils only itself (SPEC §9): its id refuses everything, listings
+//! One unreadable record spoils only itself: its id refuses everything, listings
 //! show it as unreadable, and every other request, listing, decision and consume keeps
 //! working. One test per kind of damage, each through the whole scenario.
 

@@ -4,7 +4,7 @@
 //! confirmation that is not exactly the code shown, end of input, a request that expired or
 //! changed while it was on screen, or any error, and nothing is approved.
 //!
-//! Under a policy (SPEC §11) the approval is signed after the confirmation: the request's
+//! Under a policy the approval is signed after the confirmation: the request's
 //! decision statement goes to `ssh-keygen -Y sign`, so a passphrase, ssh-agent (`ssh-add -c`)
 //! or a FIDO touch happens at the human's terminal, and the library checks the signature
 //! before it records anything. The `ssh-keygen` is the operator's absolute path (or

@@ -1,6 +1,6 @@
 //! The operator's settings: which store the binaries open, and the limits it enforces.
 //!
-//! Limits and the default time to live are the operator's, never the agent's (SPEC §9): both
+//! Limits and the default time to live are the operator's, never the agent's: both
 //! binaries read them here, once, from their own command line, environment and config file,
 //! and the MCP server takes none of them from a tool call. A request's own `ttl_seconds`
 //! still applies, within the library's fixed range; the operator's default is for requests
@@ -21,7 +21,7 @@
 //!
 //! The approvers (an OpenSSH `allowed_signers` file) and the quorum (`payments.*=2,deploy.*=3`
 //! in the flag and the variable, a `[quorum]` table of `"payments.*" = 2` in the file, each
-//! source whole, never merged) make the [`Policy`] both binaries give their gate (SPEC §11):
+//! source whole, never merged) make the [`Policy`] both binaries give their gate:
 //! under it an approval counts only with the signatures of enough distinct trusted approvers.
 //! A quorum without approvers is refused, since it could never be met. Whoever can write the
 //! approvers file chooses who may approve, so it must be owned by this user or root and not

@@ -1,4 +1,4 @@
-//! Quorum policies: whose signatures make an approval, and how many (SPEC §11).
+//! Quorum policies: whose signatures make an approval, and how many.
 //!
 //! A [`Policy`] is held by trusted code, the executor above all: its approvers come from an
 //! OpenSSH `allowed_signers` file, and each operation pattern may need several distinct

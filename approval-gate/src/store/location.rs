@@ -12,7 +12,7 @@ use crate::error::Error;
 pub enum Location {
     /// The directory store at this path (a path, or a `file:` URL).
     Dir(PathBuf),
-    /// The PostgreSQL store (SPEC §10) at this `postgres://` or `postgresql://` URL, as given:
+    /// The PostgreSQL store at this `postgres://` or `postgresql://` URL, as given:
     /// libpq's environment variables (`PGHOST`, `PGUSER`, `PGSSLMODE`, …) fill in what it leaves
     /// out when it is opened. Needs the `postgres` feature to open.
     Postgres(String),

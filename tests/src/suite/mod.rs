@@ -1,4 +1,4 @@
-//! The conformance suite: what every backend must pass (SPEC §9). Each case is a function
+//! The conformance suite: what every backend must pass. Each case is a function
 //! taking the [`Backend`](crate::backend::Backend) under test; [`conformance!`](crate::conformance)
 //! turns the whole list into `#[test]`s for one backend.
 //!

@@ -1,4 +1,4 @@
-//! Signed approvals and quorum policies (SPEC §11): under a policy an approval counts only
+//! Signed approvals and quorum policies: under a policy an approval counts only
 //! with the signatures of enough distinct trusted approvers, made by the real `ssh-keygen`
 //! and verified in-process at consume; whoever can write the store but holds no approver's
 //! key cannot make one the executor takes.

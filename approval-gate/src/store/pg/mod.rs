@@ -1,4 +1,4 @@
-//! The PostgreSQL store (SPEC §10): one set of approvals for a team on several machines.
+//! The PostgreSQL store: one set of approvals for a team on several machines.
 //!
 //! Authority lives in the database. Every change is one call of a SECURITY DEFINER function
 //! of the schema `approval_gate` (`schema.sql`, applied by [`init`]), which checks the
