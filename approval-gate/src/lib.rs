@@ -46,6 +46,9 @@
 //! running as the same OS user: see `docs/threat-model.md`. The states and their transitions
 //! are in `docs/authorization-states.md`.
 
+// On docs.rs (`--cfg docsrs`), each feature-gated item is marked with its feature.
+#![cfg_attr(docsrs, feature(doc_cfg))]
+
 // The directory store's durability and locking rest on Unix: fsync of files and directories,
 // rename over an existing file, and advisory file locks.
 #[cfg(not(unix))]

@@ -504,8 +504,8 @@ fn a_long_lived_request_is_archived_only_once_its_expiry_is_8_days_past() {
 fn filing_again_after_expiry_or_a_decision_files_anew_even_with_a_stale_index_entry() {
     let fx = Fixture::new();
     let ask = || approval_gate::NewRequest::new("rotate the key", "r");
-    // Expired while pending: the same ask is a new request, and the old one is recorded
-    // expired on the way.
+    // Expired while pending: the same ask is a new request, and the old one neither counts
+    // nor is handed out again (its expiry is recorded when it is next read).
     let first = fx.gate.request_approval(ask()).unwrap().request.id();
     fx.advance(2 * 3600 * std::time::Duration::from_secs(1));
     let second = fx.gate.request_approval(ask()).unwrap();
