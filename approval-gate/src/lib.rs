@@ -130,8 +130,8 @@ pub mod postgres {
 pub use change::Change;
 pub use time::{Clock, ManualClock, SystemClock, Timestamp};
 pub use wait::{
-    Arrivals, Changes, Closer, FALLBACK, FALLBACK_WITHOUT_EVENTS, Waited, Waiting, Watch,
-    WatchBuilder,
+    Arrivals, Changes, Closer, FALLBACK, FALLBACK_WITHOUT_EVENTS, QueueEvent, QueueEvents, Waited,
+    Waiting, Watch, WatchBuilder,
 };
 
 /// Entry points for the fuzz targets in `fuzz/`. Not a public API.

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::change::Change;
-pub use arrivals::Arrivals;
+pub use arrivals::{Arrivals, QueueEvent, QueueEvents};
 use changes::Subscribers;
 pub use changes::{Changes, Closer};
 pub use waiting::Waiting;
@@ -281,6 +281,13 @@ impl Watch {
     #[must_use]
     pub fn arrivals(&self) -> Arrivals {
         Arrivals::new(self.gate().clone(), self.changes())
+    }
+
+    /// [`arrivals`](Watch::arrivals), and the decision (or expiry) that takes each of them
+    /// out of the queue: what a bridge to a chat or paging tool follows.
+    #[must_use]
+    pub fn queue_events(&self) -> QueueEvents {
+        QueueEvents::new(self.gate().clone(), self.changes())
     }
 }
 

@@ -175,6 +175,14 @@ commands) and nothing else; repair it from a backup or move it out of the store.
 watch follows the store's pending queue through file-system events (with a fallback check
 every few seconds) and stops on Ctrl-C, SIGTERM, or when its output is closed.
 
+--json prints one JSON object per line instead, for each new request and for each decision
+that takes a request the watch has printed out of the queue:
+  {\"event\": \"requested\", \"request\": {...}}   as `show --json` prints it
+  {\"event\": \"decided\", \"request\": {...}}     approved, denied or expired: see its
+                                               effectiveStatus
+  {\"event\": \"unreadable\", \"record\": {...}}   a record in the queue that cannot be read
+Errors are reported on stderr and by the exit status, as without --json.
+
 --notify-cmd runs CMD with `sh -c` for each new request. The request id and the escaped
 action are passed only in the environment variables APPROVAL_GATE_ID and
 APPROVAL_GATE_ACTION, never in the command text: quote them, as in
@@ -395,10 +403,13 @@ line) cannot be re-anchored: move it aside and keep it.")]
 
 #[derive(Debug, Args)]
 pub(crate) struct WatchArgs {
+    /// Print one JSON object per line for each new request and each decision (see below).
+    #[arg(long)]
+    pub(crate) json: bool,
     /// Run this shell command for each new request (see below).
     #[arg(long, value_name = "CMD")]
     pub(crate) notify_cmd: Option<String>,
-    /// Exit after printing this many requests (for tests).
+    /// Exit after printing this many requests (with --json: lines) (for tests).
     #[arg(long, hide = true, value_name = "N")]
     pub(crate) exit_after: Option<u64>,
     /// Seconds between fallback checks of the queue, in case file-system events are lost.

@@ -34,6 +34,12 @@ pub(crate) fn json<T: Serialize + ?Sized>(value: &T) -> serde_json::Result<Strin
     Ok(format!("{}\n", json_safe(&text)))
 }
 
+/// One line of JSON, for a stream of them (`watch --json`): as [`json`], on one line.
+pub(crate) fn json_line<T: Serialize + ?Sized>(value: &T) -> serde_json::Result<String> {
+    let text = serde_json::to_string(value)?;
+    Ok(format!("{}\n", json_safe(&text)))
+}
+
 /// A span of milliseconds in its two largest units: `45s`, `3m 2s`, `2h 5m`, `3d 4h`.
 pub(crate) fn duration(millis: i64) -> String {
     let secs = millis.unsigned_abs() / 1000;

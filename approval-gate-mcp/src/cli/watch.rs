@@ -12,7 +12,8 @@ use std::process::{Command, Stdio};
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
-use approval_gate::{Closer, Gate, ListItem, RequestId};
+use approval_gate::{Closer, Gate, ListItem, QueueEvent, RequestId};
+use serde_json::json;
 use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
 use signal_hook::iterator::Signals;
 
@@ -39,9 +40,21 @@ pub(crate) fn watch(gate: &Gate, args: &WatchArgs) -> anyhow::Result<Exit> {
             args.fallback_secs
         ));
     }
-    let mut arrivals = watch.arrivals();
-    let signals = stop_on_signals(arrivals.closer())?;
-    stop_on_hangup(arrivals.closer());
+    // A terminal is shown arrivals; `--json` follows decisions too.
+    let (mut events, closer): (Box<dyn Iterator<Item = _>>, Closer) = if args.json {
+        let events = watch.queue_events();
+        let closer = events.closer();
+        (Box::new(events), closer)
+    } else {
+        let arrivals = watch.arrivals();
+        let closer = arrivals.closer();
+        (
+            Box::new(arrivals.map(|item| item.map(QueueEvent::Arrived))),
+            closer,
+        )
+    };
+    let signals = stop_on_signals(closer.clone())?;
+    stop_on_hangup(closer);
     output::stderr_line(&format!(
         "approval-gate: watching {} for new requests (Ctrl-C to stop)",
         escape(&gate.location().to_string())
@@ -51,37 +64,30 @@ pub(crate) fn watch(gate: &Gate, args: &WatchArgs) -> anyhow::Result<Exit> {
     let mut notifier = args.notify_cmd.as_deref().map(Notifier::new);
     let mut printed = 0u64;
     let result = loop {
-        let item = match arrivals.next() {
-            Some(Ok(item)) => item,
+        let event = match events.next() {
+            Some(Ok(event)) => event,
             Some(Err(error)) => break Err(error.into()),
             // Stopped: a signal, or nobody reads our output any more.
             None => break Ok(()),
         };
-        let width = output::width();
-        let line = match &item {
-            ListItem::Request(report) => {
-                let mut line = render::list_line(report, gate.now(), style, width);
-                for extra in [
-                    render::list_approvals(report, width),
-                    render::list_warning(report, style, width),
-                ]
-                .into_iter()
-                .flatten()
-                {
-                    line.push('\n');
-                    line.push_str(&extra);
-                }
-                line
-            }
-            ListItem::Unreadable(record) => render::unreadable_line(record, style, width),
+        let line = match (&event, args.json) {
+            (_, true) => match json_line(&event) {
+                Ok(line) => line,
+                Err(error) => break Err(error),
+            },
+            (QueueEvent::Arrived(item), false) => human_line(gate, item, style),
+            // Only `--json` asks for anything else.
+            (_, false) => continue,
         };
-        match output::stdout(&format!("{line}\n")) {
+        match output::stdout(&line) {
             Ok(()) => {}
             // Nobody reads any more: a clean stop.
             Err(e) if e.kind() == io::ErrorKind::BrokenPipe => break Ok(()),
             Err(e) => break Err(e.into()),
         }
-        if let (Some(notifier), Some(report)) = (&mut notifier, item.report()) {
+        if let (Some(notifier), QueueEvent::Arrived(item)) = (&mut notifier, &event)
+            && let Some(report) = item.report()
+        {
             notifier.notify(item.id(), report.request().action());
         }
         printed += 1;
@@ -94,6 +100,46 @@ pub(crate) fn watch(gate: &Gate, args: &WatchArgs) -> anyhow::Result<Exit> {
         notifier.finish(Instant::now() + NOTIFY_GRACE);
     }
     result.map(|()| Exit::Done)
+}
+
+/// A new request as a terminal shows it: its list line, its approvals and its warnings.
+fn human_line(gate: &Gate, item: &ListItem, style: Style) -> String {
+    let width = output::width();
+    let mut line = match item {
+        ListItem::Request(report) => {
+            let mut line = render::list_line(report, gate.now(), style, width);
+            for extra in [
+                render::list_approvals(report, width),
+                render::list_warning(report, style, width),
+            ]
+            .into_iter()
+            .flatten()
+            {
+                line.push('\n');
+                line.push_str(&extra);
+            }
+            line
+        }
+        ListItem::Unreadable(record) => render::unreadable_line(record, style, width),
+    };
+    line.push('\n');
+    line
+}
+
+/// A queue event as one line of JSON (`watch --json`).
+fn json_line(event: &QueueEvent) -> anyhow::Result<String> {
+    let value = match event {
+        QueueEvent::Arrived(ListItem::Request(report)) => {
+            json!({ "event": "requested", "request": report })
+        }
+        QueueEvent::Arrived(ListItem::Unreadable(record)) => {
+            json!({ "event": "unreadable", "record": record })
+        }
+        QueueEvent::Decided(report) => json!({ "event": "decided", "request": report }),
+        // A kind of event this build does not know: said as such, never dropped silently.
+        other => json!({ "event": "unknown", "detail": format!("{other:?}") }),
+    };
+    Ok(render::json_line(&value)?)
 }
 
 fn stop_on_signals(stop: Closer) -> io::Result<signal_hook::iterator::Handle> {

@@ -186,3 +186,49 @@ fn a_failing_notify_command_is_reported_on_stderr() {
         "{errors}"
     );
 }
+
+#[test]
+fn json_prints_one_object_per_line_for_each_request_and_each_decision() {
+    let store = Store::new();
+    let waiting = store.ask("already here");
+    // The fallback check is far off: each line below is waited for, woken by events.
+    let (mut child, _stderr) = start(
+        &store,
+        &["--json", "--exit-after", "4", "--fallback-secs", "60"],
+    );
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut next = || -> serde_json::Value {
+        let line = lines.next().expect("a line").expect("readable");
+        assert_clean("watch --json", line.as_bytes());
+        serde_json::from_str(&line).unwrap_or_else(|e| panic!("{e}: {line}"))
+    };
+    let first = next();
+    assert_eq!(first["event"], "requested", "{first}");
+    assert_eq!(first["request"]["id"], waiting.id().as_str());
+    assert_eq!(first["request"]["effectiveStatus"], "pending");
+
+    let arriving = store.ask("send the weekly report");
+    let second = next();
+    assert_eq!(second["event"], "requested", "{second}");
+    assert_eq!(second["request"]["id"], arriving.id().as_str());
+    assert_eq!(second["request"]["action"], "send the weekly report");
+
+    let gate = store.gate();
+    gate.deny(waiting.id(), &approval_gate::Decision::by("bob"))
+        .unwrap();
+    let denied = next();
+    assert_eq!(denied["event"], "decided", "{denied}");
+    assert_eq!(denied["request"]["id"], waiting.id().as_str());
+    assert_eq!(denied["request"]["effectiveStatus"], "denied");
+
+    gate.approve(arriving.id(), &approval_gate::Decision::by("alice"))
+        .unwrap();
+    let approved = next();
+    assert_eq!(approved["event"], "decided", "{approved}");
+    assert_eq!(approved["request"]["id"], arriving.id().as_str());
+    assert_eq!(
+        approved["request"]["effectiveStatus"],
+        "approved_unconsumed"
+    );
+    assert_eq!(wait(&mut child, Duration::from_secs(20)), 0);
+}
