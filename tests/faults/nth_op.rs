@@ -251,3 +251,58 @@ fn a_fault_at_any_operation_of_filing_a_request_is_reported_as_what_happened() {
     assert!(n > 3, "the sweep covered only {n} operations");
     assert!(kinds.durability_unknown && kinds.not_recorded);
 }
+
+/// Filing beside a request already pending, with one operation failing once (the N-th, for
+/// every N of a clean filing): no failure is swallowed. Each is reported (an error, or "took
+/// effect" once the record may exist) and never a plain success; in particular a pending
+/// record that cannot be read for an I/O reason fails the filing rather than being counted
+/// and passed over.
+#[test]
+fn no_single_fault_of_filing_beside_a_pending_request_is_swallowed() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    let _scenario = FailScenario::setup();
+    let fresh = || {
+        let (tmp, gate, dir) = store();
+        let waiting = gate
+            .request_approval(NewRequest::new("already waiting", "r"))
+            .unwrap()
+            .request
+            .id();
+        (tmp, gate, dir, waiting)
+    };
+    // How many filesystem operations a clean filing makes.
+    let (_tmp, gate, _dir, _) = fresh();
+    let ops = Arc::new(AtomicUsize::new(0));
+    let counter = Arc::clone(&ops);
+    fail::cfg_callback("fs::op", move || {
+        counter.fetch_add(1, Ordering::SeqCst);
+    })
+    .unwrap();
+    gate.request_approval(NewRequest::new("a", "r")).unwrap();
+    fail::remove("fs::op");
+    let total = ops.load(Ordering::SeqCst);
+    assert!(total > 5, "a filing made only {total} operations");
+
+    for n in 0..total {
+        let (_tmp, gate, dir, waiting) = fresh();
+        fail::cfg("fs::op", &format!("{n}*off->1*return->off")).unwrap();
+        let result = gate.request_approval(NewRequest::new("a", "r"));
+        fail::remove("fs::op");
+        assert!(
+            result.is_err(),
+            "n={n} of {total}: the fault was swallowed and the filing reported success"
+        );
+        let filed = std::fs::read_dir(dir.join("requests")).unwrap().count();
+        assert_eq!(
+            filed == 2,
+            result.as_ref().err().is_some_and(Error::took_effect),
+            "n={n}: reported {result:?} with {filed} request(s) on disk"
+        );
+        assert_eq!(
+            gate.status(waiting).unwrap().effective_status(),
+            EffectiveStatus::Pending
+        );
+    }
+}
