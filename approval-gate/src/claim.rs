@@ -143,7 +143,7 @@ pub mod __private {
         f: F,
     ) -> Result<R, E>
     where
-        T: DeserializeOwned + Serialize,
+        T: DeserializeOwned + Serialize + Send + 'static,
         E: From<Error> + Display,
         F: AsyncFnOnce(&Grant<T>) -> Result<R, E>,
     {

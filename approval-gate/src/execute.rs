@@ -12,6 +12,7 @@ use crate::faults::failpoint;
 use crate::gate::Gate;
 use crate::grant::Grant;
 use crate::id::RequestId;
+use crate::offload::off_thread;
 use crate::request::Binding;
 use crate::store::{Entry, Guard};
 
@@ -83,13 +84,18 @@ impl Gate {
 
     /// The async form of [`execute_approved`](Gate::execute_approved).
     ///
-    /// The file work (a few fsyncs) runs on the calling task; `f` is an async closure
-    /// (`async |grant: &Grant<T>| { .. }`) borrowing the grant, awaited in place. Dropping the returned future after the start was recorded records
-    /// an unknown outcome.
+    /// The store's work (the consume, and recording the start and the outcome: fsyncs, file
+    /// locks or database calls) runs on a thread of its own, never on the thread polling
+    /// this future, under any executor; `f` is an async closure (`async |grant: &Grant<T>| {
+    /// .. }`) borrowing the grant, awaited in place. Dropping the returned future never
+    /// leaves a step half done: a consume or a start under way completes (and, with nobody
+    /// to run the action, records an unknown outcome), and dropping it while `f` runs records
+    /// an unknown outcome, on a thread of its own too.
     ///
     /// # Errors
     ///
-    /// As [`execute_approved`](Gate::execute_approved).
+    /// As [`execute_approved`](Gate::execute_approved); an I/O error if no thread could be
+    /// started (nothing was consumed).
     pub async fn execute_approved_async<T, R, E, F>(
         &self,
         id: RequestId,
@@ -97,15 +103,23 @@ impl Gate {
         f: F,
     ) -> Result<R, E>
     where
-        T: DeserializeOwned + Serialize,
+        T: DeserializeOwned + Serialize + Send + 'static,
         E: From<Error> + Display,
         F: AsyncFnOnce(&Grant<T>) -> Result<R, E>,
     {
-        let (grant, record) = self.begin::<T>(id, binding)?;
+        let gate = self.clone();
+        let binding = binding.clone();
+        let (grant, record) =
+            off_thread("execute", move || gate.begin::<T>(id, &binding)).await??;
+        let mut record = DropOffThread(Some(record));
         failpoint!("execute::before_closure");
         let result = f(&grant).await;
         failpoint!("execute::after_closure");
-        finish(record, &result);
+        let (outcome, error) = outcome_of(&result);
+        if let Some(record) = record.0.take() {
+            // The outcome is recorded whatever becomes of this future from here.
+            let _ = off_thread("execute", move || record.finish(outcome, error)).await;
+        }
         result
     }
 
@@ -142,9 +156,29 @@ fn after_started() -> Result<(), Error> {
 }
 
 fn finish<R, E: Display>(record: ExecutionRecord, result: &Result<R, E>) {
+    let (outcome, error) = outcome_of(result);
+    record.finish(outcome, error);
+}
+
+/// What an execution's result says in its `execution_finished` line.
+fn outcome_of<R, E: Display>(result: &Result<R, E>) -> (Outcome, Option<String>) {
     match result {
-        Ok(_) => record.finish(Outcome::Ok, None),
-        Err(error) => record.finish(Outcome::Error, Some(error.to_string())),
+        Ok(_) => (Outcome::Ok, None),
+        Err(error) => (Outcome::Error, Some(error.to_string())),
+    }
+}
+
+/// An execution whose future may be dropped: if it still holds the record then, the record
+/// is dropped (recording an unknown outcome) on a thread of its own, not on the thread that
+/// polled the future.
+struct DropOffThread(Option<ExecutionRecord>);
+
+impl Drop for DropOffThread {
+    fn drop(&mut self) {
+        if let Some(record) = self.0.take() {
+            // Not awaited: it runs to its end whatever becomes of its answer.
+            drop(off_thread("execute", move || drop(record)));
+        }
     }
 }
 

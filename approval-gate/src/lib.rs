@@ -81,6 +81,7 @@ mod health;
 mod id;
 pub mod limits;
 mod list;
+mod offload;
 mod payload;
 mod policy;
 mod recover;

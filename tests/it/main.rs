@@ -5,6 +5,7 @@ mod audit_forgery;
 mod damage;
 mod imports;
 mod layout;
+mod never_blocking;
 mod postgres;
 mod postgres_jams;
 mod postgres_records;

@@ -240,8 +240,21 @@ pub fn dropping_the_async_execution_midway_records_an_unknown_outcome(backend: &
             });
         let timed_out = tokio::time::timeout(Duration::from_millis(50), never).await;
         assert!(timed_out.is_err());
-        let last = fx.gate.audit_records().unwrap().pop().unwrap();
-        assert_eq!(last.event, AuditEvent::ExecutionFinished);
+        // The store's work runs on a thread of its own, which finishes what the dropped
+        // future started (the consume and the start, if it had not yet) and records the
+        // unknown outcome: wait for its line, as long as it takes.
+        let deadline = std::time::Instant::now() + Duration::from_secs(60);
+        let last = loop {
+            let last = fx.gate.audit_records().unwrap().pop().unwrap();
+            if last.event == AuditEvent::ExecutionFinished {
+                break last;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "no outcome recorded: {last:?}"
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        };
         assert_eq!(last.details["outcome"], "unknown");
     });
 }

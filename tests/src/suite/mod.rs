@@ -1,5 +1,5 @@
 //! The conformance suite: what every backend must pass. Each case is a function
-//! taking the [`Backend`](crate::backend::Backend) under test; [`conformance!`](crate::conformance)
+//! taking the [`Backend`](crate::backend::Backend) under test; [`conformance!`](macro@crate::conformance)
 //! turns the whole list into `#[test]`s for one backend.
 //!
 //! Nothing here names a file, a table or any other part of a backend's layout: a case works

@@ -100,7 +100,8 @@ pub fn run_any(
     Ok(format!("{job:?}"))
 }
 
-/// An `async fn` with generics and a borrowed argument.
+/// An `async fn` with generics and a borrowed argument. Its payload type is `Send + 'static`:
+/// the store's work runs on a thread of its own, which hands the grant back.
 #[requires_approval(operation = "ledger.append")]
 pub async fn append_async<'l, K>(
     #[payload] entry: Entry<K>,
@@ -108,7 +109,7 @@ pub async fn append_async<'l, K>(
     ledger: &'l mut Vec<Entry<K>>,
 ) -> Result<&'l [Entry<K>], Error>
 where
-    K: Serialize + DeserializeOwned + Clone,
+    K: Serialize + DeserializeOwned + Clone + Send + 'static,
 {
     approval.assert_active()?;
     ledger.push(entry.clone());
