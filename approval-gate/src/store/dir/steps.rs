@@ -144,3 +144,57 @@ fn entry(
 fn has(records: &[AuditRecord], id: RequestId, event: AuditEvent) -> bool {
     records.iter().any(|r| r.id == id && r.event == event)
 }
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use serde_json::Map;
+
+    use super::*;
+    use crate::request::NewRequest;
+
+    /// An id is taken wherever the store keeps it: a live record, an archived one, a claim
+    /// (an index entry alone is dropped by filing, which holds the filing lock). Filing under
+    /// a taken id files nothing and asks for another.
+    #[test]
+    fn an_id_kept_anywhere_is_taken_and_nothing_is_filed() {
+        let id = RequestId::parse("a1b2c3d4e5f6").unwrap();
+        for place in [
+            format!("requests/{id}.json"),
+            format!("archive/{id}.json"),
+            format!("claims/{id}.used"),
+        ] {
+            let dir = tempfile::tempdir().unwrap();
+            let store = DirStore::open(dir.path().join("g")).unwrap();
+            std::fs::write(store.layout.root.join(&place), b"{}").unwrap();
+            let request = Request::new(
+                id,
+                NewRequest::new("rotate the key", "unit"),
+                Timestamp::from_unix_millis(1_796_000_000_000),
+                Duration::from_secs(600),
+                1,
+            );
+            let details = Map::new();
+            let entry = Entry {
+                ts: request.created_at(),
+                event: AuditEvent::Requested,
+                details: &details,
+            };
+            let caps = Caps {
+                max_pending: 10,
+                max_requests: 10,
+            };
+            let filed = store.file_serialised(&request, caps, &entry).unwrap();
+            assert_eq!(filed, Filed::IdTaken, "{place}");
+            assert!(
+                !store.layout.marker(id).exists(),
+                "{place}: nothing indexed"
+            );
+            assert!(
+                store.audit.records().unwrap().is_empty(),
+                "{place}: no line"
+            );
+        }
+    }
+}
