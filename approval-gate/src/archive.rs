@@ -45,7 +45,9 @@ impl Gate {
     /// error, or [`Error::DurabilityUnknown`] / [`Error::NotRecorded`] for a request that was
     /// moved but not made durable or recorded; requests archived before it stay archived.
     pub fn archive(&self, older_than_days: u32) -> Result<ArchiveReport, Error> {
-        self.archive_as(older_than_days, Run::Move)
+        self.observed("archive", None, || {
+            self.archive_as(older_than_days, Run::Move)
+        })
     }
 
     /// What [`archive`](Gate::archive) would move now, changing nothing on disk (not even

@@ -39,39 +39,41 @@ impl Gate {
     /// [`Error::InvalidInput`] for unacceptable fields (nothing is written);
     /// [`Error::QueueFull`] or [`Error::CreationLimit`] when a limit is reached.
     pub fn request_approval(&self, new: NewRequest) -> Result<Submitted, Error> {
-        new.validate()?;
-        let limits = self.limits();
-        let ttl = new.ttl.unwrap_or(limits.default_ttl);
-        let caps = Caps {
-            max_pending: limits.max_pending,
-            max_requests: limits.max_requests,
-        };
-        let fresh = || RequestId::random().map_err(|e| Error::Random(e.to_string()));
-        let mut request = self.new_request(fresh()?, new, self.now(), ttl);
-        loop {
-            let details = details(requested_fields(&request));
-            let entry = Entry {
-                ts: request.created_at(),
-                event: AuditEvent::Requested,
-                details: &details,
+        self.observed("request", None, || {
+            new.validate()?;
+            let limits = self.limits();
+            let ttl = new.ttl.unwrap_or(limits.default_ttl);
+            let caps = Caps {
+                max_pending: limits.max_pending,
+                max_requests: limits.max_requests,
             };
-            match self.store().file(&request, caps, &entry)? {
-                Filed::New => {
-                    return Ok(Submitted {
-                        request,
-                        deduplicated: false,
-                    });
+            let fresh = || RequestId::random().map_err(|e| Error::Random(e.to_string()));
+            let mut request = self.new_request(fresh()?, new, self.now(), ttl);
+            loop {
+                let details = details(requested_fields(&request));
+                let entry = Entry {
+                    ts: request.created_at(),
+                    event: AuditEvent::Requested,
+                    details: &details,
+                };
+                match self.store().file(&request, caps, &entry)? {
+                    Filed::New => {
+                        return Ok(Submitted {
+                            request,
+                            deduplicated: false,
+                        });
+                    }
+                    Filed::Duplicate(existing) => {
+                        return Ok(Submitted {
+                            request: self.load_live(existing)?,
+                            deduplicated: true,
+                        });
+                    }
+                    // Another request has this id: the same request under a new one.
+                    Filed::IdTaken => request.renumber(fresh()?),
                 }
-                Filed::Duplicate(existing) => {
-                    return Ok(Submitted {
-                        request: self.load_live(existing)?,
-                        deduplicated: true,
-                    });
-                }
-                // Another request has this id: the same request under a new one.
-                Filed::IdTaken => request.renumber(fresh()?),
             }
-        }
+        })
     }
 
     fn new_request(

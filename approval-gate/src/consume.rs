@@ -57,6 +57,13 @@ impl Gate {
     where
         T: DeserializeOwned + Serialize,
     {
+        self.observed("consume", Some(id), || self.consume_once::<T>(id, binding))
+    }
+
+    fn consume_once<T>(&self, id: RequestId, binding: &Binding) -> Result<Grant<T>, Error>
+    where
+        T: DeserializeOwned + Serialize,
+    {
         let (request, payload, now, _lock) = match self.check_consume::<T>(id, binding) {
             Ok(checked) => checked,
             Err(refusal) => {

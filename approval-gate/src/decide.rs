@@ -72,32 +72,34 @@ impl Gate {
         verdict: Verdict,
         shown: Option<&Request>,
     ) -> Result<StatusReport, Error> {
-        self.decide_once(id, decision, verdict, shown)
-            .inspect_err(|refusal| {
-                // Bad input changes nothing, not even the log: it is no decision on a request;
-                // nor does an id no request has, which had nothing to decide.
-                let bad_input = matches!(
-                    refusal,
-                    Error::InvalidInput { .. }
-                        | Error::InvalidId { .. }
-                        | Error::InvalidPayload(_)
-                        | Error::NotFound(_)
-                );
-                if !bad_input
-                    && !refusal.took_effect()
-                    && !matches!(refusal, Error::AuditBroken { .. })
-                {
-                    self.record_refusal(
-                        AuditEvent::DecisionRefused,
-                        id,
-                        json!({
-                            "operation": verdict.operation(),
-                            "reason": refusal.code(),
-                            "detail": crate::audit::refusal_detail(refusal),
-                        }),
+        self.observed(verdict.operation(), Some(id), || {
+            self.decide_once(id, decision, verdict, shown)
+                .inspect_err(|refusal| {
+                    // Bad input changes nothing, not even the log: it is no decision on a request;
+                    // nor does an id no request has, which had nothing to decide.
+                    let bad_input = matches!(
+                        refusal,
+                        Error::InvalidInput { .. }
+                            | Error::InvalidId { .. }
+                            | Error::InvalidPayload(_)
+                            | Error::NotFound(_)
                     );
-                }
-            })
+                    if !bad_input
+                        && !refusal.took_effect()
+                        && !matches!(refusal, Error::AuditBroken { .. })
+                    {
+                        self.record_refusal(
+                            AuditEvent::DecisionRefused,
+                            id,
+                            json!({
+                                "operation": verdict.operation(),
+                                "reason": refusal.code(),
+                                "detail": crate::audit::refusal_detail(refusal),
+                            }),
+                        );
+                    }
+                })
+        })
     }
 
     fn decide_once(

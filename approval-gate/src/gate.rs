@@ -248,6 +248,45 @@ impl Gate {
         &*self.inner.store
     }
 
+    /// The backend's name in traces: `dir` or `postgres`.
+    fn store_kind(&self) -> &'static str {
+        match self.location() {
+            Location::Dir(_) => "dir",
+            Location::Postgres(_) => "postgres",
+        }
+    }
+
+    /// Runs a public operation inside a `tracing` span (`approval_gate`, at DEBUG: the
+    /// operation, the request, the store) and ends it with one event naming its outcome:
+    /// `ok`, a refusal's or error's code (DEBUG), or, at WARN, the code of an error that
+    /// took effect without completing. The store's steps nest inside, at TRACE.
+    pub(crate) fn observed<T>(
+        &self,
+        operation: &'static str,
+        id: Option<RequestId>,
+        run: impl FnOnce() -> Result<T, Error>,
+    ) -> Result<T, Error> {
+        let span = tracing::debug_span!(
+            "approval_gate",
+            operation,
+            store = self.store_kind(),
+            id = id.as_ref().map(RequestId::as_str)
+        );
+        let _entered = span.enter();
+        let result = run();
+        match &result {
+            Ok(_) => tracing::debug!(outcome = "ok"),
+            Err(error) if error.took_effect() => {
+                tracing::warn!(
+                    outcome = error.code().as_str(),
+                    "took effect, not completely"
+                );
+            }
+            Err(error) => tracing::debug!(outcome = error.code().as_str()),
+        }
+        result
+    }
+
     /// Records a refusal of `event` for `id` (a line that changes no record); best effort:
     /// the refusal stands whether or not its line can be written.
     pub(crate) fn record_refusal(&self, event: AuditEvent, id: RequestId, fields: Value) {

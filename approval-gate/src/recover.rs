@@ -31,7 +31,7 @@ impl Gate {
     ///
     /// I/O errors, and [`Error::AuditBroken`] if the log must be repaired by a human first.
     pub fn recover(&self) -> Result<Recovery, Error> {
-        self.store().recover(self.now())
+        self.observed("recover", None, || self.store().recover(self.now()))
     }
 }
 

@@ -17,5 +17,6 @@ mod smtp_quorum;
 mod smtp_sink;
 mod smtp_tls;
 mod ssh_signing;
+mod traces;
 mod unanchored;
 mod wait;

@@ -127,6 +127,7 @@ where
 /// command was given `--json`).
 #[must_use]
 pub fn run(cli: Cli) -> Exit {
+    init_logging();
     let about = About {
         json: cli.command.json(),
         id: cli.command.id(),
@@ -135,6 +136,28 @@ pub fn run(cli: Cli) -> Exit {
         Ok(exit) => exit,
         Err(error) => report(&error, about),
     }
+}
+
+/// The library's spans and events on stderr, filtered by `APPROVAL_GATE_LOG` (`tracing`
+/// `EnvFilter` syntax: `approval_gate=debug` shows each operation and its outcome, `trace`
+/// each step of the store too); nothing by default but errors. A subscriber set by an
+/// embedding program wins.
+fn init_logging() {
+    let filter = match std::env::var(crate::mcp::LOG_ENV) {
+        Ok(directives) => tracing_subscriber::EnvFilter::try_new(&directives).unwrap_or_else(|e| {
+            output::stderr_line(&format!(
+                "approval-gate: warning: ignoring {}: {}",
+                crate::mcp::LOG_ENV,
+                escape(&e.to_string())
+            ));
+            tracing_subscriber::EnvFilter::new("error")
+        }),
+        Err(_) => tracing_subscriber::EnvFilter::new("error"),
+    };
+    let _ = tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_env_filter(filter)
+        .try_init();
 }
 
 /// What an error report needs to know about the command that failed.

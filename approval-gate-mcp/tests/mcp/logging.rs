@@ -65,7 +65,7 @@ async fn the_client_gets_the_log_at_the_level_it_sets_and_nothing_below() {
     let filed = session.request("now logged").await;
     let info = session.next_log().await;
     assert_eq!(info.level, LoggingLevel::Info, "{info:?}");
-    assert_eq!(info.data["message"], "request filed");
+    assert_eq!(info.data["message"], "request filed", "{info:?}");
     assert_eq!(info.data["id"], filed.to_string());
     assert_ne!(info.data["id"], unlogged.to_string());
     session.client.cancel().await.unwrap();

@@ -21,6 +21,8 @@ mod percent;
 pub(crate) mod pg;
 #[cfg(feature = "store-trace")]
 pub mod traced;
+#[cfg(not(feature = "store-trace"))]
+mod traced;
 
 use std::fmt;
 use std::path::PathBuf;

@@ -1,16 +1,22 @@
-//! Which steps of the store a run calls, for the conformance suite only (feature
-//! `store-trace`, off by default): the suite fails if a backend's run never calls one of
-//! [`STEPS`], so that no method of the store is left unexercised on any backend.
+//! Every store is opened wrapped in a `Traced` store, which forwards each call inside a
+//! `tracing` span (`store`, at TRACE: the step, the request, the backend) and ends it with
+//! an event naming its outcome (`ok`, or the error's code), so that an application sees the
+//! store's steps in its own traces.
 //!
-//! With the feature, every store is opened wrapped in a `Traced` store, which forwards each
-//! call and, when the environment variable [`ENV`] names a file, appends a line `<backend>
-//! <step>` to it (`dir` or `postgres`; the first call of each step per process). Processes
-//! a test starts inherit the variable, so their calls count too. Not a stable API.
+//! For the conformance suite (feature `store-trace`, off by default) it also notes which
+//! steps a run calls: the suite fails if a backend's run never calls one of [`STEPS`], so
+//! that no method of the store is left unexercised on any backend. When the environment
+//! variable [`ENV`] names a file, each call appends a line `<backend> <step>` to it (`dir`
+//! or `postgres`; the first call of each step per process). Processes a test starts inherit
+//! the variable, so their calls count too. Not a stable API.
 
+#[cfg(feature = "store-trace")]
 use std::collections::HashSet;
 use std::fmt;
+#[cfg(feature = "store-trace")]
 use std::io::Write;
 use std::path::PathBuf;
+#[cfg(feature = "store-trace")]
 use std::sync::{Mutex, OnceLock, PoisonError};
 
 use super::{
@@ -25,9 +31,11 @@ use crate::request::Request;
 use crate::time::Timestamp;
 
 /// The environment variable naming the file calls are noted in.
+#[cfg(feature = "store-trace")]
 pub const ENV: &str = "APPROVAL_GATE_STORE_TRACE";
 
 /// Every method of the store's two traits (`Store`, then `Chain`), by name.
+#[cfg(any(test, feature = "store-trace"))]
 pub const STEPS: [&str; 20] = [
     "about",
     "load",
@@ -61,16 +69,49 @@ impl fmt::Debug for Traced {
 }
 
 impl Traced {
+    /// The backend's name in traces and notes.
+    fn backend(&self) -> &'static str {
+        match self.0.about().location {
+            Location::Dir(_) => "dir",
+            Location::Postgres(_) => "postgres",
+        }
+    }
+
+    /// Runs one step inside its span, and says how it ended.
+    fn step<R>(
+        &self,
+        step: &'static str,
+        id: Option<RequestId>,
+        run: impl FnOnce() -> Result<R, Error>,
+    ) -> Result<R, Error> {
+        self.note(step);
+        let span = tracing::trace_span!(
+            "store",
+            step,
+            store = self.backend(),
+            id = id.as_ref().map(RequestId::as_str)
+        );
+        let _entered = span.enter();
+        let result = run();
+        match &result {
+            Ok(_) => tracing::trace!(outcome = "ok"),
+            Err(error) => tracing::trace!(outcome = error.code().as_str()),
+        }
+        result
+    }
+
+    #[cfg(not(feature = "store-trace"))]
+    #[allow(clippy::unused_self)]
+    fn note(&self, _step: &'static str) {}
+
+    #[cfg(feature = "store-trace")]
     fn note(&self, step: &'static str) {
         static SEEN: OnceLock<Mutex<HashSet<(&'static str, &'static str)>>> = OnceLock::new();
         static PATH: OnceLock<Option<PathBuf>> = OnceLock::new();
         let Some(path) = PATH.get_or_init(|| std::env::var_os(ENV).map(PathBuf::from)) else {
             return;
         };
-        let backend = match self.0.about().location {
-            Location::Dir(_) => "dir",
-            Location::Postgres(_) => "postgres",
-        };
+        let backend = self.backend();
         let seen = SEEN.get_or_init(Mutex::default);
         let first = seen
             .lock()
@@ -99,28 +140,25 @@ impl Store for Traced {
         self.0.about()
     }
     fn load(&self, id: RequestId, place: Shelf) -> Result<Option<Request>, Error> {
-        self.note("load");
-        self.0.load(id, place)
+        self.step("load", Some(id), || self.0.load(id, place))
     }
     fn concerns_record_only(&self, id: RequestId, error: &Error) -> bool {
         self.note("concerns_record_only");
         self.0.concerns_record_only(id, error)
     }
     fn marks(&self, id: RequestId) -> Result<Marks, Error> {
-        self.note("marks");
-        self.0.marks(id)
+        self.step("marks", Some(id), || self.0.marks(id))
     }
     fn scan(&self, scope: Scope) -> Result<Vec<Loaded>, Error> {
-        self.note("scan");
-        self.0.scan(scope)
+        self.step("scan", None, || self.0.scan(scope))
     }
     fn lock(&self, id: RequestId) -> Result<Guard, Error> {
-        self.note("lock");
-        self.0.lock(id)
+        self.step("lock", Some(id), || self.0.lock(id))
     }
     fn file(&self, request: &Request, caps: Caps, entry: &Entry<'_>) -> Result<Filed, Error> {
-        self.note("file");
-        self.0.file(request, caps, entry)
+        self.step("file", Some(request.id()), || {
+            self.0.file(request, caps, entry)
+        })
     }
     fn decide(
         &self,
@@ -128,36 +166,34 @@ impl Store for Traced {
         operation: &'static str,
         entry: &Entry<'_>,
     ) -> Result<Request, Error> {
-        self.note("decide");
-        self.0.decide(request, operation, entry)
+        self.step("decide", Some(request.id()), || {
+            self.0.decide(request, operation, entry)
+        })
     }
     fn spend(&self, id: RequestId, entry: &Entry<'_>) -> Result<Spent, Error> {
-        self.note("spend");
-        self.0.spend(id, entry)
+        self.step("spend", Some(id), || self.0.spend(id, entry))
     }
     fn refuse(&self, id: RequestId, entry: &Entry<'_>) -> Result<u64, Error> {
-        self.note("refuse");
-        self.0.refuse(id, entry)
+        self.step("refuse", Some(id), || self.0.refuse(id, entry))
     }
     fn begin_execution(&self, id: RequestId, entry: &Entry<'_>) -> Result<Guard, Error> {
-        self.note("begin_execution");
-        self.0.begin_execution(id, entry)
+        self.step("begin_execution", Some(id), || {
+            self.0.begin_execution(id, entry)
+        })
     }
     fn finish_execution(&self, id: RequestId, entry: &Entry<'_>) -> Result<(), Error> {
-        self.note("finish_execution");
-        self.0.finish_execution(id, entry)
+        self.step("finish_execution", Some(id), || {
+            self.0.finish_execution(id, entry)
+        })
     }
     fn recover(&self, now: Timestamp) -> Result<Recovery, Error> {
-        self.note("recover");
-        self.0.recover(now)
+        self.step("recover", None, || self.0.recover(now))
     }
     fn archive(&self, id: RequestId, entry: &Entry<'_>) -> Result<(), Error> {
-        self.note("archive");
-        self.0.archive(id, entry)
+        self.step("archive", Some(id), || self.0.archive(id, entry))
     }
     fn stray_entries(&self) -> Result<Vec<PathBuf>, Error> {
-        self.note("stray_entries");
-        self.0.stray_entries()
+        self.step("stray_entries", None, || self.0.stray_entries())
     }
     fn watch(&self, sink: ChangeSink) -> Result<Guard, String> {
         self.note("watch");
@@ -167,20 +203,16 @@ impl Store for Traced {
 
 impl Chain for Traced {
     fn check_appendable(&self) -> Result<(), Error> {
-        self.note("check_appendable");
-        self.0.check_appendable()
+        self.step("check_appendable", None, || self.0.check_appendable())
     }
     fn verify_records(&self) -> Result<(AuditSummary, Vec<AuditRecord>), Error> {
-        self.note("verify_records");
-        self.0.verify_records()
+        self.step("verify_records", None, || self.0.verify_records())
     }
     fn records(&self) -> Result<Vec<AuditRecord>, Error> {
-        self.note("records");
-        self.0.records()
+        self.step("records", None, || self.0.records())
     }
     fn reanchor(&self, ts: Timestamp, by: &str) -> Result<Reanchored, Error> {
-        self.note("reanchor");
-        self.0.reanchor(ts, by)
+        self.step("reanchor", None, || self.0.reanchor(ts, by))
     }
 }
 
@@ -206,8 +238,14 @@ mod tests {
         assert_eq!(declared, STEPS, "STEPS lists the traits' methods in order");
         let wrapper = include_str!("traced.rs");
         for step in STEPS {
+            let noted =
+                wrapper.contains(&format!("self.note(\"{step}\");\n        self.0.{step}("));
+            let stepped = wrapper
+                .find(&format!("self.step(\"{step}\", "))
+                .and_then(|at| wrapper[at..].find("self.0.").map(|call| at + call))
+                .is_some_and(|call| wrapper[call..].starts_with(&format!("self.0.{step}(")));
             assert!(
-                wrapper.contains(&format!("self.note(\"{step}\");\n        self.0.{step}(")),
+                noted || stepped,
                 "the traced store notes {step} and forwards it"
             );
         }
