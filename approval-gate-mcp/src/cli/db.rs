@@ -15,6 +15,20 @@ const ROLES: [&str; 3] = [
     "approval_gate_executor",
 ];
 
+#[cfg(feature = "postgres")]
+fn init_schema(url: &str, limits: &approval_gate::Limits) -> anyhow::Result<u32> {
+    Ok(approval_gate::postgres::init_with_limits(url, limits)?)
+}
+
+#[cfg(not(feature = "postgres"))]
+fn init_schema(_url: &str, _limits: &approval_gate::Limits) -> anyhow::Result<u32> {
+    Err(Refusal::new(
+        "no_postgres",
+        "this build of approval-gate has no PostgreSQL store: install it with its default features (`cargo install --locked approval-gate-mcp`)",
+    )
+    .into())
+}
+
 pub(crate) fn init(settings: &Settings, json: bool) -> anyhow::Result<Exit> {
     let Location::Postgres(url) = &settings.store.value else {
         return Err(Refusal::new(
@@ -29,7 +43,7 @@ pub(crate) fn init(settings: &Settings, json: bool) -> anyhow::Result<Exit> {
     // The store holds its own caps, the operator's: every filing is held to them, whatever
     // the filing gate (or an agent calling the database itself) asks for.
     let limits = settings.limits();
-    let version = approval_gate::postgres::init_with_limits(url, &limits)?;
+    let version = init_schema(url, &limits)?;
     let text = if json {
         render::json(&json!({
             "schemaVersion": version,

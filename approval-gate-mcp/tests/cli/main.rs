@@ -6,6 +6,9 @@ mod decide;
 mod display;
 mod generate;
 mod json;
+#[cfg(not(feature = "postgres"))]
+mod no_postgres;
+#[cfg(feature = "postgres")]
 mod postgres;
 mod settings;
 mod signed;
