@@ -596,3 +596,56 @@ fn processes_opening_a_fresh_store_at_once_all_succeed() {
         });
     }
 }
+
+/// What each operation costs in syncs on the directory store, counted from the store's own
+/// record of its writes (`fs_trace`), for docs/benchmarks.md: a change here is a change of
+/// the durability protocol, to be measured and written down there.
+#[test]
+fn the_syncs_of_each_operation_are_as_documented() {
+    use approval_gate::fs_trace::{self, FsOp};
+
+    let fx = Fixture::new();
+    let syncs = |ops: &[FsOp]| {
+        let files = ops
+            .iter()
+            .filter(|op| matches!(op, FsOp::Fsync { .. }))
+            .count();
+        let dirs = ops
+            .iter()
+            .filter(|op| matches!(op, FsOp::FsyncDir { .. }))
+            .count();
+        (files, dirs)
+    };
+    // Not the store's first line: a fresh log's first append also makes its anchor.
+    let _first = fx.ask("warm up", None, None);
+    let (submitted, filing) = fs_trace::record(|| {
+        fx.gate
+            .request_approval(approval_gate::NewRequest::new("pay", "agent"))
+            .unwrap()
+    });
+    let id = submitted.request.id();
+    let ((), approving) =
+        fs_trace::record(|| drop(fx.gate.approve(id, &Decision::by("alice")).unwrap()));
+    let (ran, executing) = fs_trace::record(|| {
+        fx.gate.execute_approved(
+            id,
+            &binding("pay", None, None),
+            |_: &approval_gate::Grant<()>| Ok::<_, Error>(()),
+        )
+    });
+    ran.unwrap();
+    let other = fx.ask("deny me", None, None);
+    let ((), denying) =
+        fs_trace::record(|| drop(fx.gate.deny(other, &Decision::by("bob")).unwrap()));
+    // (file fsyncs, directory fsyncs) per operation.
+    assert_eq!(
+        [
+            syncs(&filing),
+            syncs(&approving),
+            syncs(&executing),
+            syncs(&denying)
+        ],
+        [(4, 2), (3, 1), (7, 2), (3, 1)],
+        "filing, approving, execute_approved (consume, start, finish), denying"
+    );
+}
