@@ -1,0 +1,217 @@
+//! A durable `request_approval` through the MCP server, at 0, 100 and 1,000 pending
+//! requests, against this machine's fsync floor in the same run.
+//!
+//! One `approval-gate-mcp` per queue length serves a directory store already holding that
+//! many pending requests (the caps raised to let them in). Each iteration files one request
+//! over stdio with rmcp's client and times the call from sending it to its answer; the
+//! request is then denied through the library, untimed, so the queue stays at its length.
+//! The summary gives the median and p90 of every filing, and each as a multiple of the
+//! median `fdatasync` of a small file on the same disk.
+//!
+//! ```text
+//! cargo bench -p approval-gate-mcp --bench filing
+//! ```
+//!
+//! The store lives in a temporary directory under `APPROVAL_GATE_BENCH_DIR` if set (the
+//! system's temporary directory otherwise): put it on the disk you mean to measure.
+//! `APPROVAL_GATE_BENCH_MCP` names another server binary to measure (an earlier build, for a
+//! before-and-after in one run).
+
+use std::io::Write as _;
+use std::path::PathBuf;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use approval_gate::{Decision, Gate, Limits, NewRequest, RequestId};
+use criterion::{BenchmarkId, Criterion, criterion_group};
+use rmcp::model::CallToolRequestParams;
+use rmcp::service::RunningService;
+use rmcp::transport::TokioChildProcess;
+use rmcp::{RoleClient, ServiceExt};
+use serde_json::{Value, json};
+
+/// Queue lengths filed at.
+const PENDING: [usize; 3] = [0, 100, 1_000];
+/// Caps high enough for the longest queue and every request a run files.
+const MAX_PENDING: usize = 2_000;
+const MAX_REQUESTS: usize = 1_000_000;
+
+fn bench_dir() -> tempfile::TempDir {
+    match std::env::var_os("APPROVAL_GATE_BENCH_DIR") {
+        Some(dir) => tempfile::tempdir_in(dir).unwrap(),
+        None => tempfile::tempdir().unwrap(),
+    }
+}
+
+struct Server {
+    runtime: tokio::runtime::Runtime,
+    client: RunningService<RoleClient, ()>,
+    gate: Gate,
+    filed: usize,
+    _dir: tempfile::TempDir,
+}
+
+impl Server {
+    fn start(pending: usize) -> Self {
+        let dir = bench_dir();
+        let store: PathBuf = dir.path().join("store");
+        let limits = Limits::default()
+            .max_pending(MAX_PENDING)
+            .max_requests(MAX_REQUESTS);
+        let gate = Gate::builder().dir(&store).limits(limits).open().unwrap();
+        for n in 0..pending {
+            gate.request_approval(NewRequest::new(format!("queued {n}"), "filing bench"))
+                .unwrap();
+        }
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let client = runtime.block_on(async {
+            let server = std::env::var_os("APPROVAL_GATE_BENCH_MCP")
+                .unwrap_or_else(|| env!("CARGO_BIN_EXE_approval-gate-mcp").into());
+            let mut command = tokio::process::Command::new(server);
+            command
+                .env("APPROVAL_GATE_DIR", &store)
+                .env("APPROVAL_GATE_MAX_PENDING", MAX_PENDING.to_string())
+                .env("APPROVAL_GATE_MAX_REQUESTS", MAX_REQUESTS.to_string())
+                .env_remove("APPROVAL_GATE_LOG");
+            let transport = TokioChildProcess::new(command).unwrap();
+            ().serve(transport).await.unwrap()
+        });
+        Self {
+            runtime,
+            client,
+            gate,
+            filed: 0,
+            _dir: dir,
+        }
+    }
+
+    /// Files one request over MCP; the time from sending the call to its answer.
+    fn file(&mut self) -> (Duration, RequestId) {
+        self.filed += 1;
+        let Value::Object(arguments) = json!({
+            "action": format!("filed {}", self.filed),
+            "reason": "filing bench",
+        }) else {
+            unreachable!()
+        };
+        let params = CallToolRequestParams::new("request_approval").with_arguments(arguments);
+        let started = Instant::now();
+        let result = self
+            .runtime
+            .block_on(self.client.peer().call_tool(params))
+            .unwrap();
+        let took = started.elapsed();
+        assert_ne!(result.is_error, Some(true), "filing failed: {result:?}");
+        let answer = result.structured_content.expect("structured answer");
+        let id = answer["id"].as_str().expect("an id").parse().unwrap();
+        (took, id)
+    }
+
+    fn stop(self) {
+        self.runtime
+            .block_on(async { self.client.cancel().await.unwrap() });
+    }
+}
+
+/// Every filing's time, by queue length.
+static TIMES: Mutex<Vec<(usize, Duration)>> = Mutex::new(Vec::new());
+/// Every `fdatasync` timed for the floor.
+static FLOOR: Mutex<Vec<Duration>> = Mutex::new(Vec::new());
+
+fn filing(c: &mut Criterion) {
+    let mut group = c.benchmark_group("filing");
+    let floor_dir = bench_dir();
+    let mut file = std::fs::File::create(floor_dir.path().join("floor")).unwrap();
+    group.bench_function("floor/fsync", |b| {
+        b.iter_custom(|iterations| {
+            let mut total = Duration::ZERO;
+            for _ in 0..iterations {
+                file.write_all(b"0123456789abcdef\n").unwrap();
+                let started = Instant::now();
+                file.sync_data().unwrap();
+                let took = started.elapsed();
+                FLOOR.lock().unwrap().push(took);
+                total += took;
+            }
+            total
+        });
+    });
+    for pending in PENDING {
+        let mut server = Server::start(pending);
+        group.bench_with_input(
+            BenchmarkId::new("mcp_request_approval", pending),
+            &pending,
+            |b, &pending| {
+                b.iter_custom(|iterations| {
+                    let mut total = Duration::ZERO;
+                    for _ in 0..iterations {
+                        let (took, id) = server.file();
+                        TIMES.lock().unwrap().push((pending, took));
+                        total += took;
+                        server.gate.deny(id, &Decision::by("bench")).unwrap();
+                    }
+                    total
+                });
+            },
+        );
+        server.stop();
+    }
+    group.finish();
+}
+
+criterion_group! {
+    name = benches;
+    config = Criterion::default()
+        .sample_size(20)
+        .warm_up_time(Duration::from_secs(1))
+        .measurement_time(Duration::from_secs(4));
+    targets = filing
+}
+
+fn percentile(sorted: &[Duration], percent: usize) -> Duration {
+    sorted[(sorted.len() - 1) * percent / 100]
+}
+
+fn report() {
+    let mut floor = FLOOR.lock().unwrap().clone();
+    if floor.is_empty() {
+        return;
+    }
+    floor.sort_unstable();
+    let fsync = percentile(&floor, 50);
+    eprintln!(
+        "floor: fdatasync median {:.0} µs over {} syncs",
+        fsync.as_secs_f64() * 1e6,
+        floor.len()
+    );
+    let times = TIMES.lock().unwrap().clone();
+    for pending in PENDING {
+        let mut at: Vec<Duration> = times
+            .iter()
+            .filter(|(p, _)| *p == pending)
+            .map(|(_, d)| *d)
+            .collect();
+        if at.is_empty() {
+            continue;
+        }
+        at.sort_unstable();
+        let (p50, p90) = (percentile(&at, 50), percentile(&at, 90));
+        eprintln!(
+            "request_approval over MCP at {pending} pending, {} filings: p50 {:.0} µs ({:.1}× fsync), p90 {:.0} µs ({:.1}× fsync)",
+            at.len(),
+            p50.as_secs_f64() * 1e6,
+            p50.as_secs_f64() / fsync.as_secs_f64(),
+            p90.as_secs_f64() * 1e6,
+            p90.as_secs_f64() / fsync.as_secs_f64(),
+        );
+    }
+}
+
+fn main() {
+    benches();
+    Criterion::default().configure_from_args().final_summary();
+    report();
+}
