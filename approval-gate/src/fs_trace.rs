@@ -98,3 +98,41 @@ pub(crate) fn note(op: impl FnOnce() -> FsOp) {
         }
     });
 }
+
+thread_local! {
+    static REBOOTS: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
+}
+
+/// Makes the store see a new run of the machine from now on, on this thread, as after the
+/// power loss a test models: indexes kept only for one boot are rebuilt when the store is
+/// next opened.
+pub fn reboot() {
+    REBOOTS.with(|r| r.set(r.get() + 1));
+}
+
+/// The boot id as the store sees it: `id`, its last characters replaced after a [`reboot`].
+pub(crate) fn boot_tag(id: &'static str) -> &'static str {
+    let reboots = REBOOTS.with(std::cell::Cell::get);
+    if reboots == 0 {
+        return id;
+    }
+    // One string per simulated boot, for the length of a test run: leaking them is harmless.
+    let tag = format!("{}{reboots:08x}", &id[..28]);
+    Box::leak(tag.into_boxed_str())
+}
+
+thread_local! {
+    static OPENS: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
+/// How many files and directories the store has opened (to read, write, sync or list) on
+/// this thread so far: a test compares it before and after an operation.
+#[must_use]
+pub fn opens() -> u64 {
+    OPENS.with(std::cell::Cell::get)
+}
+
+/// Counts one open.
+pub(crate) fn note_open() {
+    OPENS.with(|n| n.set(n.get() + 1));
+}

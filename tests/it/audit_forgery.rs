@@ -167,13 +167,14 @@ fn an_anchor_naming_the_right_line_with_the_wrong_hash_is_refused_by_append() {
     let fx = store_with_lines(3);
     let head = fx.dir.join("audit.head");
     let text = std::fs::read_to_string(&head).unwrap();
-    let (seq, hash) = text.trim_end().split_once(' ').unwrap();
+    let (seq, rest) = text.trim_end().split_once(' ').unwrap();
+    let (hash, boot) = rest.split_once(' ').unwrap();
     assert_eq!(seq.parse::<u64>().unwrap(), 3);
     let flipped: String = hash
         .chars()
         .map(|c| if c == '0' { '1' } else { '0' })
         .collect();
-    std::fs::write(&head, format!("{seq} {flipped}\n")).unwrap();
+    std::fs::write(&head, format!("{seq} {flipped} {boot}\n")).unwrap();
     let (line, problem) = broken(fx.gate.verify_audit());
     assert_eq!(line, 3, "{problem}");
     let problem = append_is_refused(&fx);

@@ -516,7 +516,7 @@ fn filing_again_after_expiry_or_a_decision_files_anew_even_with_a_stale_index_en
         EffectiveStatus::Expired
     );
     // Denied, with its index entry left behind (a crash between the decision and the
-    // cleanup): the same ask is still a new request, and the stale entry goes.
+    // cleanup): the same ask is still a new request, and a listing drops the stale entry.
     let second = second.request.id();
     fx.gate.deny(second, &Decision::by("h")).unwrap();
     let stale = fx.dir.join("pending").join(second.as_str());
@@ -528,6 +528,8 @@ fn filing_again_after_expiry_or_a_decision_files_anew_even_with_a_stale_index_en
         "a denied request is never handed out again"
     );
     assert_ne!(third.request.id(), second);
+    let listed = fx.gate.list(ListFilter::Pending, None, 10).unwrap();
+    assert_eq!(listed.items.len(), 1, "only the third is pending");
     assert!(
         !stale.exists(),
         "the stale entry of a decided request is removed"
@@ -548,9 +550,55 @@ fn an_index_entry_without_its_record_is_left_to_filing_not_removed_by_a_listing(
         entry.exists(),
         "a listing may run during a filing: it leaves the entry"
     );
-    // Filing holds the filing lock, so no filing is in progress: the entry goes.
+    // A filing reads the queue index, not the queue: the entry stays until the index is
+    // rebuilt, under the filing lock, when no filing can be in progress.
     let _filed = fx.ask("something else", None, None);
-    assert!(!entry.exists(), "filing removes an entry without a record");
+    assert!(entry.exists(), "a filing does not read the queue");
+    approval_gate::fs_trace::reboot();
+    drop(Gate::open(&fx.dir).unwrap());
+    assert!(
+        !entry.exists(),
+        "rebuilding the index removes an entry without a record"
+    );
+}
+
+/// Filing reads the queue index, not the queue: it opens as many files with 60 requests
+/// pending and 40 decided as with none (counted by the store's own record, `fs_trace`).
+#[test]
+fn filing_opens_the_same_files_at_any_queue_length() {
+    let limits = approval_gate::Limits::default().max_pending(1_000);
+    let dir = tempfile::tempdir().unwrap();
+    let gate = Gate::builder()
+        .dir(dir.path().join("g"))
+        .limits(limits)
+        .open()
+        .unwrap();
+    let opens_to_file = |n: usize| {
+        let before = approval_gate::fs_trace::opens();
+        gate.request_approval(approval_gate::NewRequest::new(format!("ask {n}"), "q"))
+            .unwrap();
+        approval_gate::fs_trace::opens() - before
+    };
+    let _warm = opens_to_file(0);
+    let empty = opens_to_file(1);
+    for n in 2..102 {
+        let id = gate
+            .request_approval(approval_gate::NewRequest::new(format!("ask {n}"), "q"))
+            .unwrap()
+            .request
+            .id();
+        if n % 5 < 2 {
+            gate.deny(id, &Decision::by("h")).unwrap();
+        }
+    }
+    assert_eq!(
+        gate.list(ListFilter::Pending, None, 1_000)
+            .unwrap()
+            .items
+            .len(),
+        62
+    );
+    assert_eq!(opens_to_file(200), empty);
 }
 
 #[test]
@@ -645,7 +693,7 @@ fn the_syncs_of_each_operation_are_as_documented() {
             syncs(&executing),
             syncs(&denying)
         ],
-        [(4, 2), (3, 1), (7, 2), (3, 1)],
+        [(2, 1), (2, 1), (4, 2), (2, 1)],
         "filing, approving, execute_approved (consume, start, finish), denying"
     );
 }

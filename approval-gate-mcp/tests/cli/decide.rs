@@ -24,12 +24,19 @@ fn deny_changes_exactly_one_request() {
         format!("denied {}: delete the backups\n", target.id())
     );
     let id = target.id();
+    let mut changed = Store::changed(&before, &store.snapshot());
+    // The queue index: the count, and the denied request's ask forgotten.
+    let asks: Vec<String> = changed
+        .extract_if(.., |path| path.starts_with("asks/"))
+        .collect();
+    assert_eq!(asks.len(), 1, "one ask forgotten: {asks:?}");
     assert_eq!(
-        Store::changed(&before, &store.snapshot()),
+        changed,
         [
             "audit.head".to_owned(),
             "audit.jsonl".to_owned(),
             format!("pending/{id}"),
+            "queue".to_owned(),
             format!("requests/{id}.json"),
         ]
     );
@@ -172,7 +179,7 @@ fn archive_moves_only_old_finished_requests() {
     assert!(stdout(&real).ends_with("archived 3 requests\n"));
     let after = store.snapshot();
     let mut changed = Store::changed(&before, &after);
-    changed.retain(|path| !path.starts_with("audit."));
+    changed.retain(|path| !path.starts_with("audit.") && path != "queue");
     // Only the old requests' files moved or went away (the library may keep more per-claim
     // bookkeeping than these; all of it must belong to an archived request).
     for path in &changed {

@@ -322,6 +322,19 @@ impl Request {
             && self.requested_by == other.requested_by
     }
 
+    /// A name for what [`same_ask`](Self::same_ask) compares: equal for equal asks (64 hex
+    /// digits of a hash, so unequal asks differ but for a collision nobody can find).
+    pub(crate) fn ask_key(&self) -> String {
+        let ask = (
+            &self.action,
+            &self.operation,
+            &self.payload_digest,
+            &self.requested_by,
+        );
+        let encoded = serde_json::to_vec(&ask).unwrap_or_default();
+        blake3::hash(&encoded).to_hex().to_string()
+    }
+
     /// Combines the persisted status with the claim and the clock.
     pub(crate) fn effective(&self, consumed: bool, now: Timestamp) -> EffectiveStatus {
         match self.status {

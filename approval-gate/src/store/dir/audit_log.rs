@@ -18,6 +18,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value};
 
+use super::boot::{self, BOOT_LEN};
 use super::fs;
 use crate::audit::{
     AuditEvent, AuditRecord, AuditSummary, GENESIS, LineOut, MAX_LINE, Reanchored, check_line_hash,
@@ -28,8 +29,8 @@ use crate::faults::failpoint;
 use crate::id::RequestId;
 use crate::time::Timestamp;
 
-/// `seq` (20 digits), space, hash (64), newline.
-const HEAD_LEN: usize = 20 + 1 + 64 + 1;
+/// `seq` (20 digits), space, hash (64), space, the boot written in (36), newline.
+const HEAD_LEN: usize = 20 + 1 + 64 + 1 + BOOT_LEN + 1;
 
 /// Paths of the log and its anchor.
 #[derive(Debug, Clone)]
@@ -52,7 +53,8 @@ impl AuditLog {
         }
     }
 
-    /// Appends one event and fsyncs it before returning.
+    /// Appends one event and fsyncs it before returning. The anchor then moves to it,
+    /// unsynced (see [`Durability::Lazy`]).
     pub(crate) fn append(
         &self,
         ts: Timestamp,
@@ -69,11 +71,17 @@ impl AuditLog {
         let mut log = fs::open_append(&self.log)?;
         let tail = self.tail(&mut log, head.as_ref(), true)?;
         if head.is_none() {
-            // A brand new log: anchor it before its first line, so that from now on a log
-            // with content and no anchor can only mean the anchor was removed.
-            write_head(&guard, &self.head, 0, GENESIS)?;
+            // A brand new log: anchor it, durably, before its first line, so that from now
+            // on a log with content and no anchor can only mean the anchor was removed.
+            write_head(&guard, &self.head, 0, GENESIS, Durability::Synced)?;
         }
-        self.write_line(&guard, &mut log, &tail, ts, event, id, details)
+        let (seq, hash) = self.write_line(&mut log, &tail, ts, event, id, details)?;
+        failpoint!("audit::before_sync");
+        fs::sync_data(&log, &self.log)?;
+        failpoint!("fs::op");
+        failpoint!("audit::before_head");
+        write_head(&guard, &self.head, seq, &hash, Durability::Lazy)?;
+        Ok(seq)
     }
 
     /// Fails as [`append`](Self::append) would, without writing anything: for operations
@@ -142,15 +150,14 @@ impl AuditLog {
         details.insert(
             "previousAnchor".into(),
             head.as_ref()
-                .map_or(Value::Null, |(seq, _)| Value::from(*seq)),
+                .map_or(Value::Null, |head| Value::from(head.seq)),
         );
         details.insert("tornBytesCut".into(), Value::from(torn));
         let tail = Tail {
             seq: summary.lines,
             hash: summary.last_hash.clone(),
         };
-        let seq = self.write_line(
-            &guard,
+        let (seq, hash) = self.write_line(
             &mut log,
             &tail,
             ts,
@@ -158,28 +165,30 @@ impl AuditLog {
             RequestId::STORE,
             &details,
         )?;
+        // Rare and deliberate: the line and the new anchor are both made durable at once.
+        fs::sync_data(&log, &self.log)?;
+        write_head(&guard, &self.head, seq, &hash, Durability::Synced)?;
         Ok(Reanchored {
             problem,
             found_lines: summary.lines,
             found_last_hash: summary.last_hash,
-            previous_anchor: head.map(|(seq, _)| seq),
+            previous_anchor: head.map(|head| head.seq),
             torn_bytes_cut: torn,
             seq,
         })
     }
 
-    /// Writes one line after `tail` and moves the anchor to it; the caller holds the lock.
-    #[allow(clippy::too_many_arguments)]
+    /// Writes one line after `tail`, not yet synced; the caller holds the anchor's lock.
+    /// Its position and hash.
     fn write_line(
         &self,
-        head: &File,
         log: &mut File,
         tail: &Tail,
         ts: Timestamp,
         event: AuditEvent,
         id: RequestId,
         details: &Map<String, Value>,
-    ) -> Result<u64, Error> {
+    ) -> Result<(u64, String), Error> {
         let seq = tail.seq + 1;
         let body = serde_json::to_string(&LineOut {
             seq,
@@ -200,12 +209,7 @@ impl AuditLog {
         failpoint!("audit::before_write");
         fs::write_all(log, &self.log, line.as_bytes())?;
         failpoint!("fs::op");
-        failpoint!("audit::before_sync");
-        fs::sync_data(log, &self.log)?;
-        failpoint!("fs::op");
-        failpoint!("audit::before_head");
-        write_head(head, &self.head, seq, hash.as_str())?;
-        Ok(seq)
+        Ok((seq, hash.to_string()))
     }
 
     /// Cuts a torn last line, the trace of a crash or power loss during an append that never
@@ -239,12 +243,7 @@ impl AuditLog {
     /// Finds the last complete line. A torn tail (bytes after the last newline) is the trace
     /// of a crash during an append that never returned; it is cut off only when the anchor
     /// proves it was never acknowledged.
-    fn tail(
-        &self,
-        log: &mut File,
-        head: Option<&(u64, String)>,
-        cut_torn: bool,
-    ) -> Result<Tail, Error> {
+    fn tail(&self, log: &mut File, head: Option<&Head>, cut_torn: bool) -> Result<Tail, Error> {
         let len = log
             .metadata()
             .map_err(|e| Error::io("inspecting", &self.log, e))?
@@ -260,19 +259,22 @@ impl AuditLog {
             },
             Some(line) => {
                 let (seq, hash) = check_line_hash(line).map_err(|problem| Error::AuditBroken {
-                    line: head.map_or(0, |h| h.0),
+                    line: head.map_or(0, |h| h.seq),
                     problem: format!("last line: {problem}; run `approval-gate audit verify`"),
                 })?;
                 Tail { seq, hash }
             }
         };
-        if let Some((head_seq, head_hash)) = head {
-            let consistent = *head_seq == tail.seq && *head_hash == tail.hash
+        if let Some(head) = head {
+            let head_seq = head.seq;
+            let consistent = head_seq == tail.seq && head.hash == tail.hash
                 // An append that crashed after its line but before the anchor.
-                || *head_seq + 1 == tail.seq;
+                || head_seq + 1 == tail.seq
+                // A power loss since the anchor was last written may have undone its moves.
+                || !head.this_boot && head_seq < tail.seq;
             if !consistent {
                 return Err(Error::AuditBroken {
-                    line: head_seq.min(&tail.seq) + 1,
+                    line: head_seq.min(tail.seq) + 1,
                     problem: format!(
                         "the log ends at line {} but its anchor records line {head_seq}; run `approval-gate audit verify` (and `approval-gate audit reanchor` only if you accept the log as it is)",
                         tail.seq
@@ -323,12 +325,12 @@ fn unanchored() -> Error {
 
 /// Checks the whole log and that its anchor agrees with its end; its records.
 fn check_anchor(
-    head: Option<&(u64, String)>,
+    head: Option<&Head>,
     bytes: &[u8],
 ) -> Result<(AuditSummary, Vec<AuditRecord>), Error> {
     let (records, summary) = parse_chain(bytes)?;
-    if let Some((head_seq, head_hash)) = head {
-        let (head_seq, head_hash) = (*head_seq, head_hash.as_str());
+    if let Some(head) = head {
+        let (head_seq, head_hash) = (head.seq, head.hash.as_str());
         if head_seq > summary.lines {
             return Err(Error::AuditBroken {
                 line: summary.lines + 1,
@@ -338,7 +340,9 @@ fn check_anchor(
                 ),
             });
         }
-        if head_seq + 1 < summary.lines {
+        // One line past the anchor is an append that crashed before moving it; more, only
+        // a power loss since the anchor was written explains (its moves are not synced).
+        if head_seq + 1 < summary.lines && head.this_boot {
             return Err(Error::AuditBroken {
                 line: head_seq + 2,
                 problem: format!(
@@ -409,7 +413,18 @@ fn log_len(log: &File, path: &Path) -> Result<u64, Error> {
         .len())
 }
 
-fn read_head(file: &File, path: &Path) -> Result<Option<(u64, String)>, Error> {
+/// The anchor as read.
+struct Head {
+    /// The line it records.
+    seq: u64,
+    /// That line's hash.
+    hash: String,
+    /// Written in this boot of the machine: every move since is in it (within a run, every
+    /// process reads what the others wrote), so at most one line can be past it.
+    this_boot: bool,
+}
+
+fn read_head(file: &File, path: &Path) -> Result<Option<Head>, Error> {
     let mut buf = [0u8; HEAD_LEN];
     let n = file
         .read_at(&mut buf, 0)
@@ -422,23 +437,72 @@ fn read_head(file: &File, path: &Path) -> Result<Option<(u64, String)>, Error> {
         problem: format!("anchor {} is not a valid head record", path.display()),
     };
     let text = std::str::from_utf8(&buf[..n]).map_err(|_| corrupt())?;
-    let (seq, hash) = text
-        .strip_suffix('\n')
-        .and_then(|t| t.split_once(' '))
-        .ok_or_else(corrupt)?;
+    let mut fields = text.strip_suffix('\n').ok_or_else(corrupt)?.split(' ');
+    let (Some(seq), Some(hash)) = (fields.next(), fields.next()) else {
+        return Err(corrupt());
+    };
+    // Anchors written before they named their boot have no third field.
+    let written_in = fields.next();
+    if fields.next().is_some() || written_in.is_some_and(|b| b.len() != BOOT_LEN) {
+        return Err(corrupt());
+    }
     let seq = seq.parse::<u64>().map_err(|_| corrupt())?;
     if hash.len() != 64 || !hash.bytes().all(|b| b.is_ascii_hexdigit()) {
         return Err(corrupt());
     }
-    Ok(Some((seq, hash.to_owned())))
+    Ok(Some(Head {
+        seq,
+        hash: hash.to_owned(),
+        this_boot: written_in.is_some() && written_in == boot::current(),
+    }))
 }
 
-fn write_head(file: &File, path: &Path, seq: u64, hash: &str) -> Result<(), Error> {
+/// Whether a move of the anchor is synced.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Durability {
+    /// A new log's first anchor, and a re-anchoring.
+    Synced,
+    /// Every append's: written after its line is durable, so a power loss can only leave the
+    /// anchor behind the log's end, never ahead of it, and the next append moves it on. The
+    /// anchor names the boot it was written in: within that run every process reads it as
+    /// written, so more than one line past it is refused as before; only after a power loss
+    /// are more allowed, until the next append (docs/threat-model.md).
+    Lazy,
+}
+
+fn write_head(
+    file: &File,
+    path: &Path,
+    seq: u64,
+    hash: &str,
+    durability: Durability,
+) -> Result<(), Error> {
+    write_head_as(
+        file,
+        path,
+        seq,
+        hash,
+        durability,
+        boot::current().unwrap_or(boot::UNKNOWN),
+    )
+}
+
+fn write_head_as(
+    file: &File,
+    path: &Path,
+    seq: u64,
+    hash: &str,
+    durability: Durability,
+    written_in: &str,
+) -> Result<(), Error> {
     // Fixed length, one pwrite at offset 0, well inside one sector: never half old, half new.
-    let record = format!("{seq:020} {hash}\n");
+    let record = format!("{seq:020} {hash} {written_in}\n");
     debug_assert_eq!(record.len(), HEAD_LEN);
     fs::write_at(file, path, record.as_bytes(), 0)?;
-    fs::sync_data(file, path)
+    if durability == Durability::Synced {
+        fs::sync_data(file, path)?;
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -598,6 +662,64 @@ mod tests {
             id,
             &Map::new(),
         )
+    }
+
+    /// Appends move the anchor without syncing it: a power loss may leave it lines behind the
+    /// log (never ahead), written in a boot that has ended. Such a log verifies, takes
+    /// appends, and its anchor catches up; a truncation below the anchor is still refused.
+    #[test]
+    fn an_anchor_a_power_loss_left_behind_is_moved_on() {
+        let (_tmp, audit) = log_with(5);
+        let line_2 = check_line_hash(&lines(&audit)[1]).unwrap();
+        let file = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(&audit.head)
+            .unwrap();
+        let ended = "00000000-0000-0000-0000-000000000000";
+        write_head_as(&file, &audit.head, 2, &line_2.1, Durability::Lazy, ended).unwrap();
+        assert_eq!(audit.verify().unwrap().lines, 5);
+        assert_eq!(append_one(&audit).unwrap(), 6);
+        let head = read_head(&file, &audit.head).unwrap().unwrap();
+        assert_eq!(head.seq, 6, "the anchor caught up");
+        assert_eq!(head.this_boot, boot::current().is_some());
+
+        edit(&audit, |all| all.truncate(4));
+        assert_eq!(broken_line(&audit), 5);
+        assert!(append_one(&audit).is_err());
+    }
+
+    /// The same anchor written in this boot allows one line past it, not three.
+    #[test]
+    fn in_this_boot_at_most_one_line_is_past_the_anchor() {
+        if boot::current().is_none() {
+            return; // No boot id here: every anchor is from an unknown boot.
+        }
+        let (_tmp, audit) = log_with(5);
+        let line_2 = check_line_hash(&lines(&audit)[1]).unwrap();
+        let file = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(&audit.head)
+            .unwrap();
+        write_head(&file, &audit.head, 2, &line_2.1, Durability::Lazy).unwrap();
+        assert_eq!(broken_line(&audit), 4);
+        assert!(append_one(&audit).is_err());
+        let line_4 = check_line_hash(&lines(&audit)[3]).unwrap();
+        write_head(&file, &audit.head, 4, &line_4.1, Durability::Lazy).unwrap();
+        assert_eq!(audit.verify().unwrap().lines, 5);
+    }
+
+    /// An anchor of the format before anchors named their boot reads as from an ended boot.
+    #[test]
+    fn an_anchor_without_its_boot_reads_as_from_an_ended_one() {
+        let (_tmp, audit) = log_with(3);
+        let line_1 = check_line_hash(&lines(&audit)[0]).unwrap();
+        std::fs::write(&audit.head, format!("{:020} {}\n", 1, line_1.1)).unwrap();
+        let file = std::fs::File::open(&audit.head).unwrap();
+        let head = read_head(&file, &audit.head).unwrap().unwrap();
+        assert_eq!((head.seq, head.this_boot), (1, false));
+        assert_eq!(audit.verify().unwrap().lines, 3);
     }
 
     #[test]

@@ -28,6 +28,14 @@ use crate::id::RequestId;
 
 /// Notes a change for the power-loss tests once it has succeeded; nothing without the
 /// `fs-trace` feature.
+/// Counts an open for the tests that hold filing to the same opens at any queue length.
+macro_rules! opened {
+    () => {
+        #[cfg(feature = "fs-trace")]
+        crate::fs_trace::note_open();
+    };
+}
+
 macro_rules! trace {
     ($variant:ident { $($field:tt)* }) => {
         #[cfg(feature = "fs-trace")]
@@ -128,13 +136,6 @@ impl Failed {
             },
         }
     }
-
-    /// The underlying error, for writes whose leftovers are harmless either way.
-    pub(crate) fn into_inner(self) -> Error {
-        match self {
-            Self::Before(error) | Self::After(error) => error,
-        }
-    }
 }
 
 impl From<Error> for Failed {
@@ -186,6 +187,7 @@ pub(crate) fn open_existing_rw(path: &Path) -> Result<Option<File>, Error> {
 
 fn open_checked(path: &Path, write: bool) -> Result<Option<File>, Error> {
     failpoint!("fs::op");
+    opened!();
     match OpenOptions::new()
         .read(true)
         .write(write)
@@ -248,6 +250,7 @@ pub(crate) fn exists(path: &Path) -> Result<bool, Error> {
 }
 
 fn create_new(path: &Path) -> Result<File, io::Error> {
+    opened!();
     let file = OpenOptions::new()
         .write(true)
         .create_new(true)
@@ -293,6 +296,28 @@ fn sync_claim(file: &mut File, path: &Path, bytes: &[u8]) -> Result<(), Error> {
 pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), Failed> {
     failpoint!("fs::op");
     let dir = parent(path)?;
+    replace(path, bytes, true)?;
+    sync_renamed(dir).map_err(Failed::After)
+}
+
+/// [`write_atomic`] but for the fsync of the directory, which the caller makes with
+/// [`sync_dir`] (after letting go of a lock, say): the new content is durable and in place,
+/// its name not yet durable.
+pub(crate) fn write_atomic_unsynced_name(path: &Path, bytes: &[u8]) -> Result<(), Error> {
+    failpoint!("fs::op");
+    replace(path, bytes, true)
+}
+
+/// Replaces `path` with `bytes` atomically, syncing nothing: for an index a power loss
+/// invalidates anyway. Readers see the old content or the new, never a mix.
+pub(crate) fn write_replace(path: &Path, bytes: &[u8]) -> Result<(), Error> {
+    failpoint!("fs::op");
+    replace(path, bytes, false)
+}
+
+/// Writes a temporary file beside `path` (fsynced if `sync`) and renames it over `path`.
+fn replace(path: &Path, bytes: &[u8], sync: bool) -> Result<(), Error> {
+    let dir = parent(path)?;
     let name = path
         .file_name()
         .map_or_else(String::new, |n| n.to_string_lossy().into_owned());
@@ -302,7 +327,9 @@ pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), Failed> {
     let result = (|| -> Result<(), Error> {
         let mut file = create_new(&tmp).map_err(|e| map_open_error("creating", &tmp, e))?;
         write_all(&mut file, &tmp, bytes)?;
-        sync_file(&file, &tmp)?;
+        if sync {
+            sync_file(&file, &tmp)?;
+        }
         failpoint!("fs::write_atomic::before_rename");
         // rename(2) replaces a symlink at `path` itself rather than writing through it.
         fs::rename(&tmp, path).map_err(|e| Error::io("renaming into place", path, e))?;
@@ -315,11 +342,10 @@ pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), Failed> {
     if result.is_err() && fs::remove_file(&tmp).is_ok() {
         trace!(Unlink { path: tmp.clone() });
     }
-    result?;
-    sync_renamed(dir).map_err(Failed::After)
+    result
 }
 
-fn sync_renamed(dir: &Path) -> Result<(), Error> {
+pub(crate) fn sync_renamed(dir: &Path) -> Result<(), Error> {
     failpoint!("fs::write_atomic::before_dir_sync");
     sync_dir(dir)
 }
@@ -358,6 +384,7 @@ enum Name {
 
 fn open_rw(path: &Path, access: Access, name: Name) -> Result<File, Error> {
     failpoint!("fs::op");
+    opened!();
     // Racing creators both sync the directory, which is harmless.
     let existed = fs::symlink_metadata(path).is_ok();
     let mut options = OpenOptions::new();
@@ -403,15 +430,20 @@ pub(crate) fn still_at(held: &fs::Metadata, path: &Path) -> Result<bool, Error> 
 
 /// Removes a file if it exists (no error if it is already gone).
 pub(crate) fn remove_if_exists(path: &Path) -> Result<(), Error> {
+    remove(path).map(drop)
+}
+
+/// Removes a file; whether it was there to remove.
+pub(crate) fn remove(path: &Path) -> Result<bool, Error> {
     failpoint!("fs::op");
     match fs::remove_file(path) {
         Ok(()) => {
             trace!(Unlink {
                 path: path.to_path_buf()
             });
-            Ok(())
+            Ok(true)
         }
-        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(false),
         Err(e) => Err(Error::io("removing", path, e)),
     }
 }
@@ -442,6 +474,7 @@ fn sync_parent(path: &Path) -> Result<(), Error> {
 /// fsyncs a directory so that entries created, renamed or removed in it are durable.
 pub(crate) fn sync_dir(dir: &Path) -> Result<(), Error> {
     failpoint!("fs::op");
+    opened!();
     let handle = OpenOptions::new()
         .read(true)
         .custom_flags(nofollow() | OFlags::DIRECTORY.bits().cast_signed())
@@ -522,6 +555,7 @@ pub(crate) fn sync_data(file: &File, path: &Path) -> Result<(), Error> {
 /// The names in a state directory, skipping temporary files.
 pub(crate) fn list_names(dir: &Path) -> Result<Vec<String>, Error> {
     failpoint!("fs::op");
+    opened!();
     let entries = fs::read_dir(dir).map_err(|e| Error::io("listing", dir, e))?;
     let mut names = Vec::new();
     for entry in entries {

@@ -9,7 +9,7 @@ type IsKnown = fn(&str) -> bool;
 
 /// The store's directories (relative to its root, `""` for the root itself) and whether a
 /// name in one of them is one the store writes. Mirrors the layout in `mod.rs`.
-const DIRS: [(&str, IsKnown); 6] = [
+const DIRS: [(&str, IsKnown); 7] = [
     ("", |name| {
         matches!(
             name,
@@ -21,6 +21,8 @@ const DIRS: [(&str, IsKnown); 6] = [
                 | "audit.jsonl"
                 | "audit.head"
                 | "gate.lock"
+                | "queue"
+                | "asks"
         )
     }),
     ("requests", |name| id_with(name, &[".json"])),
@@ -29,6 +31,9 @@ const DIRS: [(&str, IsKnown); 6] = [
         id_with(name, &[".used", ".logged", ".exec"])
     }),
     ("locks", |name| id_with(name, &[".lock"])),
+    ("asks", |name| {
+        name.len() == 64 && name.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+    }),
     ("archive", |name| id_with(name, &[".json", ".used"])),
 ];
 

@@ -5,11 +5,16 @@
 //! ```text
 //! <dir>/
 //!   gate.lock            lock for filing requests (queue cap, de-duplication)
+//!   queue                the queue index's counts (pending entries, live records) and the
+//!                        boot they hold for; its lock (see `queue.rs`: never synced)
+//!   asks/<hash>          the pending request each ask was filed as: de-duplication without
+//!                        a scan (queue index, never synced)
 //!   audit.jsonl          hash-chained audit log, one JSON object per line
 //!   audit.head           anchor of the audit log (last sequence number and hash); its lock
 //!   requests/<id>.json   every live request: the authoritative record
 //!   pending/<id>         empty marker per pending request: the index that keeps listing
 //!                        pending requests proportional to the pending queue, not to history
+//!                        (queue index, never synced)
 //!   claims/<id>.used     consume claim, made by exclusive create; its existence spends the approval
 //!   claims/<id>.logged   made once the `consumed` line is durable: recovery skips that claim
 //!   claims/<id>.exec     held locked by a process while it executes the approved action
@@ -18,8 +23,10 @@
 //! ```
 
 mod audit_log;
+mod boot;
 pub(crate) mod fs;
 mod health;
+mod queue;
 mod steps;
 mod watch;
 
@@ -28,6 +35,7 @@ use std::path::{Path, PathBuf};
 use serde_json::json;
 
 use self::audit_log::AuditLog;
+use self::queue::Queue;
 use super::{
     About, Capabilities, Caps, Chain, Entry, Filed, Guard, Loaded, Location, Marks, Recovery,
     Scope, Shelf, Spent, Store,
@@ -53,6 +61,7 @@ pub(crate) struct DirStore {
     about: About,
     layout: Layout,
     audit: AuditLog,
+    queue: Queue,
 }
 
 #[derive(Debug)]
@@ -166,13 +175,14 @@ impl DirStore {
             layout.claims_dir(),
             layout.locks_dir(),
             layout.archive_dir(),
+            layout.root.join("asks"),
         ] {
             fs::ensure_dir(&dir)?;
         }
         for file in ["audit.jsonl", "audit.head", "gate.lock"] {
             fs::open_existing(&layout.root.join(file))?;
         }
-        Ok(Self {
+        Self {
             about: About {
                 location: Location::Dir(layout.root.clone()),
                 filer: Some(crate::request::os_user()),
@@ -184,8 +194,10 @@ impl DirStore {
                 },
             },
             audit: AuditLog::new(&layout.root),
+            queue: Queue::new(&layout.root),
             layout,
-        })
+        }
+        .with_current_index()
     }
 
     fn read(id: RequestId, path: &Path) -> Result<Option<Request>, Error> {
@@ -254,9 +266,16 @@ impl DirStore {
         saved.and(recorded)
     }
 
-    /// Drops `id` from the pending index.
-    fn unindex(&self, id: RequestId) -> Result<(), Error> {
-        fs::remove_if_exists(&self.layout.marker(id))
+    /// Drops `id` from the pending index, and `request`'s ask if given.
+    fn unindex(&self, id: RequestId, request: Option<&Request>) -> Result<(), Error> {
+        let held = self.queue.lock()?;
+        if fs::remove(&self.layout.marker(id))? {
+            held.adjust(-1, 0)?;
+        }
+        match request {
+            Some(request) => held.forget_ask(request),
+            None => Ok(()),
+        }
     }
 
     fn lock_execution_marker(&self, id: RequestId) -> Result<Locked, Error> {
@@ -340,7 +359,7 @@ impl Store for DirStore {
                 Ok(Some(request))
                     if scope == Scope::Pending && request.status() != Status::Pending =>
                 {
-                    self.unindex(id)?;
+                    self.unindex(id, Some(request))?;
                 }
                 _ => {}
             }
@@ -378,7 +397,7 @@ impl Store for DirStore {
         }
         // An index entry left behind is dropped by the next scan of the pending index.
         if request.status() != Status::Pending {
-            let _ = self.unindex(id);
+            let _ = self.unindex(id, Some(request));
         }
         Ok(request.clone())
     }
@@ -427,15 +446,22 @@ impl Store for DirStore {
 
     fn archive(&self, id: RequestId, entry: &Entry<'_>) -> Result<(), Error> {
         let layout = &self.layout;
-        fs::rename_durable(&layout.request(id), &layout.archived(id))
-            .map_err(|failed| failed.on(id, "archive"))?;
+        let moved = {
+            let held = self.queue.lock()?;
+            let moved = fs::rename_durable(&layout.request(id), &layout.archived(id));
+            if !matches!(moved, Err(fs::Failed::Before(_))) {
+                held.adjust(0, -1)?;
+            }
+            moved
+        };
+        moved.map_err(|failed| failed.on(id, "archive"))?;
         let rest = || -> Result<(), Error> {
             if fs::exists(&layout.claim(id))? {
                 fs::rename_durable(&layout.claim(id), &layout.archived_claim(id))
                     .map_err(|failed| failed.on(id, "archive"))?;
                 fs::remove_if_exists(&layout.claim_logged(id))?;
             }
-            self.unindex(id)?;
+            self.unindex(id, None)?;
             self.append(id, entry)?;
             fs::remove_if_exists(&layout.lock(id))
         };

@@ -3,6 +3,7 @@
 
 use serde_json::json;
 
+use super::queue::{self, Counts};
 use super::{DirStore, fs, ids_in, lock_exclusive, try_lock_existing};
 use crate::audit::{AuditEvent, AuditRecord, Outcome, details};
 use crate::error::Error;
@@ -13,65 +14,157 @@ use crate::time::Timestamp;
 
 impl DirStore {
     /// [`Store::file`]: under the filing lock, so that the caps, de-duplication and fresh
-    /// ids hold against every other filing process.
+    /// ids hold against every other filing process. It reads the queue index, not the queue:
+    /// the same few files at any queue length (the queue itself only when it looks full).
     pub(super) fn file_serialised(
         &self,
         request: &Request,
         caps: Caps,
         entry: &Entry<'_>,
     ) -> Result<Filed, Error> {
-        let _filing = lock_exclusive(&self.layout.filing_lock())?;
+        let filing = lock_exclusive(&self.layout.filing_lock())?;
         // Nothing is filed that the audit log cannot record.
         self.audit.check_appendable()?;
         let now = request.created_at();
+        let id = request.id();
+        let layout = &self.layout;
+        {
+            let held = self.queue.lock()?;
+            let mut counts = if let Some(counts) = held.counts()? {
+                counts
+            } else {
+                self.reindex_records(&held)?;
+                self.rebuild_index(&held, Some(now))?
+            };
+            if let Some(existing) = held.filed_as(request)?
+                && let Ok(Some(found)) = self.load(existing, Shelf::Live)
+                && found.status() == Status::Pending
+                && !found.is_past_expiry(now)
+                && found.same_ask(request)
+            {
+                return Ok(Filed::Duplicate(existing));
+            }
+            if counts.pending >= caps.max_pending {
+                // The count may include requests past their expiry, and entries a crash
+                // left: count again, exactly, before refusing.
+                counts = self.rebuild_index(&held, Some(now))?;
+                if counts.pending >= caps.max_pending {
+                    return Err(Error::QueueFull {
+                        pending: counts.pending,
+                        limit: caps.max_pending,
+                    });
+                }
+            }
+            if counts.live >= caps.max_requests {
+                counts.live = fs::count_entries(&layout.requests_dir())?;
+                held.set(counts)?;
+                if counts.live >= caps.max_requests {
+                    return Err(Error::CreationLimit {
+                        requests: counts.live,
+                        limit: caps.max_requests,
+                    });
+                }
+            }
+            let taken = fs::exists(&layout.request(id))?
+                || fs::exists(&layout.archived(id))?
+                || fs::exists(&layout.marker(id))?
+                || fs::exists(&layout.claim(id))?;
+            if taken {
+                return Ok(Filed::IdTaken);
+            }
+            fs::open_lock(&layout.lock(id))?;
+            // Counted before it exists, so that a crash can only leave the count too high.
+            held.adjust(1, 1)?;
+            fs::touch(&layout.marker(id))?;
+            held.note_ask(request)?;
+        }
+        // A filing takes effect first and is recorded after: the record, made findable by
+        // its index entry, then its line. The filing lock is let go once the record is in
+        // place (the next filing sees it); its name is made durable after.
+        let path = layout.request(id);
+        let bytes = serde_json::to_vec(request).map_err(|e| Error::Corrupt {
+            path: path.clone(),
+            problem: format!("cannot encode: {e}"),
+        })?;
+        fs::write_atomic_unsynced_name(&path, &bytes)?;
+        drop(filing);
+        let saved =
+            fs::sync_renamed(&layout.requests_dir()).map_err(|error| Error::DurabilityUnknown {
+                id,
+                operation: "request",
+                source: Box::new(error),
+            });
+        self.record_after(saved, id, "request", entry)?;
+        Ok(Filed::New)
+    }
+
+    /// Opens the store with its queue index current, rebuilding it if it was written in
+    /// another boot of the machine (or never).
+    pub(super) fn with_current_index(self) -> Result<Self, Error> {
+        if self.queue.lock()?.counts()?.is_none() {
+            let _filing = lock_exclusive(&self.layout.filing_lock())?;
+            let held = self.queue.lock()?;
+            if held.counts()?.is_none() {
+                self.reindex_records(&held)?;
+                self.rebuild_index(&held, None)?;
+            }
+        }
+        Ok(self)
+    }
+
+    /// Gives every pending record (and every unreadable one, which may be pending) its entry
+    /// in the pending index: a power loss may have taken entries whose records it left, as
+    /// entries are never synced. Reads every live record: once a boot.
+    fn reindex_records(&self, _held: &queue::Held<'_>) -> Result<(), Error> {
+        for id in ids_in(&self.layout.requests_dir(), ".json")? {
+            let pending = match self.load(id, Shelf::Live) {
+                Ok(found) => found.is_some_and(|found| found.status() == Status::Pending),
+                Err(error) if self.concerns_record_only(id, &error) => true,
+                Err(error) => return Err(error),
+            };
+            if pending {
+                fs::touch(&self.layout.marker(id))?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Rebuilds the queue index from the records: drops the pending index's entries left
+    /// without a record or for a request decided (or, given `now`, past its expiry), notes
+    /// the ask of every pending one, and counts. The caller holds the filing lock, so no
+    /// entry belongs to a filing in progress, and the index's lock.
+    fn rebuild_index(
+        &self,
+        held: &queue::Held<'_>,
+        now: Option<Timestamp>,
+    ) -> Result<Counts, Error> {
+        held.forget_all_asks()?;
         let mut pending = 0;
         for id in ids_in(&self.layout.pending_dir(), "")? {
             match self.load(id, Shelf::Live) {
-                // With filing locked, no entry can belong to a filing in progress: an entry
-                // without a record, or of a decided request, is left over.
-                Ok(None) => self.unindex(id)?,
-                Ok(Some(found)) if found.status() != Status::Pending => self.unindex(id)?,
-                Ok(Some(found)) if found.is_past_expiry(now) => {}
-                Ok(Some(found)) if found.same_ask(request) => return Ok(Filed::Duplicate(id)),
-                Ok(Some(_)) => pending += 1,
+                Ok(None) => fs::remove_if_exists(&self.layout.marker(id))?,
+                Ok(Some(found))
+                    if found.status() != Status::Pending
+                        || now.is_some_and(|now| found.is_past_expiry(now)) =>
+                {
+                    fs::remove_if_exists(&self.layout.marker(id))?;
+                }
+                Ok(Some(found)) => {
+                    held.note_ask(&found)?;
+                    pending += 1;
+                }
                 // An unreadable record may well be pending: it counts, so a damaged store
                 // never lets more requests in than the cap.
                 Err(error) if self.concerns_record_only(id, &error) => pending += 1,
                 Err(error) => return Err(error),
             }
         }
-        if pending >= caps.max_pending {
-            return Err(Error::QueueFull {
-                pending,
-                limit: caps.max_pending,
-            });
-        }
-        let live = fs::count_entries(&self.layout.requests_dir())?;
-        if live >= caps.max_requests {
-            return Err(Error::CreationLimit {
-                requests: live,
-                limit: caps.max_requests,
-            });
-        }
-        let id = request.id();
-        let layout = &self.layout;
-        let taken = fs::exists(&layout.request(id))?
-            || fs::exists(&layout.archived(id))?
-            || fs::exists(&layout.marker(id))?
-            || fs::exists(&layout.claim(id))?;
-        if taken {
-            return Ok(Filed::IdTaken);
-        }
-        // A filing takes effect first and is recorded after: the record, made findable by
-        // its index entry, then its line.
-        let inserted = fs::open_lock(&layout.lock(id))
-            .map(drop)
-            .and_then(|()| {
-                fs::create_exclusive(&layout.marker(id), b"").map_err(fs::Failed::into_inner)
-            })
-            .and_then(|_| self.save(request, "request"));
-        self.record_after(inserted, id, "request", entry)?;
-        Ok(Filed::New)
+        let counts = Counts {
+            pending,
+            live: fs::count_entries(&self.layout.requests_dir())?,
+        };
+        held.set(counts)?;
+        Ok(counts)
     }
 
     /// [`Store::recover`]: the claims whose `consumed` line may be missing (no `.logged`
