@@ -6,6 +6,7 @@ use crate::audit::AuditEvent;
 use crate::error::Error;
 use crate::gate::{Gate, Submitted, details};
 use crate::id::RequestId;
+use crate::offload::off_thread;
 use crate::request::{NewRequest, Request, Status, StatusReport};
 use crate::scan::Scan;
 use crate::store::{Caps, Entry, Filed, Scope};
@@ -74,6 +75,20 @@ impl Gate {
                 }
             }
         })
+    }
+
+    /// The async form of [`request_approval`](Gate::request_approval): the filing (a file
+    /// lock and fsyncs, or database calls) runs on a thread of its own, never on the thread
+    /// polling this future, under any executor. Dropping the future never leaves a filing
+    /// half done: one under way completes, and its request stays filed.
+    ///
+    /// # Errors
+    ///
+    /// As [`request_approval`](Gate::request_approval); an I/O error if no thread could be
+    /// started (nothing was filed).
+    pub async fn request_approval_async(&self, new: NewRequest) -> Result<Submitted, Error> {
+        let gate = self.clone();
+        off_thread("request", move || gate.request_approval(new)).await?
     }
 
     fn new_request(

@@ -73,3 +73,38 @@ fn execute_approved_async_writes_and_syncs_nothing_on_the_polling_thread() {
     );
     assert_eq!(lines[4].details["outcome"], "ok");
 }
+
+#[test]
+fn request_approval_async_writes_and_syncs_nothing_on_the_polling_thread() {
+    let tmp = tempfile::tempdir().unwrap();
+    let gate = Gate::open(tmp.path().join("g")).unwrap();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let (filed, on_this_thread) = fs_trace::record(|| {
+        runtime.block_on(gate.request_approval_async(NewRequest::new("rotate the key", "agent")))
+    });
+    let filed = filed.unwrap();
+    assert!(!filed.deduplicated);
+    assert_eq!(
+        on_this_thread,
+        Vec::<FsOp>::new(),
+        "the polling thread wrote or synced"
+    );
+    // Filed, elsewhere, and found again by its ask.
+    let again = runtime
+        .block_on(gate.request_approval_async(NewRequest::new("rotate the key", "agent")))
+        .unwrap();
+    assert!(again.deduplicated);
+    assert_eq!(again.request.id(), filed.request.id());
+    // The same filing done synchronously is seen on this thread.
+    let (sync, seen) =
+        fs_trace::record(|| gate.request_approval(NewRequest::new("and another", "agent")));
+    sync.unwrap();
+    assert!(
+        seen.iter()
+            .any(|op| matches!(op, FsOp::Fsync { .. } | FsOp::FsyncDir { .. })),
+        "the trace sees this thread's syncs: {seen:?}"
+    );
+}
