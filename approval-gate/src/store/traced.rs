@@ -36,6 +36,7 @@ pub const ENV: &str = "APPROVAL_GATE_STORE_TRACE";
 
 /// Every method of the store's two traits (`Store`, then `Chain`), by name.
 #[cfg(any(test, feature = "store-trace"))]
+#[cfg_attr(not(feature = "store-trace"), allow(unreachable_pub))]
 pub const STEPS: [&str; 20] = [
     "about",
     "load",
