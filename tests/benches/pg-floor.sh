@@ -37,6 +37,8 @@ setup() { # database, source tree, target dir
   CARGO_TARGET_DIR=$3 cargo run -q --manifest-path "$2/Cargo.toml" -p approval-gate-mcp --bin approval-gate -- \
     --store "postgres://postgres@127.0.0.1:$port/$1" db init >&2
   "${psql[@]}" -d "$1" <<'SQL'
+-- Caps that never bite: the store's defaults (10 000 live requests) would end a long run.
+SELECT approval_gate.set_limits(1000000, 1000000000, NULL);
 CREATE FUNCTION public.bench_file(n bigint) RETURNS text LANGUAGE plpgsql AS $$
 DECLARE rid text := lpad(to_hex(n), 12, '0');
 BEGIN
@@ -85,7 +87,7 @@ for clients in 1 4 16; do
     before_all=$(cpu)
     before_db=$(dbcpu)
     out=$("$bindir/pgbench" -n -h 127.0.0.1 -p "$port" -U postgres -M prepared -c "$clients" \
-      -j 2 -T "$seconds" -f "$script" "$db" 2>&1)
+      -j 2 -T "$seconds" -f "$script" "$db" 2>&1) || { echo "$out" >&2; exit 1; }
     sleep 0.5 # the backends exit and are reaped: their time is the postmaster's children's
     after_all=$(cpu)
     after_db=$(dbcpu)
