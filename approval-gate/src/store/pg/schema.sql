@@ -60,9 +60,9 @@ CREATE INDEX IF NOT EXISTS requests_ask ON approval_gate.requests (ask)
 -- the line up to its hash>"}`, built and hashed here. Appending takes no lock every writer
 -- shares: a row gets its place in the chain (`seq`, `line`) from `seal`, which `wake` runs
 -- once the appending transaction has committed (in a transaction of its own that does not
--- wait for the disk), and every read of the chain too. So concurrent steps commit side by side (their WAL
--- flushes shared), not one durable commit after another. Until sealed, a row has its event
--- (`at_ms`, `event`, `id`, `details`) and no line.
+-- wait for the disk), and every read of the chain too. So concurrent steps commit side by
+-- side (their WAL flushes shared), not one durable commit after another. Until sealed, a
+-- row has its event (`at_ms`, `event`, `id`, `details`) and no line.
 CREATE SEQUENCE IF NOT EXISTS approval_gate.audit_pos;
 CREATE TABLE IF NOT EXISTS approval_gate.audit (
     pos     bigint PRIMARY KEY DEFAULT nextval('approval_gate.audit_pos'),
