@@ -138,8 +138,9 @@ fn an_agent_idle_in_a_transaction_cannot_hang_approve_consume_or_verify() {
         .expect("approve");
     let later = ask(&agent, "deploy three");
 
-    // The agent denies its own request inside BEGIN and sits there: it holds that request's
-    // row and, having sealed its audit row, the chain's head row.
+    // The agent denies its own request inside BEGIN, seals its audit row there (a step does
+    // not seal in its own transaction, but any login of the store may seal), and sits there:
+    // it holds that request's row and the chain's head row.
     let mut jam = connect(&agent_url);
     let jam_pid = pid_of(&mut jam);
     jam.batch_execute("BEGIN").unwrap();
@@ -152,6 +153,8 @@ fn an_agent_idle_in_a_transaction_cannot_hang_approve_consume_or_verify() {
         &[&denied_by_jam.as_str()],
     )
     .expect("an agent may deny its own request");
+    jam.execute("SELECT approval_gate.seal(false)", &[])
+        .expect("an agent may seal the chain");
     // A second agent session takes the lock a denial takes on an approved request, and keeps it.
     let mut lock_jam = connect(&agent_url);
     let lock_pid = pid_of(&mut lock_jam);

@@ -166,7 +166,7 @@ fn db_init_is_idempotent_and_safe_concurrently() {
     let first = cli.run(&["db", "init"]);
     assert_success(&first);
     assert!(
-        stdout(&first).starts_with("schema approval_gate at version 1 in "),
+        stdout(&first).starts_with("schema approval_gate at version 2 in "),
         "{}",
         stdout(&first)
     );
@@ -174,13 +174,13 @@ fn db_init_is_idempotent_and_safe_concurrently() {
         assert!(stdout(&first).contains(role), "{}", stdout(&first));
     }
     let again = json(&cli.run(&["db", "init", "--json"]));
-    assert_eq!(again["schemaVersion"], 1, "{again}");
+    assert_eq!(again["schemaVersion"], 2, "{again}");
     assert_eq!(again["roles"], serde_json::json!(ROLES), "{again}");
     assert_eq!(
         scalar(&db.query(
             "SELECT string_agg(value, ',') FROM approval_gate.meta WHERE key = 'schema_version'"
         )),
-        "1"
+        "2"
     );
     assert_eq!(
         scalar(&db.query(&format!(
@@ -209,14 +209,14 @@ fn db_init_is_idempotent_and_safe_concurrently() {
         .collect();
     for child in children {
         let output = child.wait_with_output().unwrap();
-        assert_eq!(json(&output)["schemaVersion"], 1);
+        assert_eq!(json(&output)["schemaVersion"], 2);
     }
     assert_eq!(
         scalar(
             &other
                 .query("SELECT count(*) || ' ' || string_agg(value, ',') FROM approval_gate.meta")
         ),
-        "1 1"
+        "1 2"
     );
     assert_eq!(
         scalar(&other.query("SELECT count(*) FROM pg_namespace WHERE nspname = 'approval_gate'")),
@@ -266,6 +266,90 @@ fn db_init_is_idempotent_and_safe_concurrently() {
         scalar(&bare.query("SELECT count(*) FROM pg_namespace WHERE nspname = 'approval_gate'")),
         "0",
         "list created the schema"
+    );
+}
+
+/// A store made by schema version 1 (emulated: what version 2 added taken out, what it
+/// dropped put back), with requests pending: this build refuses it until `db init`, which
+/// migrates it in place, counting the pending requests once from the rows; after that the
+/// store files, decides and verifies as a new one does.
+#[test]
+fn db_init_migrates_a_version_1_store() {
+    let store = Postgres.fresh();
+    let gate = store.gate();
+    let mut ids = Vec::new();
+    for n in 0..3 {
+        ids.push(
+            gate.request_approval(NewRequest::new(format!("deploy {n}"), "migrate"))
+                .unwrap()
+                .request
+                .id(),
+        );
+    }
+    gate.approve(ids[0], &Decision::by("alice")).unwrap();
+    drop(gate);
+    let query = |sql: &str| Postgres::query(&store, sql);
+    let _ = query(
+        "UPDATE approval_gate.meta SET value = '1' WHERE key = 'schema_version';
+         ALTER TABLE approval_gate.filing_slots DROP COLUMN pending;
+         DROP TABLE approval_gate.settled;
+         DROP INDEX approval_gate.audit_refused;
+         CREATE INDEX audit_by_request ON approval_gate.audit (id);
+         DROP FUNCTION approval_gate.require(text, text[]);
+         CREATE FUNCTION approval_gate.require(what text, roles text[]) RETURNS void
+             LANGUAGE plpgsql AS $$ BEGIN END $$;",
+    );
+    let cli = Cli::new(store.location());
+    assert_exit(
+        &cli.run(&["list"]),
+        2,
+        "holds schema version 1, this build uses 2",
+    );
+
+    let migrated = cli.run(&["db", "init", "--json"]);
+    assert_success(&migrated);
+    assert_eq!(json(&migrated)["schemaVersion"], 2);
+    assert_eq!(
+        scalar(&query(
+            "SELECT (SELECT sum(pending) FROM approval_gate.filing_slots) || ' '
+                    || (SELECT sum(settled) FROM approval_gate.settled) || ' '
+                    || (SELECT value FROM approval_gate.meta WHERE key = 'schema_version') || ' '
+                    || (to_regclass('approval_gate.audit_by_request') IS NULL) || ' '
+                    || pg_get_function_result('approval_gate.require(text, text[])'::regprocedure)"
+        )),
+        "2 0 2 true boolean"
+    );
+    // Again: nothing counted twice.
+    assert_success(&cli.run(&["db", "init"]));
+    assert_eq!(
+        scalar(&query(
+            "SELECT sum(pending)::text FROM approval_gate.filing_slots"
+        )),
+        "2"
+    );
+
+    let gate = store.gate();
+    gate.deny(ids[1], &Decision::by("alice")).unwrap();
+    let more = gate
+        .request_approval(NewRequest::new("deploy 3", "migrate"))
+        .unwrap()
+        .request
+        .id();
+    gate.approve(more, &Decision::by("alice")).unwrap();
+    assert_eq!(
+        scalar(&query(
+            "SELECT ((SELECT sum(pending) FROM approval_gate.filing_slots)
+                     - (SELECT sum(settled) FROM approval_gate.settled))::text"
+        )),
+        "1"
+    );
+    assert_eq!(gate.verify_audit().unwrap().lines, 7);
+    let listed = cli.run(&["list"]);
+    assert_success(&listed);
+    assert!(
+        stdout(&listed).contains(&ids[2].to_string()),
+        "{}",
+        stdout(&listed)
     );
 }
 

@@ -2,7 +2,7 @@
 //! and the classes of its advisory locks. Below every other file of the store.
 
 /// The schema version this build creates and uses.
-pub const SCHEMA_VERSION: u32 = 1;
+pub const SCHEMA_VERSION: u32 = 2;
 
 /// Advisory lock class of a request's decisions and consume (`hashtext(id)` is the key).
 pub(super) const LOCK_REQUEST: i32 = 1_095_192_400;

@@ -1,4 +1,4 @@
--- The PostgreSQL store's schema, version 1. `approval-gate db init` runs this whole
+-- The PostgreSQL store's schema, version 2. `approval-gate db init` runs this whole
 -- file in one transaction, under a transaction-scoped advisory lock, so running it twice or
 -- from two places at once is safe. Tables are created once; functions and grants are replaced
 -- every time, so an init with a newer build brings them up to date.
@@ -58,11 +58,11 @@ CREATE INDEX IF NOT EXISTS requests_ask ON approval_gate.requests (ask)
 -- The audit chain: each row is one event, appended by the step it records, and sealed into
 -- the chain as one line, `{"seq":…,…,"prev":"<hash of the line before>","hash":"<SHA-256 of
 -- the line up to its hash>"}`, built and hashed here. Appending takes no lock every writer
--- shares: a row gets its place in the chain (`seq`, `line`) from `seal`, which the appending
--- transaction runs if no other sealer holds the head row, and which every later seal and
--- every read of the chain runs too. So concurrent steps commit side by side (their WAL
--- flushes shared), not one durable commit after another. Until sealed, a row has its event
--- (`at_ms`, `event`, `id`, `details`) and no line.
+-- shares: a row gets its place in the chain (`seq`, `line`) from `seal`, which `wake` runs
+-- once the appending transaction has committed (in a transaction of its own that does not
+-- wait for the disk), and every read of the chain too. So concurrent steps commit side by
+-- side (their WAL flushes shared), not one durable commit after another. Until sealed, a
+-- row has its event (`at_ms`, `event`, `id`, `details`) and no line.
 CREATE SEQUENCE IF NOT EXISTS approval_gate.audit_pos;
 CREATE TABLE IF NOT EXISTS approval_gate.audit (
     pos     bigint PRIMARY KEY DEFAULT nextval('approval_gate.audit_pos'),
@@ -75,7 +75,11 @@ CREATE TABLE IF NOT EXISTS approval_gate.audit (
     CHECK ((seq IS NULL) = (line IS NULL))
 );
 ALTER SEQUENCE approval_gate.audit_pos OWNED BY approval_gate.audit.pos;
-CREATE INDEX IF NOT EXISTS audit_by_request ON approval_gate.audit (id);
+-- Only refused decisions are looked up by request (`refuse` keeps one a login, request, step
+-- and reason): an index of every row by request cost each append and each seal an entry.
+-- Version 1 had that one.
+DROP INDEX IF EXISTS approval_gate.audit_by_request;
+CREATE INDEX IF NOT EXISTS audit_refused ON approval_gate.audit (id) WHERE event = 'decision_refused';
 CREATE INDEX IF NOT EXISTS audit_unsealed ON approval_gate.audit (pos) WHERE seq IS NULL;
 
 -- The head row: the sequence number and hash of the last line, so a cut tail is seen.
@@ -94,16 +98,50 @@ INSERT INTO approval_gate.audit_head (one, seq, hash)
 -- every slot and counts exactly. `live` counts the requests that are live (not archived), in
 -- parts: the creation limit is their sum, so filing never counts rows.
 CREATE TABLE IF NOT EXISTS approval_gate.filing_slots (
-    slot int PRIMARY KEY CHECK (slot BETWEEN 0 AND 7),
-    live bigint NOT NULL
+    slot    int PRIMARY KEY CHECK (slot BETWEEN 0 AND 7),
+    live    bigint NOT NULL,
+    pending bigint NOT NULL
 );
-INSERT INTO approval_gate.filing_slots (slot, live)
-    SELECT s, CASE WHEN s = 0 THEN (SELECT count(*) FROM approval_gate.requests WHERE NOT archived) ELSE 0 END
+-- `pending` counts the requests filed pending, in parts as `live` does; `settled` (below)
+-- counts those decided since, in parts of its own, so that a decision takes no filing slot.
+-- Their difference is never below the pending requests not past their expiry (an expired
+-- request stays counted until its expiry is recorded): a bound filing needs, without
+-- counting rows. Added by version 2, counted once from the rows.
+DO $pending$
+BEGIN
+    IF NOT EXISTS (SELECT FROM pg_catalog.pg_attribute a
+                   WHERE a.attrelid = 'approval_gate.filing_slots'::regclass
+                     AND a.attname = 'pending' AND NOT a.attisdropped) THEN
+        ALTER TABLE approval_gate.filing_slots ADD COLUMN pending bigint;
+        UPDATE approval_gate.filing_slots
+            SET pending = CASE WHEN slot = 0 THEN (SELECT count(*) FROM approval_gate.requests
+                                                   WHERE status = 'pending' AND NOT archived) ELSE 0 END;
+        ALTER TABLE approval_gate.filing_slots ALTER COLUMN pending SET NOT NULL;
+    END IF;
+END
+$pending$;
+INSERT INTO approval_gate.filing_slots (slot, live, pending)
+    SELECT s, CASE WHEN s = 0 THEN (SELECT count(*) FROM approval_gate.requests WHERE NOT archived) ELSE 0 END,
+           CASE WHEN s = 0 THEN (SELECT count(*) FROM approval_gate.requests
+                                 WHERE status = 'pending' AND NOT archived) ELSE 0 END
     FROM generate_series(0, 7) s
     ON CONFLICT DO NOTHING;
 
-INSERT INTO approval_gate.meta (key, value) VALUES ('schema_version', '1')
-    ON CONFLICT (key) DO NOTHING;
+-- Pending requests decided (approved, denied, expired), in 8 parts: a decision adds one to
+-- a part no other transaction holds.
+CREATE TABLE IF NOT EXISTS approval_gate.settled (
+    part    int PRIMARY KEY CHECK (part BETWEEN 0 AND 7),
+    settled bigint NOT NULL
+);
+INSERT INTO approval_gate.settled (part, settled)
+    SELECT p, 0 FROM generate_series(0, 7) p
+    ON CONFLICT DO NOTHING;
+
+-- Version 2 (from 1): filing bounds the pending requests with counters (`pending` in each
+-- filing slot's part, `settled` below) instead of counting rows, and a step's audit row is
+-- sealed after the step commits (by `wake`, or the next read of the chain), not in it.
+INSERT INTO approval_gate.meta (key, value) VALUES ('schema_version', '2')
+    ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value;
 
 -- The store's own limits, set by its owner (`db init` from the operator's settings, or
 -- `approval_gate.set_limits`, which audits the change): filing holds every caller to them,
@@ -166,7 +204,18 @@ $$;
 -- a role ADMIN OPTION on it without INHERIT or SET: a grant that lets it grant, not act, so
 -- it does not count either. The usual answers come first and cheap: a superuser, then a
 -- trusted grant straight from the login to a group role, then the grants through other roles.
-CREATE OR REPLACE FUNCTION approval_gate.require(what text, roles text[]) RETURNS void
+-- Returns whether the session is a superuser's (`trusted`): its given clock and name are
+-- taken as they come, so a step needs no second look at the catalog.
+DO $drop$
+BEGIN
+    IF to_regprocedure('approval_gate.require(text, text[])') IS NOT NULL
+       AND (SELECT p.prorettype FROM pg_catalog.pg_proc p
+            WHERE p.oid = to_regprocedure('approval_gate.require(text, text[])')) = 'void'::regtype THEN
+        DROP FUNCTION approval_gate.require(text, text[]); -- version 1's, which returned nothing
+    END IF;
+END
+$drop$;
+CREATE OR REPLACE FUNCTION approval_gate.require(what text, roles text[]) RETURNS boolean
 LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
     v_me oid := session_user::regrole::oid;
@@ -174,7 +223,7 @@ DECLARE
     v_owner oid;
 BEGIN
     IF (SELECT a.rolsuper FROM pg_roles a WHERE a.oid = v_me) THEN
-        RETURN;
+        RETURN true;
     END IF;
     v_groups := roles::regrole[]::oid[];
     v_owner := (SELECT n.nspowner FROM pg_namespace n WHERE n.nspname = 'approval_gate');
@@ -196,7 +245,7 @@ BEGIN
                UNION
                SELECT e.roleid FROM held h JOIN edge e ON e.member = h.oid)
            SELECT FROM held h WHERE h.oid = ANY (v_groups)) THEN
-        RETURN;
+        RETURN false;
     END IF;
     RAISE EXCEPTION USING ERRCODE = 'AG004',
         MESSAGE = format('%s is not permitted to %s', session_user, what),
@@ -250,22 +299,26 @@ DECLARE
     v_prefix text;
     v_hash text;
     v_sealed bigint := 0;
+    v_last bigint;
     r record;
 BEGIN
-    IF NOT EXISTS (SELECT FROM approval_gate.audit a WHERE a.seq IS NULL) THEN
-        RETURN 0; -- the common case after a step that sealed its own row
-    END IF;
+    -- The head row, locked only if there is something to seal (the test runs first, once).
     IF wait THEN
-        SELECT h.seq, h.hash INTO v_seq, v_prev FROM approval_gate.audit_head h WHERE h.one FOR UPDATE;
+        SELECT h.seq, h.hash INTO v_seq, v_prev FROM approval_gate.audit_head h
+            WHERE h.one AND EXISTS (SELECT FROM approval_gate.audit a WHERE a.seq IS NULL) FOR UPDATE;
     ELSE
-        SELECT h.seq, h.hash INTO v_seq, v_prev FROM approval_gate.audit_head h WHERE h.one
+        SELECT h.seq, h.hash INTO v_seq, v_prev FROM approval_gate.audit_head h
+            WHERE h.one AND EXISTS (SELECT FROM approval_gate.audit a WHERE a.seq IS NULL)
             FOR UPDATE SKIP LOCKED;
-        IF NOT FOUND THEN
-            RETURN 0;
-        END IF;
     END IF;
+    IF NOT FOUND THEN
+        RETURN 0; -- nothing to seal, or (without `wait`) another sealer at work
+    END IF;
+    -- The line the head row names and the chain's last line number, in one statement.
+    SELECT (SELECT a.line FROM approval_gate.audit a WHERE a.seq = v_seq),
+           (SELECT max(a.seq) FROM approval_gate.audit a)
+        INTO v_text, v_last;
     IF v_seq > 0 THEN
-        SELECT a.line INTO v_text FROM approval_gate.audit a WHERE a.seq = v_seq;
         IF v_text IS NULL
            OR encode(sha256(convert_to(left(v_text, length(v_text) - 75), 'UTF8')), 'hex') <> v_prev
            OR right(v_text, 66) <> v_prev || '"}' THEN
@@ -274,7 +327,7 @@ BEGIN
                 ELSE 'altered: the line does not match the hash in the head row' END;
         END IF;
     END IF;
-    IF EXISTS (SELECT FROM approval_gate.audit a WHERE a.seq > v_seq) THEN
+    IF v_last > v_seq THEN
         RAISE EXCEPTION USING ERRCODE = 'AG007', HINT = (v_seq + 1)::text,
             MESSAGE = 'lines past the head row: they were added by hand';
     END IF;
@@ -303,24 +356,52 @@ BEGIN
 END
 $$;
 
--- Appends the audit row of one step on request `rid`, in the step's transaction, and seals
--- it into the chain unless another sealer is at work; returns its position. Waiters are
--- woken by the client once the step has committed (NOTIFY would serialise every commit).
+-- Appends the audit row of one step on request `rid`, in the step's transaction; returns
+-- its position. It is sealed into the chain once the step has committed, by `wake` (which
+-- the client runs then) or the next seal. Nothing is appended to a chain that does not end
+-- where its head row says (the checks `seal` makes, read in one snapshot, without the head
+-- row's lock): the step rolls back whole. Waiters are woken by the client once the step has
+-- committed (NOTIFY would serialise every commit).
 CREATE OR REPLACE FUNCTION approval_gate.append(at_ms bigint, event text, rid text, details jsonb)
 RETURNS bigint
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
     v_pos bigint;
+    v_seq bigint;
+    v_hash text;
+    v_line text;
+    v_last bigint;
+    v_problem text;
 BEGIN
+    -- One snapshot: the head row, the line it names and the chain's last line number, each
+    -- an index lookup whatever the planner thinks of the tables.
+    SELECT h.seq, h.hash,
+           (SELECT a.line FROM approval_gate.audit a WHERE a.seq = h.seq),
+           (SELECT max(b.seq) FROM approval_gate.audit b)
+        INTO v_seq, v_hash, v_line, v_last
+        FROM approval_gate.audit_head h WHERE h.one;
+    v_problem := CASE
+        WHEN v_seq > 0 AND v_line IS NULL
+            THEN 'missing: the head row names a line the chain does not have (its tail was cut)'
+        WHEN v_seq > 0 AND (right(v_line, 66) <> v_hash || '"}' OR
+                            encode(sha256(convert_to(left(v_line, length(v_line) - 75), 'UTF8')), 'hex') <> v_hash)
+            THEN 'altered: the line does not match the hash in the head row'
+        WHEN v_last > v_seq
+            THEN 'lines past the head row: they were added by hand'
+    END;
+    IF v_problem IS NOT NULL THEN
+        RAISE EXCEPTION USING ERRCODE = 'AG007', MESSAGE = v_problem,
+            HINT = CASE WHEN v_problem LIKE 'lines past%' THEN v_seq + 1 ELSE v_seq END::text;
+    END IF;
     INSERT INTO approval_gate.audit (at_ms, id, event, details)
         VALUES (at_ms, rid, event, approval_gate.clean_details(details))
         RETURNING pos INTO v_pos;
-    PERFORM approval_gate.seal(false);
     RETURN v_pos;
 END
 $$;
 
--- Run by the client once a step has committed: seals what it can and wakes the waiters on
+-- Run by the client once a step has committed: seals what it can (the step's row, and any
+-- committed before it that no seal has reached) and wakes the waiters on
 -- `rid` (every listener re-reads; the payload is a hint). Its own transaction commits without
 -- waiting for the disk: a lost seal is sealed again by the next one, a lost wake-up is covered
 -- by the waiters' fallback timer, and NOTIFY in a durable step would make every step's commit
@@ -542,9 +623,9 @@ $$;
 
 -- ----------------------------------------------------------------------------- the steps
 
--- What the queue's caps count at `now_ms`: pending requests not past their expiry, and live
--- requests (the filing slots' parts summed). Each call reads what had committed when the
--- calling statement began.
+-- What the queue's caps count at `now_ms`, exactly: pending requests not past their expiry,
+-- and live requests (the filing slots' parts summed). Each call reads what had committed when
+-- the calling statement began. Filing counts so only near the caps, holding every slot.
 CREATE OR REPLACE FUNCTION approval_gate.queue(now_ms bigint, OUT pending bigint, OUT live bigint)
 LANGUAGE sql STABLE SET search_path = pg_catalog, pg_temp AS $$
     SELECT (SELECT count(*) FROM approval_gate.requests r
@@ -586,11 +667,21 @@ DECLARE
     v_slot int;
     v_pending bigint;
     v_live bigint;
+    v_trusted boolean;
+    v_cap_pending bigint;
+    v_cap_requests bigint;
     c_slots constant int := 8;
 BEGIN
-    PERFORM approval_gate.require('file requests', ARRAY['approval_gate_agent']);
-    max_pending := least(max_pending, approval_gate.setting('max_pending'));
-    max_requests := least(max_requests, approval_gate.setting('max_requests'));
+    v_trusted := approval_gate.require('file requests', ARRAY['approval_gate_agent']);
+    SELECT max(s.value) FILTER (WHERE s.key = 'max_pending'), max(s.value) FILTER (WHERE s.key = 'max_requests')
+        INTO v_cap_pending, v_cap_requests FROM approval_gate.settings s;
+    IF v_cap_pending IS NULL OR v_cap_requests IS NULL THEN
+        RAISE EXCEPTION USING ERRCODE = 'AG012',
+            MESSAGE = format('the store has no %s setting: its owner runs `approval-gate db init`',
+                             CASE WHEN v_cap_pending IS NULL THEN 'max_pending' ELSE 'max_requests' END);
+    END IF;
+    max_pending := least(max_pending, v_cap_pending);
+    max_requests := least(max_requests, v_cap_requests);
     PERFORM approval_gate.check_record(v_rec, v_id, payload, false);
     IF v_rec->>'status' IS DISTINCT FROM 'pending' OR v_rec ? 'payload'
        OR coalesce(v_rec->>'decidedAt', v_rec->>'decidedBy', v_rec->>'decisionReason') IS NOT NULL
@@ -602,7 +693,9 @@ BEGIN
     END IF;
     v_created := approval_gate.ms_of(v_rec->>'createdAt');
     v_expires := approval_gate.ms_of(v_rec->>'expiresAt');
-    v_now := approval_gate.now_ms(given_ms);
+    -- The database's clock (or a superuser's given time), read here: after the checks.
+    v_now := CASE WHEN given_ms IS NOT NULL AND v_trusted THEN given_ms
+                  ELSE floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint END;
     IF v_now <> v_created THEN
         v_expires := v_now + (v_expires - v_created);
         v_created := v_now;
@@ -626,8 +719,14 @@ BEGIN
         RETURN v_found;
     END IF;
 
+    -- Far from the caps, bounds do: the pending requests filed less those settled since (never
+    -- below the pending ones not past their expiry), and the live ones. Both read in one
+    -- statement, from what had committed when it began.
     IF NOT exclusive THEN
-        SELECT q.pending, q.live INTO v_pending, v_live FROM approval_gate.queue(v_now) q;
+        SELECT (SELECT sum(s.pending) FROM approval_gate.filing_slots s)
+                   - (SELECT sum(d.settled) FROM approval_gate.settled d),
+               (SELECT sum(s.live) FROM approval_gate.filing_slots s)
+            INTO v_pending, v_live;
         IF v_pending + c_slots <= max_pending AND v_live + c_slots <= max_requests THEN
             SELECT s.slot INTO v_slot FROM approval_gate.filing_slots s
                 ORDER BY s.slot FOR UPDATE SKIP LOCKED LIMIT 1;
@@ -639,7 +738,10 @@ BEGIN
         END IF;
         IF v_slot IS NOT NULL THEN
             -- Counted again with the slot held: what was filed meanwhile is in these counts.
-            SELECT q.pending, q.live INTO v_pending, v_live FROM approval_gate.queue(v_now) q;
+            SELECT (SELECT sum(s.pending) FROM approval_gate.filing_slots s)
+                       - (SELECT sum(d.settled) FROM approval_gate.settled d),
+                   (SELECT sum(s.live) FROM approval_gate.filing_slots s)
+                INTO v_pending, v_live;
             IF v_pending + c_slots > max_pending OR v_live + c_slots > max_requests THEN
                 RAISE EXCEPTION USING ERRCODE = 'AG010',
                     MESSAGE = 'the queue neared its caps: file again with every filing slot';
@@ -647,8 +749,17 @@ BEGIN
         END IF;
     END IF;
     IF v_slot IS NULL THEN
+        -- Every slot, then every settled part (a decision holds one, and no slot): no filing
+        -- or decision is in flight that these counts miss. The bound is set to the exact
+        -- count of pending requests, so expiries never recorded stop weighing on it.
         PERFORM FROM approval_gate.filing_slots s ORDER BY s.slot FOR UPDATE;
+        PERFORM FROM approval_gate.settled d ORDER BY d.part FOR UPDATE;
         v_slot := 0;
+        UPDATE approval_gate.settled SET settled = 0 WHERE settled <> 0;
+        UPDATE approval_gate.filing_slots
+            SET pending = CASE WHEN slot = 0 THEN (SELECT count(*) FROM approval_gate.requests r
+                                                   WHERE r.status = 'pending' AND NOT r.archived)
+                               ELSE 0 END;
         SELECT q.pending, q.live INTO v_pending, v_live FROM approval_gate.queue(v_now) q;
         IF v_pending >= max_pending THEN
             RAISE EXCEPTION USING ERRCODE = 'AG008', HINT = v_pending || ' ' || max_pending,
@@ -662,7 +773,7 @@ BEGIN
 
     INSERT INTO approval_gate.requests (id, record, payload, status, created_ms, expires_ms, ask)
         VALUES (v_id, v_rec, payload, 'pending', v_created, v_expires, v_ask);
-    UPDATE approval_gate.filing_slots SET live = live + 1 WHERE slot = v_slot;
+    UPDATE approval_gate.filing_slots SET live = live + 1, pending = pending + 1 WHERE slot = v_slot;
     PERFORM approval_gate.append(v_now, 'requested', v_id, details);
     RETURN NULL;
 END
@@ -710,17 +821,27 @@ DECLARE
     v_principals int;
     v_status text := record->>'status';
     v_decision text[] := ARRAY['status', 'decidedAt', 'decidedBy', 'decisionReason', 'approvals'];
+    v_trusted boolean;
+    v_part int;
 BEGIN
     CASE step
-        WHEN 'approve' THEN PERFORM approval_gate.require('approve', ARRAY['approval_gate_approver']);
-        WHEN 'deny' THEN PERFORM approval_gate.require('deny', ARRAY['approval_gate_agent', 'approval_gate_approver']);
-        WHEN 'revoke' THEN PERFORM approval_gate.require('revoke', ARRAY['approval_gate_approver']);
-        WHEN 'expire' THEN PERFORM approval_gate.require('record an expiry',
+        WHEN 'approve' THEN v_trusted := approval_gate.require('approve', ARRAY['approval_gate_approver']);
+        WHEN 'deny' THEN v_trusted := approval_gate.require('deny', ARRAY['approval_gate_agent', 'approval_gate_approver']);
+        WHEN 'revoke' THEN v_trusted := approval_gate.require('revoke', ARRAY['approval_gate_approver']);
+        WHEN 'expire' THEN v_trusted := approval_gate.require('record an expiry',
             ARRAY['approval_gate_agent', 'approval_gate_approver', 'approval_gate_executor']);
         ELSE RAISE EXCEPTION USING ERRCODE = 'AG005', MESSAGE = format('unknown step %s', step);
     END CASE;
-    r := approval_gate.locked(rid);
-    v_now := approval_gate.now_ms(given_ms);
+    -- The live row, locked (as `locked`), then the clock (as `now_ms`): folded in here.
+    SELECT * INTO r FROM approval_gate.requests WHERE id = rid FOR UPDATE;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION USING ERRCODE = 'AG003', MESSAGE = format('request %s not found', rid);
+    END IF;
+    IF r.archived THEN
+        RAISE EXCEPTION USING ERRCODE = 'AG006', MESSAGE = format('request %s is archived', rid);
+    END IF;
+    v_now := CASE WHEN given_ms IS NOT NULL AND v_trusted THEN given_ms
+                  ELSE floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint END;
     IF (v_new - v_decision) IS DISTINCT FROM (r.record - v_decision) THEN
         RAISE EXCEPTION USING ERRCODE = 'AG005',
             MESSAGE = format('a decision on request %s may change only its decision', rid);
@@ -789,7 +910,7 @@ BEGIN
     END IF;
     -- Outside a superuser session, the decision carries the database's clock and the
     -- authenticated session user, whatever the caller wrote.
-    IF NOT approval_gate.trusted() THEN
+    IF NOT v_trusted THEN
         v_by := session_user::text;
         IF v_new->>'decidedAt' IS NOT NULL THEN
             v_new := v_new || jsonb_build_object('decidedAt', approval_gate.ts_text(v_now));
@@ -808,6 +929,12 @@ BEGIN
     END IF;
     -- (What was set since `check_record` above is the database's own: a time, a login.)
     UPDATE approval_gate.requests SET record = v_new, status = v_status WHERE id = rid;
+    IF r.status = 'pending' AND v_status <> 'pending' THEN
+        -- One pending request fewer, in a settled part no other decision holds (or, if every
+        -- part is held, the first one, once it is free).
+        SELECT d.part INTO v_part FROM approval_gate.settled d ORDER BY d.part FOR UPDATE SKIP LOCKED LIMIT 1;
+        UPDATE approval_gate.settled SET settled = settled + 1 WHERE part = coalesce(v_part, 0);
+    END IF;
     RETURN approval_gate.append(v_now, event, rid, v_details);
 END
 $$;
@@ -822,10 +949,19 @@ DECLARE
     r approval_gate.requests;
     v_now bigint;
     v_reason text;
+    v_trusted boolean;
 BEGIN
-    PERFORM approval_gate.require('consume approvals', ARRAY['approval_gate_executor']);
-    r := approval_gate.locked(rid);
-    v_now := approval_gate.now_ms(given_ms);
+    v_trusted := approval_gate.require('consume approvals', ARRAY['approval_gate_executor']);
+    -- The live row, locked (as `locked`), then the clock (as `now_ms`): folded in here.
+    SELECT * INTO r FROM approval_gate.requests WHERE id = rid FOR UPDATE;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION USING ERRCODE = 'AG003', MESSAGE = format('request %s not found', rid);
+    END IF;
+    IF r.archived THEN
+        RAISE EXCEPTION USING ERRCODE = 'AG006', MESSAGE = format('request %s is archived', rid);
+    END IF;
+    v_now := CASE WHEN given_ms IS NOT NULL AND v_trusted THEN given_ms
+                  ELSE floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint END;
     IF r.claimed_ms IS NOT NULL THEN
         RETURN 'already_consumed';
     END IF;
@@ -1098,7 +1234,7 @@ REVOKE ALL ON ALL FUNCTIONS IN SCHEMA approval_gate
     FROM approval_gate_agent, approval_gate_approver, approval_gate_executor;
 GRANT USAGE ON SCHEMA approval_gate TO approval_gate_agent, approval_gate_approver, approval_gate_executor;
 GRANT SELECT ON approval_gate.meta, approval_gate.requests, approval_gate.audit, approval_gate.audit_head,
-    approval_gate.filing_slots
+    approval_gate.filing_slots, approval_gate.settled
     TO approval_gate_agent, approval_gate_approver, approval_gate_executor;
 GRANT EXECUTE ON FUNCTION approval_gate.file_request(jsonb, text, jsonb, bigint, bigint, bigint, boolean)
     TO approval_gate_agent;
