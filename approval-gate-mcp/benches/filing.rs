@@ -6,7 +6,8 @@
 //! over stdio with rmcp's client and times the call from sending it to its answer; the
 //! request is then denied through the library, untimed, so the queue stays at its length.
 //! The summary gives the median and p90 of every filing, and each as a multiple of the
-//! median `fdatasync` of a small file on the same disk.
+//! median `fdatasync` of a small file on the same disk; and the median time to create a
+//! file there, which on some disks costs more than an fsync.
 //!
 //! ```text
 //! cargo bench -p approval-gate-mcp --bench filing
@@ -120,6 +121,8 @@ impl Server {
 static TIMES: Mutex<Vec<(usize, Duration)>> = Mutex::new(Vec::new());
 /// Every `fdatasync` timed for the floor.
 static FLOOR: Mutex<Vec<Duration>> = Mutex::new(Vec::new());
+/// Every file creation timed for the floor.
+static CREATES: Mutex<Vec<Duration>> = Mutex::new(Vec::new());
 
 fn filing(c: &mut Criterion) {
     let mut group = c.benchmark_group("filing");
@@ -134,6 +137,33 @@ fn filing(c: &mut Criterion) {
                 file.sync_data().unwrap();
                 let took = started.elapsed();
                 FLOOR.lock().unwrap().push(took);
+                total += took;
+            }
+            total
+        });
+    });
+    // Creating a file costs more than an fsync on some disks (on this machine's, from 15 µs
+    // to 0.9 ms depending on where the directory's inodes are allocated), and a filing
+    // creates one (its record's temporary file).
+    let created = floor_dir.path().join("created");
+    std::fs::create_dir(&created).unwrap();
+    let mut n = 0u64;
+    group.bench_function("floor/create", |b| {
+        b.iter_custom(|iterations| {
+            let mut total = Duration::ZERO;
+            for _ in 0..iterations {
+                n += 1;
+                let path = created.join(n.to_string());
+                let started = Instant::now();
+                drop(
+                    std::fs::OpenOptions::new()
+                        .write(true)
+                        .create_new(true)
+                        .open(&path)
+                        .unwrap(),
+                );
+                let took = started.elapsed();
+                CREATES.lock().unwrap().push(took);
                 total += took;
             }
             total
@@ -187,6 +217,15 @@ fn report() {
         fsync.as_secs_f64() * 1e6,
         floor.len()
     );
+    let mut creates = CREATES.lock().unwrap().clone();
+    creates.sort_unstable();
+    if !creates.is_empty() {
+        eprintln!(
+            "floor: file creation median {:.0} µs over {} files",
+            percentile(&creates, 50).as_secs_f64() * 1e6,
+            creates.len()
+        );
+    }
     let times = TIMES.lock().unwrap().clone();
     for pending in PENDING {
         let mut at: Vec<Duration> = times

@@ -115,7 +115,11 @@ fn main() {
         let (late, took) = run(Filing::Async);
         summary("request_approval_async", late, took);
         let (late, _) = run(Filing::Idle(took));
-        summary("no filings, the ticker alone (the timer's floor)", late, took);
+        summary(
+            "no filings, the ticker alone (the timer's floor)",
+            late,
+            took,
+        );
     }
     if wanted("request_approval_blocking") {
         let (late, took) = run(Filing::Blocking);

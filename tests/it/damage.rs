@@ -417,7 +417,7 @@ fn health_reports_stray_entries_and_a_healthy_store() {
     }
     std::fs::create_dir(fx.dir.join("archive").join("old")).unwrap();
     let odd = <std::ffi::OsStr as std::os::unix::ffi::OsStrExt>::from_bytes(b"\xff");
-    std::fs::write(fx.dir.join("pending").join(odd), b"").unwrap();
+    std::fs::write(fx.dir.join("requests").join(odd), b"").unwrap();
     let health = fx.gate.check_health().unwrap();
     assert!(!health.is_healthy());
     assert!(health.unreadable.is_empty());
@@ -433,8 +433,8 @@ fn health_reports_stray_entries_and_a_healthy_store() {
             "claims/zz.used",
             "locks/x",
             "notes.txt",
-            "pending/\u{fffd}",
             "requests/notes.txt",
+            "requests/\u{fffd}",
         ]
     );
 }

@@ -225,29 +225,42 @@ fn check_state(disk: &Disk, dir: &Path, id: RequestId, ran: usize, done: Option<
     invariants::check_dir(dir, id, ran);
     let gate = open(dir);
     // The queue index, which is never synced, was rebuilt on opening in the new boot: it
-    // counts the pending index's entries and the live records as they are.
+    // names the pending records and counts the live ones, as they are.
     let queue = std::fs::read_to_string(dir.join("queue")).expect("the queue index");
-    let counts: Vec<usize> = queue
-        .trim_end()
+    let mut lines = queue.lines();
+    let live: usize = lines
+        .next()
+        .unwrap()
         .split(' ')
-        .skip(1)
-        .map(|n| n.parse().unwrap())
+        .nth(1)
+        .unwrap()
+        .parse()
+        .unwrap();
+    let indexed: std::collections::BTreeSet<String> = lines
+        .take_while(|line| !line.starts_with("end "))
+        .map(|line| line.split(' ').next().unwrap().to_owned())
         .collect();
-    let entries = |sub: &str| {
-        std::fs::read_dir(dir.join(sub))
-            .unwrap()
-            .filter(|e| {
-                !e.as_ref()
-                    .unwrap()
-                    .file_name()
-                    .to_string_lossy()
-                    .starts_with('.')
-            })
-            .count()
-    };
+    let mut records = 0;
+    let mut pending = std::collections::BTreeSet::new();
+    for entry in std::fs::read_dir(dir.join("requests")).unwrap() {
+        let name = entry.unwrap().file_name().to_string_lossy().into_owned();
+        let Some(id) = name
+            .strip_suffix(".json")
+            .filter(|_| !name.starts_with('.'))
+        else {
+            continue;
+        };
+        records += 1;
+        let record: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(dir.join("requests").join(&name)).unwrap())
+                .unwrap();
+        if record["status"] == "pending" {
+            pending.insert(id.to_owned());
+        }
+    }
     assert_eq!(
-        counts,
-        [entries("pending"), entries("requests")],
+        (live, indexed),
+        (records, pending),
         "the queue index after a power loss"
     );
     // No state file is left half-written once the store has moved on from writing it: a

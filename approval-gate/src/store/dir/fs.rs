@@ -296,7 +296,7 @@ fn sync_claim(file: &mut File, path: &Path, bytes: &[u8]) -> Result<(), Error> {
 pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), Failed> {
     failpoint!("fs::op");
     let dir = parent(path)?;
-    replace(path, bytes, true)?;
+    replace(path, bytes)?;
     sync_renamed(dir).map_err(Failed::After)
 }
 
@@ -305,18 +305,11 @@ pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), Failed> {
 /// its name not yet durable.
 pub(crate) fn write_atomic_unsynced_name(path: &Path, bytes: &[u8]) -> Result<(), Error> {
     failpoint!("fs::op");
-    replace(path, bytes, true)
+    replace(path, bytes)
 }
 
-/// Replaces `path` with `bytes` atomically, syncing nothing: for an index a power loss
-/// invalidates anyway. Readers see the old content or the new, never a mix.
-pub(crate) fn write_replace(path: &Path, bytes: &[u8]) -> Result<(), Error> {
-    failpoint!("fs::op");
-    replace(path, bytes, false)
-}
-
-/// Writes a temporary file beside `path` (fsynced if `sync`) and renames it over `path`.
-fn replace(path: &Path, bytes: &[u8], sync: bool) -> Result<(), Error> {
+/// Writes a temporary file beside `path`, fsyncs it and renames it over `path`.
+fn replace(path: &Path, bytes: &[u8]) -> Result<(), Error> {
     let dir = parent(path)?;
     let name = path
         .file_name()
@@ -327,9 +320,7 @@ fn replace(path: &Path, bytes: &[u8], sync: bool) -> Result<(), Error> {
     let result = (|| -> Result<(), Error> {
         let mut file = create_new(&tmp).map_err(|e| map_open_error("creating", &tmp, e))?;
         write_all(&mut file, &tmp, bytes)?;
-        if sync {
-            sync_file(&file, &tmp)?;
-        }
+        sync_file(&file, &tmp)?;
         failpoint!("fs::write_atomic::before_rename");
         // rename(2) replaces a symlink at `path` itself rather than writing through it.
         fs::rename(&tmp, path).map_err(|e| Error::io("renaming into place", path, e))?;
@@ -430,20 +421,15 @@ pub(crate) fn still_at(held: &fs::Metadata, path: &Path) -> Result<bool, Error> 
 
 /// Removes a file if it exists (no error if it is already gone).
 pub(crate) fn remove_if_exists(path: &Path) -> Result<(), Error> {
-    remove(path).map(drop)
-}
-
-/// Removes a file; whether it was there to remove.
-pub(crate) fn remove(path: &Path) -> Result<bool, Error> {
     failpoint!("fs::op");
     match fs::remove_file(path) {
         Ok(()) => {
             trace!(Unlink {
                 path: path.to_path_buf()
             });
-            Ok(true)
+            Ok(())
         }
-        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(false),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
         Err(e) => Err(Error::io("removing", path, e)),
     }
 }

@@ -9,12 +9,11 @@ type IsKnown = fn(&str) -> bool;
 
 /// The store's directories (relative to its root, `""` for the root itself) and whether a
 /// name in one of them is one the store writes. Mirrors the layout in `mod.rs`.
-const DIRS: [(&str, IsKnown); 7] = [
+const DIRS: [(&str, IsKnown); 5] = [
     ("", |name| {
         matches!(
             name,
             "requests"
-                | "pending"
                 | "claims"
                 | "locks"
                 | "archive"
@@ -22,17 +21,19 @@ const DIRS: [(&str, IsKnown); 7] = [
                 | "audit.head"
                 | "gate.lock"
                 | "queue"
-                | "asks"
         )
     }),
     ("requests", |name| id_with(name, &[".json"])),
-    ("pending", |name| id_with(name, &[""])),
     ("claims", |name| {
         id_with(name, &[".used", ".logged", ".exec"])
     }),
-    ("locks", |name| id_with(name, &[".lock"])),
-    ("asks", |name| {
-        name.len() == 64 && name.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+    ("locks", |name| {
+        name.strip_suffix(".lock").is_some_and(|stripe| {
+            stripe.len() == 2
+                && stripe
+                    .bytes()
+                    .all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+        })
     }),
     ("archive", |name| id_with(name, &[".json", ".used"])),
 ];

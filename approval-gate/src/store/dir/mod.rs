@@ -5,20 +5,18 @@
 //! ```text
 //! <dir>/
 //!   gate.lock            lock for filing requests (queue cap, de-duplication)
-//!   queue                the queue index's counts (pending entries, live records) and the
-//!                        boot they hold for; its lock (see `queue.rs`: never synced)
-//!   asks/<hash>          the pending request each ask was filed as: de-duplication without
-//!                        a scan (queue index, never synced)
+//!   queue                the queue index: pending requests with their asks' keys, the count of
+//!                        live records, the boot it holds for; its lock (`queue.rs`: never synced)
 //!   audit.jsonl          hash-chained audit log, one JSON object per line
 //!   audit.head           anchor of the audit log (last sequence number and hash); its lock
 //!   requests/<id>.json   every live request: the authoritative record
-//!   pending/<id>         empty marker per pending request: the index that keeps listing
-//!                        pending requests proportional to the pending queue, not to history
-//!                        (queue index, never synced)
 //!   claims/<id>.used     consume claim, made by exclusive create; its existence spends the approval
 //!   claims/<id>.logged   made once the `consumed` line is durable: recovery skips that claim
 //!   claims/<id>.exec     held locked by a process while it executes the approved action
-//!   locks/<id>.lock      per-request lock serialising decisions and consumption; never renamed over
+//!   locks/<xy>.lock      256 lock files, made with the store: a request's lock is the one named
+//!                        by the first two digits of its id, serialising decisions and
+//!                        consumption; never renamed over or removed. A filing or a refusal
+//!                        creates no lock file, and at most one request's lock is held at once
 //!   archive/<id>.json    archived requests (and their claims as <id>.used): never usable again
 //! ```
 
@@ -73,9 +71,6 @@ impl Layout {
     fn requests_dir(&self) -> PathBuf {
         self.root.join("requests")
     }
-    fn pending_dir(&self) -> PathBuf {
-        self.root.join("pending")
-    }
     fn claims_dir(&self) -> PathBuf {
         self.root.join("claims")
     }
@@ -91,9 +86,6 @@ impl Layout {
     fn request(&self, id: RequestId) -> PathBuf {
         self.requests_dir().join(format!("{id}.json"))
     }
-    fn marker(&self, id: RequestId) -> PathBuf {
-        self.pending_dir().join(id.as_str())
-    }
     fn claim(&self, id: RequestId) -> PathBuf {
         self.claims_dir().join(format!("{id}.used"))
     }
@@ -106,7 +98,7 @@ impl Layout {
         self.claims_dir().join(format!("{id}.exec"))
     }
     fn lock(&self, id: RequestId) -> PathBuf {
-        self.locks_dir().join(format!("{id}.lock"))
+        self.locks_dir().join(format!("{}.lock", &id.as_str()[..2]))
     }
     fn archived(&self, id: RequestId) -> PathBuf {
         self.archive_dir().join(format!("{id}.json"))
@@ -171,16 +163,23 @@ impl DirStore {
         fs::ensure_dir(&layout.root)?;
         for dir in [
             layout.requests_dir(),
-            layout.pending_dir(),
             layout.claims_dir(),
             layout.locks_dir(),
             layout.archive_dir(),
-            layout.root.join("asks"),
         ] {
             fs::ensure_dir(&dir)?;
         }
         for file in ["audit.jsonl", "audit.head", "gate.lock"] {
             fs::open_existing(&layout.root.join(file))?;
+        }
+        // Made once, in order: the last one's existence says they all exist (a lock file
+        // removed by hand is made again when it is next locked).
+        if !fs::exists(&layout.locks_dir().join("ff.lock"))? {
+            for stripe in 0..=0xffu8 {
+                drop(fs::open_lock(
+                    &layout.locks_dir().join(format!("{stripe:02x}.lock")),
+                )?);
+            }
         }
         Self {
             about: About {
@@ -266,16 +265,16 @@ impl DirStore {
         saved.and(recorded)
     }
 
-    /// Drops `id` from the pending index, and `request`'s ask if given.
-    fn unindex(&self, id: RequestId, request: Option<&Request>) -> Result<(), Error> {
+    /// Drops `id` from the queue index's pending requests (an index to be rebuilt is left
+    /// to the rebuild, which reads the records).
+    fn unindex(&self, id: RequestId) -> Result<(), Error> {
         let held = self.queue.lock()?;
-        if fs::remove(&self.layout.marker(id))? {
-            held.adjust(-1, 0)?;
+        if let Some(mut index) = held.read()?
+            && index.remove(id)
+        {
+            held.write(&index)?;
         }
-        match request {
-            Some(request) => held.forget_ask(request),
-            None => Ok(()),
-        }
+        Ok(())
     }
 
     fn lock_execution_marker(&self, id: RequestId) -> Result<Locked, Error> {
@@ -345,7 +344,7 @@ impl Store for DirStore {
 
     fn scan(&self, scope: Scope) -> Result<Vec<Loaded>, Error> {
         let ids = match scope {
-            Scope::Pending => ids_in(&self.layout.pending_dir(), "")?,
+            Scope::Pending => self.pending_ids()?,
             Scope::Live => ids_in(&self.layout.requests_dir(), ".json")?,
         };
         let mut loaded = Vec::with_capacity(ids.len());
@@ -359,7 +358,7 @@ impl Store for DirStore {
                 Ok(Some(request))
                     if scope == Scope::Pending && request.status() != Status::Pending =>
                 {
-                    self.unindex(id, Some(request))?;
+                    self.unindex(id)?;
                 }
                 _ => {}
             }
@@ -397,7 +396,7 @@ impl Store for DirStore {
         }
         // An index entry left behind is dropped by the next scan of the pending index.
         if request.status() != Status::Pending {
-            let _ = self.unindex(id, Some(request));
+            let _ = self.unindex(id);
         }
         Ok(request.clone())
     }
@@ -449,8 +448,12 @@ impl Store for DirStore {
         let moved = {
             let held = self.queue.lock()?;
             let moved = fs::rename_durable(&layout.request(id), &layout.archived(id));
-            if !matches!(moved, Err(fs::Failed::Before(_))) {
-                held.adjust(0, -1)?;
+            if !matches!(moved, Err(fs::Failed::Before(_)))
+                && let Some(mut index) = held.read()?
+            {
+                index.live = index.live.saturating_sub(1);
+                index.remove(id);
+                held.write(&index)?;
             }
             moved
         };
@@ -461,9 +464,7 @@ impl Store for DirStore {
                     .map_err(|failed| failed.on(id, "archive"))?;
                 fs::remove_if_exists(&layout.claim_logged(id))?;
             }
-            self.unindex(id, None)?;
-            self.append(id, entry)?;
-            fs::remove_if_exists(&layout.lock(id))
+            self.append(id, entry).map(drop)
         };
         rest().map_err(|error| error.after_effect(id, "archive"))
     }

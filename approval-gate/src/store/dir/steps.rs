@@ -3,7 +3,7 @@
 
 use serde_json::json;
 
-use super::queue::{self, Counts};
+use super::queue::{self, Index};
 use super::{DirStore, fs, ids_in, lock_exclusive, try_lock_existing};
 use crate::audit::{AuditEvent, AuditRecord, Outcome, details};
 use crate::error::Error;
@@ -15,7 +15,8 @@ use crate::time::Timestamp;
 impl DirStore {
     /// [`Store::file`]: under the filing lock, so that the caps, de-duplication and fresh
     /// ids hold against every other filing process. It reads the queue index, not the queue:
-    /// the same few files at any queue length (the queue itself only when it looks full).
+    /// the same one small file at any queue length (the queue's records only when the index
+    /// says it is full), and creates no file but the record.
     pub(super) fn file_serialised(
         &self,
         request: &Request,
@@ -30,13 +31,11 @@ impl DirStore {
         let layout = &self.layout;
         {
             let held = self.queue.lock()?;
-            let mut counts = if let Some(counts) = held.counts()? {
-                counts
-            } else {
-                self.reindex_records(&held)?;
-                self.rebuild_index(&held, Some(now))?
+            let mut index = match held.read()? {
+                Some(index) => index,
+                None => self.rebuild_index(&held)?,
             };
-            if let Some(existing) = held.filed_as(request)?
+            if let Some(existing) = index.filed_as(request)
                 && let Ok(Some(found)) = self.load(existing, Shelf::Live)
                 && found.status() == Status::Pending
                 && !found.is_past_expiry(now)
@@ -44,39 +43,40 @@ impl DirStore {
             {
                 return Ok(Filed::Duplicate(existing));
             }
-            if counts.pending >= caps.max_pending {
-                // The count may include requests past their expiry, and entries a crash
-                // left: count again, exactly, before refusing.
-                counts = self.rebuild_index(&held, Some(now))?;
-                if counts.pending >= caps.max_pending {
+            if index.pending.len() >= caps.max_pending {
+                // The index may name requests past their expiry, decided ones whose entries
+                // a crash left, and filings that never finished: count again, exactly,
+                // before refusing.
+                index = self.recount(&held, index, now)?;
+                if index.pending.len() >= caps.max_pending {
                     return Err(Error::QueueFull {
-                        pending: counts.pending,
+                        pending: index.pending.len(),
                         limit: caps.max_pending,
                     });
                 }
             }
-            if counts.live >= caps.max_requests {
-                counts.live = fs::count_entries(&layout.requests_dir())?;
-                held.set(counts)?;
-                if counts.live >= caps.max_requests {
+            if index.live >= caps.max_requests {
+                index.live = fs::count_entries(&layout.requests_dir())?;
+                held.write(&index)?;
+                if index.live >= caps.max_requests {
                     return Err(Error::CreationLimit {
-                        requests: counts.live,
+                        requests: index.live,
                         limit: caps.max_requests,
                     });
                 }
             }
-            let taken = fs::exists(&layout.request(id))?
+            let taken = index.has(id)
+                || fs::exists(&layout.request(id))?
                 || fs::exists(&layout.archived(id))?
-                || fs::exists(&layout.marker(id))?
                 || fs::exists(&layout.claim(id))?;
             if taken {
                 return Ok(Filed::IdTaken);
             }
-            fs::open_lock(&layout.lock(id))?;
-            // Counted before it exists, so that a crash can only leave the count too high.
-            held.adjust(1, 1)?;
-            fs::touch(&layout.marker(id))?;
-            held.note_ask(request)?;
+            // Indexed before the record exists, so that a crash can only leave an entry too
+            // many.
+            index.add(request);
+            index.live += 1;
+            held.write(&index)?;
         }
         // A filing takes effect first and is recorded after: the record, made findable by
         // its index entry, then its line. The filing lock is let go once the record is in
@@ -99,72 +99,86 @@ impl DirStore {
     }
 
     /// Opens the store with its queue index current, rebuilding it if it was written in
-    /// another boot of the machine (or never).
+    /// another boot of the machine (or never, or cut short).
     pub(super) fn with_current_index(self) -> Result<Self, Error> {
-        if self.queue.lock()?.counts()?.is_none() {
-            let _filing = lock_exclusive(&self.layout.filing_lock())?;
-            let held = self.queue.lock()?;
-            if held.counts()?.is_none() {
-                self.reindex_records(&held)?;
-                self.rebuild_index(&held, None)?;
-            }
+        if self.queue.lock()?.read()?.is_none() {
+            self.rebuild_under_filing_lock()?;
         }
         Ok(self)
     }
 
-    /// Gives every pending record (and every unreadable one, which may be pending) its entry
-    /// in the pending index: a power loss may have taken entries whose records it left, as
-    /// entries are never synced. Reads every live record: once a boot.
-    fn reindex_records(&self, _held: &queue::Held<'_>) -> Result<(), Error> {
-        for id in ids_in(&self.layout.requests_dir(), ".json")? {
-            let pending = match self.load(id, Shelf::Live) {
-                Ok(found) => found.is_some_and(|found| found.status() == Status::Pending),
+    /// The pending requests the queue index names, rebuilding it first if need be.
+    pub(super) fn pending_ids(&self) -> Result<Vec<RequestId>, Error> {
+        if let Some(index) = self.queue.lock()?.read()? {
+            return Ok(index.ids());
+        }
+        self.rebuild_under_filing_lock().map(|index| index.ids())
+    }
+
+    fn rebuild_under_filing_lock(&self) -> Result<Index, Error> {
+        let _filing = lock_exclusive(&self.layout.filing_lock())?;
+        let held = self.queue.lock()?;
+        match held.read()? {
+            Some(index) => Ok(index),
+            None => self.rebuild_index(&held),
+        }
+    }
+
+    /// Rebuilds the queue index from every live record: the pending ones (and the
+    /// unreadable ones, which may be pending) in the order they were filed, and the count.
+    /// Once a boot; the caller holds the filing lock (so no filing is under way) and the
+    /// index's lock.
+    fn rebuild_index(&self, held: &queue::Held<'_>) -> Result<Index, Error> {
+        let ids = ids_in(&self.layout.requests_dir(), ".json")?;
+        let mut pending = Vec::new();
+        let mut unreadable = Vec::new();
+        for &id in &ids {
+            match self.load(id, Shelf::Live) {
+                Ok(Some(found)) if found.status() == Status::Pending => pending.push(found),
+                Ok(_) => {}
+                Err(error) if self.concerns_record_only(id, &error) => unreadable.push(id),
+                Err(error) => return Err(error),
+            }
+        }
+        pending.sort_by_key(|request| (request.created_at(), request.id()));
+        let mut index = Index {
+            live: ids.len(),
+            pending: Vec::new(),
+        };
+        for request in &pending {
+            index.add(request);
+        }
+        for id in unreadable {
+            index.add_unreadable(id);
+        }
+        held.write(&index)?;
+        Ok(index)
+    }
+
+    /// Keeps only the entries of `index` whose records are pending and not past their expiry
+    /// at `now` (or unreadable, which may be pending): the exact queue, read from its records
+    /// only. The caller holds the filing lock, so an entry without a record is left over.
+    fn recount(
+        &self,
+        held: &queue::Held<'_>,
+        mut index: Index,
+        now: Timestamp,
+    ) -> Result<Index, Error> {
+        let mut kept = Vec::with_capacity(index.pending.len());
+        for (id, ask) in index.pending {
+            let keep = match self.load(id, Shelf::Live) {
+                Ok(Some(found)) => found.status() == Status::Pending && !found.is_past_expiry(now),
+                Ok(None) => false,
                 Err(error) if self.concerns_record_only(id, &error) => true,
                 Err(error) => return Err(error),
             };
-            if pending {
-                fs::touch(&self.layout.marker(id))?;
+            if keep {
+                kept.push((id, ask));
             }
         }
-        Ok(())
-    }
-
-    /// Rebuilds the queue index from the records: drops the pending index's entries left
-    /// without a record or for a request decided (or, given `now`, past its expiry), notes
-    /// the ask of every pending one, and counts. The caller holds the filing lock, so no
-    /// entry belongs to a filing in progress, and the index's lock.
-    fn rebuild_index(
-        &self,
-        held: &queue::Held<'_>,
-        now: Option<Timestamp>,
-    ) -> Result<Counts, Error> {
-        held.forget_all_asks()?;
-        let mut pending = 0;
-        for id in ids_in(&self.layout.pending_dir(), "")? {
-            match self.load(id, Shelf::Live) {
-                Ok(None) => fs::remove_if_exists(&self.layout.marker(id))?,
-                Ok(Some(found))
-                    if found.status() != Status::Pending
-                        || now.is_some_and(|now| found.is_past_expiry(now)) =>
-                {
-                    fs::remove_if_exists(&self.layout.marker(id))?;
-                }
-                Ok(Some(found)) => {
-                    held.note_ask(&found)?;
-                    pending += 1;
-                }
-                // An unreadable record may well be pending: it counts, so a damaged store
-                // never lets more requests in than the cap.
-                Err(error) if self.concerns_record_only(id, &error) => pending += 1,
-                Err(error) => return Err(error),
-            }
-        }
-        let counts = Counts {
-            pending,
-            live: fs::count_entries(&self.layout.requests_dir())?,
-        };
-        held.set(counts)?;
-        Ok(counts)
+        index.pending = kept;
+        held.write(&index)?;
+        Ok(index)
     }
 
     /// [`Store::recover`]: the claims whose `consumed` line may be missing (no `.logged`
@@ -280,10 +294,8 @@ mod tests {
             };
             let filed = store.file_serialised(&request, caps, &entry).unwrap();
             assert_eq!(filed, Filed::IdTaken, "{place}");
-            assert!(
-                !store.layout.marker(id).exists(),
-                "{place}: nothing indexed"
-            );
+            let index = store.queue.lock().unwrap().read().unwrap().unwrap();
+            assert!(!index.has(id), "{place}: nothing indexed");
             assert!(
                 store.audit.records().unwrap().is_empty(),
                 "{place}: no line"
