@@ -693,6 +693,18 @@ mod tests {
     }
 
     #[test]
+    fn touch_makes_a_marker_once_and_reports_what_it_cannot_make() {
+        let tmp = tempfile::tempdir().unwrap();
+        let marker = tmp.path().join("m");
+        touch(&marker).unwrap();
+        touch(&marker).unwrap();
+        assert!(marker.exists());
+        // No such directory: an error, not a marker silently missing.
+        let nowhere = tmp.path().join("missing").join("m");
+        assert!(matches!(touch(&nowhere), Err(Error::Io { .. })));
+    }
+
+    #[test]
     fn bounded_read_refuses_oversized_files() {
         let tmp = tempfile::tempdir().unwrap();
         let file = tmp.path().join("f");
