@@ -135,6 +135,29 @@ pending, showing k of M, until M distinct trusted approvers have signed.")]
         json: bool,
     },
 
+    /// Run a command once, as approved: claim the approval, run it with the approved payload.
+    #[command(after_help = EXEC_HELP)]
+    Exec(ExecArgs),
+
+    /// Claim an approval (single use) and print what was approved, without running anything.
+    #[command(after_help = "\
+consume makes the same single-use claim as exec, bound to the same action, operation and
+payload, and prints the approved payload (canonical JSON) or, with --json, {\"id\", \"action\",
+\"operation\", \"payloadDigest\", \"payload\", \"expiresAt\"}. The approval is spent when it
+succeeds, whatever the caller does next, and nothing records whether or how it acted: prefer
+`exec`, which records the start before it runs and the outcome after. Exit codes as for the
+other commands (1 for every refusal).")]
+    Consume {
+        #[command(flatten)]
+        binding: BindingArgs,
+        /// The operation the approval must name, if the request has one.
+        #[arg(long, value_name = "OP")]
+        operation: Option<String>,
+        /// Print the claim as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+
     /// Move finished requests out of the live store.
     #[command(after_help = "\
 Only finished requests (denied, expired, revoked, consumed, or approved and expired)
@@ -246,9 +269,12 @@ impl Command {
             | Self::Audit(AuditCommand::Verify { json } | AuditCommand::Reanchor { json, .. }) => {
                 *json
             }
-            Self::Approve { .. } | Self::Watch(_) | Self::Completions { .. } | Self::Man { .. } => {
-                false
-            }
+            Self::Consume { json, .. } => *json,
+            Self::Approve { .. }
+            | Self::Exec(_)
+            | Self::Watch(_)
+            | Self::Completions { .. }
+            | Self::Man { .. } => false,
         }
     }
 
@@ -259,10 +285,48 @@ impl Command {
             | Self::Approve { id, .. }
             | Self::Deny { id, .. }
             | Self::Revoke { id, .. } => Some(*id),
+            Self::Exec(ExecArgs { binding, .. }) | Self::Consume { binding, .. } => {
+                Some(binding.id)
+            }
             _ => None,
         }
     }
 }
+
+const EXEC_HELP: &str = "\
+exec is sudo for approved actions. Before anything is spent it reads the payload (the JSON
+the approval must bind, canonicalized as RFC 8785) and finds CMD (through PATH unless it
+holds a slash). Then it claims the approval once, bound to the request's own action text
+(or --action), the operation and the payload, exactly as the library's execute_approved:
+the claim and the start of the execution are written and synced before CMD starts, the
+expiry is checked again, and CMD runs with
+  standard input                 the approved payload's canonical JSON bytes (nothing
+                                 when the request has no payload)
+  APPROVAL_GATE_ID               the request id
+  APPROVAL_GATE_OPERATION        the operation
+  APPROVAL_GATE_PAYLOAD_DIGEST   the payload's BLAKE3 digest (hex), when it has one
+exec waits for CMD and records its outcome (exit status or signal) in the audit log.
+SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGUSR1, SIGUSR2 and SIGALRM sent to exec are passed on
+to CMD (those the terminal sends reach CMD itself); one that arrives before CMD starts stops
+exec, and CMD never runs. If exec itself dies while CMD runs, the execution stays started and
+unfinished: `show ID` and `audit verify` report its outcome as unknown. Nothing is retried.
+
+Exit status: CMD's own, 128+N if a signal N ended it, else one of
+  110  not approved: still pending (also after --wait, or short of its quorum)
+  111  denied
+  112  expired: the request, or the approval before it was used
+  113  revoked
+  114  already consumed: the approval was used before
+  115  mismatch: action, operation or payload differ from what was approved
+  116  signatures refused: under an approvers policy, the approval is unsigned, has too few
+       valid signatures, a bad one, or one by a key the policy does not trust
+  117  not found, or archived
+  118  the approval was claimed but its claim or the start could not be made durable or
+       recorded: it is spent and CMD did not run
+  125  exec failed: a bad command line, a payload it cannot read, a store or audit-log error
+  126  CMD could not be run (not executable, or it failed to start after the claim)
+  127  CMD not found (nothing was spent)
+Codes 110 to 127 can also be CMD's own: the message on stderr and the audit log tell which.";
 
 const CONFIG_HELP: &str = "\
 Each setting comes from the first of: a flag, the environment, the config file, the default.
@@ -299,6 +363,43 @@ pub(crate) struct ListArgs {
     /// Print one page as JSON: {"items": [...], "nextAfter": id or null}.
     #[arg(long)]
     pub(crate) json: bool,
+}
+
+/// What a claim binds: the request, and the action, operation and payload the caller means
+/// to run.
+#[derive(Debug, Args)]
+pub(crate) struct BindingArgs {
+    /// The request id (12 hex characters).
+    #[arg(value_parser = parse_id)]
+    pub(crate) id: RequestId,
+    /// The payload the approval must bind, as JSON, read from FILE.
+    #[arg(long, value_name = "FILE", value_hint = ValueHint::FilePath, conflicts_with = "payload_stdin")]
+    pub(crate) payload_file: Option<PathBuf>,
+    /// The payload the approval must bind, as JSON, read from standard input.
+    #[arg(long)]
+    pub(crate) payload_stdin: bool,
+    /// The action text the approval must name, byte for byte [default: the request's own].
+    #[arg(long, value_name = "TEXT")]
+    pub(crate) action: Option<String>,
+}
+
+/// `exec`: the claim, the wait before it, and the command.
+#[derive(Debug, Args)]
+pub(crate) struct ExecArgs {
+    #[command(flatten)]
+    pub(crate) binding: BindingArgs,
+    /// The operation the approval must name (such as smtp.send).
+    #[arg(long, value_name = "OP")]
+    pub(crate) operation: String,
+    /// Wait for the decision first, until it is made or the request expires.
+    #[arg(long)]
+    pub(crate) wait: bool,
+    /// With --wait: wait at most this long (such as 90s or 10m).
+    #[arg(long, value_name = "DURATION", requires = "wait", value_parser = humantime::parse_duration)]
+    pub(crate) timeout: Option<std::time::Duration>,
+    /// The command to run and its arguments (after `--`).
+    #[arg(required = true, last = true, value_name = "CMD")]
+    pub(crate) command: Vec<OsString>,
 }
 
 /// Which requests `list` shows.

@@ -10,6 +10,9 @@
 //! | 2 | usage or I/O error, including an unsafe state directory, a corrupt state file or a broken audit log |
 //! | 3 | took effect, but not completely: the change is in place but its durability is unknown (a directory fsync failed) or its audit line could not be written; check with `show ID` and `audit verify` |
 //!
+//! `exec` is the exception: it exits with its command's status, or with one of its own codes
+//! (110 to 127, listed in `exec --help`), so that they do not read as the command's 1 or 2.
+//!
 //! Errors are one line on stderr, with agent-supplied text escaped. A command given `--json`
 //! also reports its error on stdout, as its one JSON document:
 //! `{"error": {"code": ..., "message": ..., "id": ...}}`, where `code` is
@@ -32,6 +35,7 @@ mod config;
 mod db;
 mod decide;
 mod doctor;
+mod exec;
 mod generate;
 mod list;
 mod output;
@@ -57,10 +61,12 @@ pub enum Exit {
     Failed,
     /// 3: the change took effect, but its durability is unknown or it was not recorded.
     TookEffect,
+    /// `exec`: the command's exit status, or one of `exec`'s own codes.
+    Status(u8),
 }
 
 impl Exit {
-    /// The process exit code: 0, 1, 2 or 3.
+    /// The process exit code: 0, 1, 2 or 3, or what `exec` reports.
     #[must_use]
     pub fn code(self) -> u8 {
         match self {
@@ -68,6 +74,7 @@ impl Exit {
             Self::Refused => 1,
             Self::Failed => 2,
             Self::TookEffect => 3,
+            Self::Status(code) => code,
         }
     }
 }
@@ -131,6 +138,7 @@ pub fn run(cli: Cli) -> Exit {
     let about = About {
         json: cli.command.json(),
         id: cli.command.id(),
+        exec: matches!(cli.command, Command::Exec(_)),
     };
     match dispatch(cli) {
         Ok(exit) => exit,
@@ -167,6 +175,8 @@ struct About {
     json: bool,
     /// The request the command named.
     id: Option<RequestId>,
+    /// The command is `exec`, whose exit codes are its own.
+    exec: bool,
 }
 
 /// Reports a command line that did not parse (or `--help` / `--version`, which succeed).
@@ -181,13 +191,23 @@ fn usage_error(error: &clap::Error, args: &[OsString]) -> Exit {
         .skip(1)
         .take_while(|arg| *arg != "--")
         .any(|arg| arg == "--json");
+    // `exec` reports its own failures as 125, never as a code its command could mean.
+    let exec = args
+        .iter()
+        .skip(1)
+        .take_while(|arg| *arg != "--")
+        .any(|arg| arg == "exec");
     if json {
         let rendered = error.render().to_string();
         let first = rendered.lines().next().unwrap_or_default();
         let message = first.strip_prefix("error: ").unwrap_or(first);
         print_json_error(&error_json("usage", message, None));
     }
-    Exit::Failed
+    if exec {
+        Exit::Status(exec::code::FAILED)
+    } else {
+        Exit::Failed
+    }
 }
 
 fn dispatch(cli: Cli) -> anyhow::Result<Exit> {
@@ -214,6 +234,12 @@ fn dispatch(cli: Cli) -> anyhow::Result<Exit> {
         Command::Revoke { id, reason, json } => {
             decide::revoke(&open()?, id, &reason.join(" "), json)
         }
+        Command::Exec(args) => exec::exec(&open()?, &args),
+        Command::Consume {
+            binding,
+            operation,
+            json,
+        } => exec::consume(&open()?, &binding, operation.as_deref(), json),
         Command::Archive {
             older_than_days,
             dry_run,
@@ -245,7 +271,12 @@ fn report(error: &anyhow::Error, about: About) -> Exit {
         Exit::Refused => "refused",
         // Not a failure to act on: the change happened; the reader must know that.
         Exit::TookEffect => "took effect, but",
-        Exit::Done | Exit::Failed => "error",
+        Exit::Done | Exit::Failed | Exit::Status(_) => "error",
+    };
+    let exit = if about.exec {
+        Exit::Status(exec::exit_code(error))
+    } else {
+        exit
     };
     let message = format!("{error:#}");
     output::stderr_line(&format!("approval-gate: {kind}: {}", escape(&message)));

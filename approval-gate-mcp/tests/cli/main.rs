@@ -4,6 +4,7 @@ mod approve;
 mod damage;
 mod decide;
 mod display;
+mod exec;
 mod generate;
 mod json;
 #[cfg(not(feature = "postgres"))]

@@ -873,3 +873,66 @@ fn show_list_and_the_prompt_show_who_filed_beside_the_claimed_requester() {
     );
     drop(as_agent);
 }
+
+#[test]
+fn exec_runs_a_command_once_on_postgres_however_many_race() {
+    let store = Postgres.fresh();
+    let cli = Cli::new(store.location());
+    let gate = store.gate();
+    let payload = r#"{"to":"alice@example.com"}"#;
+    let id = gate
+        .request_approval(
+            NewRequest::new("send invoice 1042", "the invoice is due")
+                .operation("smtp.send")
+                .payload(CanonicalPayload::from_json_text(payload).unwrap()),
+        )
+        .unwrap()
+        .request
+        .id();
+    gate.approve(id, &Decision::by("alice")).unwrap();
+    let scratch = tempfile::tempdir().unwrap();
+    let file = scratch.path().join("payload.json");
+    std::fs::write(&file, payload).unwrap();
+    let runs = scratch.path().join("runs");
+    let racers: Vec<_> = (0..8)
+        .map(|_| {
+            cli.command(&["exec", id.as_str(), "--operation", "smtp.send"])
+                .arg("--payload-file")
+                .arg(&file)
+                .args(["--", "sh", "-c", "cat >> \"$RUNS\"; echo >> \"$RUNS\""])
+                .env("RUNS", &runs)
+                .stdin(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    let mut codes: Vec<Option<i32>> = racers
+        .into_iter()
+        .map(|mut child| child.wait().unwrap().code())
+        .collect();
+    codes.sort_unstable();
+    let mut expected = vec![Some(114); 7];
+    expected.insert(0, Some(0));
+    assert_eq!(codes, expected);
+    // Once, with the approved bytes.
+    assert_eq!(
+        std::fs::read_to_string(&runs).unwrap(),
+        format!("{payload}\n")
+    );
+    let events: Vec<AuditEvent> = gate
+        .audit_records()
+        .unwrap()
+        .into_iter()
+        .filter(|r| r.id == id)
+        .map(|r| r.event)
+        .collect();
+    assert_eq!(
+        events
+            .iter()
+            .filter(|e| **e == AuditEvent::ExecutionFinished)
+            .count(),
+        1,
+        "{events:?}"
+    );
+}

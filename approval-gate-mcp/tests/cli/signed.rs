@@ -14,7 +14,7 @@ use approval_gate::{
 };
 use serde_json::Value;
 
-use crate::support::{Store, approve, assert_success, stdout};
+use crate::support::{Store, approve, assert_success, stderr, stdout};
 
 const ACTION: &str = "wire 1200 EUR to ACME Ltd";
 const OP: &str = "payments.wire";
@@ -526,4 +526,58 @@ fn a_squatted_principal_is_shown_as_not_counted_and_blocks_nobody() {
         assert_eq!(code, 0, "{name}: {printed}");
     }
     assert_eq!(team.execute(id, 2).unwrap(), 1);
+}
+
+#[test]
+fn exec_under_a_policy_runs_only_on_signatures_that_meet_the_quorum() {
+    let team = Team::new();
+    let runs = team.store.scratch().join("runs");
+    let payload = team.store.scratch().join("payment.json");
+    std::fs::write(&payload, PAYLOAD).unwrap();
+    let exec = |id: RequestId| {
+        let mut command = team.command(2, &["exec", id.as_str(), "--operation", OP]);
+        command
+            .arg("--payload-file")
+            .arg(&payload)
+            .args(["--", "sh", "-c", "echo run >> \"$RUNS\""])
+            .env("RUNS", &runs)
+            .stdin(Stdio::null())
+            .output()
+            .unwrap()
+    };
+    let ran = || std::fs::read_to_string(&runs).map_or(0, |t| t.lines().count());
+
+    // Approved by one signature where the approvers were told one suffices, executed
+    // where the operator's quorum is two: the signature covers the quorum, so it fails.
+    let short = team.ask(1);
+    let mut alone = team.command(1, &["approve", short.as_str(), "--key"]);
+    alone.arg(team.key("alice"));
+    assert_eq!(approve(alone).0, 0);
+    let output = exec(short);
+    assert_eq!(output.status.code(), Some(116), "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains("bad signature"),
+        "{}",
+        stderr(&output)
+    );
+    assert_eq!(ran(), 0);
+
+    // One signature of two: still pending.
+    let id = team.ask(2);
+    let mut first = team.command(2, &["approve", id.as_str(), "--key"]);
+    first.arg(team.key("alice"));
+    assert_eq!(approve(first).0, 0);
+    let output = exec(id);
+    assert_eq!(output.status.code(), Some(110), "{}", stderr(&output));
+    assert_eq!(ran(), 0);
+
+    // Two: it runs, once.
+    let mut second = team.command(2, &["approve", id.as_str(), "--key"]);
+    second.arg(team.key("bob"));
+    assert_eq!(approve(second).0, 0);
+    let output = exec(id);
+    assert_success(&output);
+    assert_eq!(ran(), 1);
+    assert_eq!(exec(id).status.code(), Some(114));
+    assert_eq!(ran(), 1);
 }

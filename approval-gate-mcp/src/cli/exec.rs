@@ -1,0 +1,668 @@
+//! `exec` and `consume`: the single-use claim from any program.
+//!
+//! `exec` is the library's [`Gate::execute_approved`] with a process as its closure: the
+//! claim and the start are durable before the command starts, the command gets the frozen
+//! approved payload (never the caller's copy), and its end is the execution's outcome. Every
+//! check that can fail without spending anything (the payload, the command, the binding)
+//! happens before the claim.
+
+use std::ffi::{OsStr, OsString};
+use std::fmt;
+use std::io::{self, Read, Write};
+use std::os::unix::fs::PermissionsExt;
+use std::os::unix::process::ExitStatusExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use approval_gate::limits::MAX_PAYLOAD_BYTES;
+use approval_gate::{Binding, CanonicalPayload, Gate, Grant, RequestId};
+use serde_json::{Value, json};
+use signal_hook::consts::{SIGALRM, SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGUSR1, SIGUSR2};
+use signal_hook::iterator::SignalsInfo;
+use signal_hook::iterator::exfiltrator::WithOrigin;
+use signal_hook::low_level::siginfo::Cause;
+
+use super::args::{BindingArgs, ExecArgs};
+use super::output;
+use super::{Exit, Refusal, render};
+use crate::display::{escape, escape_truncated};
+
+/// The signals `exec` passes on to its command.
+const FORWARDED: [i32; 7] = [SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGUSR1, SIGUSR2, SIGALRM];
+
+/// Most bytes read as a payload: room for a canonical payload at its limit written out with
+/// generous whitespace; anything longer could not be approved anyway.
+const MAX_PAYLOAD_INPUT: u64 = 16 * MAX_PAYLOAD_BYTES as u64;
+
+/// `exec`'s documented exit codes for what it decides itself (the command's own status is
+/// passed through; see `exec --help`).
+pub(crate) mod code {
+    /// Still pending (also after `--wait`), short of its quorum.
+    pub(crate) const NOT_APPROVED: u8 = 110;
+    /// Denied.
+    pub(crate) const DENIED: u8 = 111;
+    /// The request, or the approval before it was used, expired.
+    pub(crate) const EXPIRED: u8 = 112;
+    /// The approval was revoked.
+    pub(crate) const REVOKED: u8 = 113;
+    /// The approval was used before.
+    pub(crate) const ALREADY_CONSUMED: u8 = 114;
+    /// The action, operation or payload differ from what was approved.
+    pub(crate) const MISMATCH: u8 = 115;
+    /// Under an approvers policy, the approval's signatures do not hold: unsigned, too few
+    /// valid ones, a bad one, or one from a key the policy does not trust.
+    pub(crate) const SIGNATURE: u8 = 116;
+    /// No such request, or it is archived.
+    pub(crate) const NOT_FOUND: u8 = 117;
+    /// Claimed, but the claim or the start could not be made durable or recorded.
+    pub(crate) const SPENT_NOT_RUN: u8 = 118;
+    /// `exec` itself failed: usage, payload, store or audit-log error.
+    pub(crate) const FAILED: u8 = 125;
+    /// The command could not be run.
+    pub(crate) const CANNOT_RUN: u8 = 126;
+    /// The command was not found.
+    pub(crate) const NOT_FOUND_CMD: u8 = 127;
+}
+
+/// The exit code `exec` reports for an error that kept the command from running.
+pub(crate) fn exit_code(error: &anyhow::Error) -> u8 {
+    use approval_gate::Error as E;
+    for cause in error.chain() {
+        if let Some(refusal) = cause.downcast_ref::<Refusal>() {
+            return match refusal.code {
+                "command_not_found" => code::NOT_FOUND_CMD,
+                "command_not_executable" => code::CANNOT_RUN,
+                _ => code::FAILED,
+            };
+        }
+        if let Some(error) = cause.downcast_ref::<approval_gate::Error>() {
+            return match error {
+                E::NotApproved(_) => code::NOT_APPROVED,
+                E::Denied(_) => code::DENIED,
+                E::Expired(_) | E::ApprovalExpired { .. } | E::ExpiredDuringConsume { .. } => {
+                    code::EXPIRED
+                }
+                E::Revoked(_) => code::REVOKED,
+                E::AlreadyConsumed(_) => code::ALREADY_CONSUMED,
+                E::ActionMismatch(_)
+                | E::OperationMismatch { .. }
+                | E::PayloadMismatch { .. }
+                | E::PayloadType { .. } => code::MISMATCH,
+                E::InsufficientApprovals { .. }
+                | E::BadSignature { .. }
+                | E::UntrustedSigner { .. }
+                | E::SignatureRequired { .. } => code::SIGNATURE,
+                E::NotFound(_) | E::Archived(_) => code::NOT_FOUND,
+                E::DurabilityUnknown { .. } | E::NotRecorded { .. } => code::SPENT_NOT_RUN,
+                _ => code::FAILED,
+            };
+        }
+    }
+    code::FAILED
+}
+
+/// `consume`: the claim alone.
+pub(crate) fn consume(
+    gate: &Gate,
+    args: &BindingArgs,
+    operation: Option<&str>,
+    json: bool,
+) -> anyhow::Result<Exit> {
+    let binding = binding(gate, args, operation)?;
+    let grant = gate.consume::<Value>(args.id, &binding)?;
+    let payload = frozen_payload(&grant)?;
+    if json {
+        let claim = json!({
+            "id": grant.id(),
+            "action": binding.action(),
+            "operation": grant.operation(),
+            "payloadDigest": grant.payload_digest(),
+            "payload": grant.payload(),
+            "expiresAt": grant.expires_at(),
+        });
+        output::stdout(&render::json(&claim)?)?;
+    } else {
+        let room = output::width().saturating_sub(24);
+        output::stderr_line(&format!(
+            "consumed {}: {}",
+            grant.id(),
+            escape_truncated(binding.action(), room.max(24))
+        ));
+        // The payload as approved, byte for byte, for the script that asked.
+        if let Some(payload) = payload {
+            output::stdout(payload.as_str())?;
+        }
+    }
+    Ok(Exit::Done)
+}
+
+/// `exec`: wait if asked, check everything that can be checked for free, claim, run, record.
+pub(crate) fn exec(gate: &Gate, args: &ExecArgs) -> anyhow::Result<Exit> {
+    let id = args.binding.id;
+    // Found before anything is spent: a typo in CMD must not use up the approval.
+    let program = resolve(&args.command[0])?;
+    if args.wait {
+        wait(gate, id, args.timeout)?;
+    }
+    let binding = binding(gate, &args.binding, Some(&args.operation))?;
+    // From here until the command has started, a signal stops exec instead.
+    let forward = Forwarder::install()?;
+    let result = gate.execute_approved(id, &binding, |grant: &Grant<Value>| {
+        run(grant, &program, &args.command[1..], &forward)
+    });
+    forward.close();
+    match result {
+        Ok(end) | Err(RunError::Command(end)) => {
+            if let Some(note) = end.note() {
+                output::stderr_line(&format!("approval-gate: exec {id}: {note}"));
+            }
+            Ok(Exit::Status(end.exit_code()))
+        }
+        Err(RunError::Refused(error)) => Err(error.into()),
+    }
+}
+
+/// Waits for the request's decision: until it is made, it expires, or `timeout` passes.
+fn wait(gate: &Gate, id: RequestId, timeout: Option<Duration>) -> anyhow::Result<()> {
+    let report = gate.status(id)?;
+    let left = gate
+        .now()
+        .millis_until(report.request().expires_at())
+        .max(0)
+        .unsigned_abs();
+    // A little past the expiry, so that the wait sees the request expire.
+    let until_expiry = Duration::from_millis(left) + Duration::from_secs(1);
+    let timeout = timeout.map_or(until_expiry, |t| t.min(until_expiry));
+    // Whatever the wait saw, the claim decides: a request still pending is refused there,
+    // and audited, like any other.
+    gate.wait_for_decision(id, timeout)?;
+    Ok(())
+}
+
+/// The binding the caller states: its action (or the request's own), operation and payload.
+/// A payload that cannot be read is a refusal of this consume, and audited as one.
+fn binding(gate: &Gate, args: &BindingArgs, operation: Option<&str>) -> anyhow::Result<Binding> {
+    let id = args.id;
+    let refused = |error: approval_gate::Error| {
+        gate.record_refused_consume(id, &error);
+        anyhow::Error::new(error)
+    };
+    let payload = match read_payload(args) {
+        Ok(payload) => payload,
+        Err(PayloadInput::Invalid(error)) => return Err(refused(error.into())),
+        Err(PayloadInput::Io(error)) => return Err(error),
+    };
+    let action = match &args.action {
+        Some(action) => action.clone(),
+        None => match gate.status(id) {
+            Ok(report) => report.request().action().to_owned(),
+            Err(error) => return Err(refused(error)),
+        },
+    };
+    let mut binding = Binding::new(action);
+    if let Some(operation) = operation {
+        binding = binding.operation(operation);
+    }
+    if let Some(payload) = payload {
+        binding = binding.payload(payload);
+    }
+    Ok(binding)
+}
+
+enum PayloadInput {
+    Invalid(approval_gate::PayloadError),
+    Io(anyhow::Error),
+}
+
+fn read_payload(args: &BindingArgs) -> Result<Option<CanonicalPayload>, PayloadInput> {
+    let (text, from) = if let Some(path) = &args.payload_file {
+        let file = std::fs::File::open(path).map_err(|e| {
+            PayloadInput::Io(anyhow::Error::new(e).context(format!(
+                "cannot read the payload file {}",
+                escape(&path.display().to_string())
+            )))
+        })?;
+        (read_bounded(file), "the payload file")
+    } else if args.payload_stdin {
+        (read_bounded(io::stdin().lock()), "standard input")
+    } else {
+        return Ok(None);
+    };
+    let text = text.map_err(|e| {
+        PayloadInput::Io(anyhow::Error::new(e).context(format!("cannot read {from}")))
+    })?;
+    CanonicalPayload::from_json_text(&text)
+        .map(Some)
+        .map_err(PayloadInput::Invalid)
+}
+
+fn read_bounded(source: impl Read) -> io::Result<String> {
+    let mut text = String::new();
+    source
+        .take(MAX_PAYLOAD_INPUT + 1)
+        .read_to_string(&mut text)?;
+    if text.len() as u64 > MAX_PAYLOAD_INPUT {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!("the payload is longer than {MAX_PAYLOAD_INPUT} bytes"),
+        ));
+    }
+    Ok(text)
+}
+
+/// The path `program` names: itself if it holds a slash, else the first executable file of
+/// that name in `PATH`, as a shell would find it. Checked before the claim; running it may
+/// still fail, after the claim, and that is recorded as the execution's outcome.
+fn resolve(program: &OsStr) -> anyhow::Result<PathBuf> {
+    let shown = || escape(&program.to_string_lossy());
+    let candidates: Vec<PathBuf> = if program.as_encoded_bytes().contains(&b'/') {
+        vec![PathBuf::from(program)]
+    } else {
+        let path = std::env::var_os("PATH").unwrap_or_default();
+        std::env::split_paths(&path)
+            .map(|dir| dir.join(program))
+            .collect()
+    };
+    let mut not_executable = None;
+    for candidate in candidates {
+        match std::fs::metadata(&candidate) {
+            Ok(meta) if meta.is_file() && meta.permissions().mode() & 0o111 != 0 => {
+                return Ok(candidate);
+            }
+            Ok(_) => not_executable = Some(candidate),
+            Err(_) => {}
+        }
+    }
+    Err(match not_executable {
+        Some(path) => Refusal::new(
+            "command_not_executable",
+            format!(
+                "{} is not an executable file; nothing was consumed",
+                escape(&path.display().to_string())
+            ),
+        ),
+        None => Refusal::new(
+            "command_not_found",
+            format!("command not found: {}; nothing was consumed", shown()),
+        ),
+    }
+    .into())
+}
+
+/// Why the closure given to `execute_approved` did not end with a command that exited 0.
+enum RunError {
+    /// A refusal of the claim or of the start: the command never ran.
+    Refused(approval_gate::Error),
+    /// The command ran and failed, or could not be run after the claim: its outcome.
+    Command(End),
+}
+
+impl From<approval_gate::Error> for RunError {
+    fn from(error: approval_gate::Error) -> Self {
+        Self::Refused(error)
+    }
+}
+
+impl fmt::Display for RunError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Refused(error) => write!(f, "{error}"),
+            Self::Command(end) => write!(f, "{end}"),
+        }
+    }
+}
+
+/// How the command ended, as the audit log and the exit status tell it.
+enum End {
+    Exited(ExitStatus),
+    /// A signal reached exec after the claim and before the command started.
+    Stopped(i32),
+    /// Spawning failed after the claim.
+    CouldNotStart(io::Error),
+}
+
+impl End {
+    fn exit_code(&self) -> u8 {
+        match self {
+            Self::Exited(status) => match (status.code(), status.signal()) {
+                // An exit status is one byte; `code` is that byte.
+                (Some(code), _) => code.to_le_bytes()[0],
+                (None, Some(signal)) => signal_code(signal),
+                (None, None) => code::FAILED,
+            },
+            Self::Stopped(signal) => signal_code(*signal),
+            Self::CouldNotStart(error) if error.kind() == io::ErrorKind::NotFound => {
+                code::NOT_FOUND_CMD
+            }
+            Self::CouldNotStart(_) => code::CANNOT_RUN,
+        }
+    }
+
+    /// What exec says on stderr about an end the command did not report itself.
+    fn note(&self) -> Option<String> {
+        match self {
+            Self::Exited(status) if status.code().is_some() => None,
+            other => Some(format!("{other}")),
+        }
+    }
+}
+
+impl fmt::Display for End {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Exited(status) => match (status.code(), status.signal()) {
+                (Some(code), _) => write!(f, "the command exited with status {code}"),
+                (None, Some(signal)) => {
+                    write!(f, "the command was killed by signal {signal}")?;
+                    if let Some(name) = signal_hook::low_level::signal_name(signal) {
+                        write!(f, " ({name})")?;
+                    }
+                    if status.core_dumped() {
+                        write!(f, " and dumped core")?;
+                    }
+                    Ok(())
+                }
+                (None, None) => write!(f, "the command ended ({status})"),
+            },
+            Self::Stopped(signal) => write!(
+                f,
+                "not run: exec received signal {signal} before the command started"
+            ),
+            Self::CouldNotStart(error) => write!(f, "the command could not be started: {error}"),
+        }
+    }
+}
+
+/// The approved payload, canonical, checked against the digest the claim was made for.
+fn frozen_payload(grant: &Grant<Value>) -> Result<Option<CanonicalPayload>, approval_gate::Error> {
+    let Some(digest) = grant.payload_digest() else {
+        return Ok(None);
+    };
+    let payload = CanonicalPayload::from_value(grant.payload())?;
+    if payload.digest() != digest {
+        // Cannot happen: consume checked that the payload round-trips. Refuse all the same.
+        return Err(approval_gate::Error::PayloadMismatch {
+            id: grant.id(),
+            expected: digest.to_hex(),
+        });
+    }
+    Ok(Some(payload))
+}
+
+/// 128 + N for signal N, as a shell reports a command a signal ended.
+fn signal_code(signal: i32) -> u8 {
+    128u8.saturating_add(u8::try_from(signal).unwrap_or(u8::MAX))
+}
+
+/// The command's run inside the execution: the last check, the start, the payload on its
+/// standard input, and its end.
+fn run(
+    grant: &Grant<Value>,
+    program: &Path,
+    args: &[OsString],
+    forward: &Forwarder,
+) -> Result<End, RunError> {
+    let payload = frozen_payload(grant)?;
+    let mut command = Command::new(program);
+    command.args(args);
+    command
+        .env_remove("APPROVAL_GATE_PAYLOAD_DIGEST")
+        .env("APPROVAL_GATE_ID", grant.id().to_string())
+        .env(
+            "APPROVAL_GATE_OPERATION",
+            grant.operation().unwrap_or_default(),
+        );
+    if let Some(digest) = grant.payload_digest() {
+        command.env("APPROVAL_GATE_PAYLOAD_DIGEST", digest.to_hex());
+    }
+    command.stdin(if payload.is_some() {
+        Stdio::piped()
+    } else {
+        Stdio::null()
+    });
+    grant.assert_active()?;
+    let mut child = match forward.spawn(&mut command) {
+        Ok(Some(child)) => child,
+        Ok(None) => {
+            let signal = forward.pending().unwrap_or(SIGTERM);
+            return Err(RunError::Command(End::Stopped(signal)));
+        }
+        Err(error) => return Err(RunError::Command(End::CouldNotStart(error))),
+    };
+    let feeder = child.stdin.take().zip(payload).map(|(mut stdin, payload)| {
+        std::thread::spawn(move || {
+            // A command that does not read its input, or stops early, is its own affair.
+            let _ = stdin.write_all(payload.as_bytes());
+        })
+    });
+    let status = loop {
+        match child.wait() {
+            Ok(status) => break status,
+            Err(error) if error.kind() == io::ErrorKind::Interrupted => {}
+            Err(error) => {
+                return Err(RunError::Command(End::CouldNotStart(io::Error::new(
+                    error.kind(),
+                    format!("lost track of the command: {error}"),
+                ))));
+            }
+        }
+    };
+    if let Some(feeder) = feeder {
+        let _ = feeder.join();
+    }
+    if status.success() {
+        Ok(End::Exited(status))
+    } else {
+        Err(RunError::Command(End::Exited(status)))
+    }
+}
+
+/// Passes signals sent to exec on to the command, and stops exec before the command starts
+/// if one comes first.
+struct Forwarder {
+    state: Arc<Mutex<Forwarding>>,
+    handle: signal_hook::iterator::Handle,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+#[derive(Default)]
+struct Forwarding {
+    child: Option<rustix::process::Pid>,
+    /// A signal that arrived before the command started.
+    pending: Option<i32>,
+}
+
+impl Forwarder {
+    fn install() -> io::Result<Self> {
+        let mut signals = SignalsInfo::<WithOrigin>::new(FORWARDED)?;
+        let handle = signals.handle();
+        let state = Arc::new(Mutex::new(Forwarding::default()));
+        let shared = Arc::clone(&state);
+        let thread = std::thread::Builder::new()
+            .name("exec-signals".into())
+            .spawn(move || {
+                for origin in signals.forever() {
+                    let mut state = shared.lock().unwrap_or_else(PoisonError::into_inner);
+                    let Some(child) = state.child else {
+                        state.pending.get_or_insert(origin.signal);
+                        continue;
+                    };
+                    // The terminal sends its signals to the whole foreground process group,
+                    // the command included: passing them on would deliver them twice.
+                    let from_terminal = origin.cause == Cause::Kernel;
+                    let from_child = origin
+                        .process
+                        .is_some_and(|p| p.pid == child.as_raw_nonzero().get());
+                    if from_terminal || from_child {
+                        continue;
+                    }
+                    if let Some(signal) = rustix::process::Signal::from_named_raw(origin.signal) {
+                        let _ = rustix::process::kill_process(child, signal);
+                    }
+                }
+            })?;
+        Ok(Self {
+            state,
+            handle,
+            thread: Some(thread),
+        })
+    }
+
+    /// Starts the command unless a signal came first (then `None`).
+    fn spawn(&self, command: &mut Command) -> io::Result<Option<Child>> {
+        let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        if state.pending.is_some() {
+            return Ok(None);
+        }
+        let child = command.spawn()?;
+        state.child = Some(rustix::process::Pid::from_child(&child));
+        Ok(Some(child))
+    }
+
+    fn pending(&self) -> Option<i32> {
+        self.state
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .pending
+    }
+
+    fn close(mut self) {
+        self.handle.close();
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use approval_gate::{Error as E, Timestamp};
+
+    use super::*;
+
+    #[test]
+    fn each_refusal_has_the_documented_code_and_anything_else_is_125() {
+        let id = RequestId::parse("0123456789ab").unwrap();
+        let at = Timestamp::from_unix_millis(0);
+        let cases: Vec<(E, u8)> = vec![
+            (E::NotApproved(id), 110),
+            (E::Denied(id), 111),
+            (E::Expired(id), 112),
+            (E::ApprovalExpired { id, expired_at: at }, 112),
+            (E::ExpiredDuringConsume { id, expired_at: at }, 112),
+            (E::Revoked(id), 113),
+            (E::AlreadyConsumed(id), 114),
+            (E::ActionMismatch(id), 115),
+            (
+                E::OperationMismatch {
+                    id,
+                    expected: None,
+                    got: Some("x".into()),
+                },
+                115,
+            ),
+            (
+                E::PayloadMismatch {
+                    id,
+                    expected: "none".into(),
+                },
+                115,
+            ),
+            (
+                E::InsufficientApprovals {
+                    id,
+                    valid: 0,
+                    required: 1,
+                },
+                116,
+            ),
+            (
+                E::BadSignature {
+                    id,
+                    principal: "a".into(),
+                    problem: "b".into(),
+                },
+                116,
+            ),
+            (
+                E::UntrustedSigner {
+                    id,
+                    principal: "a".into(),
+                    key: "k".into(),
+                },
+                116,
+            ),
+            (E::SignatureRequired { id, required: 2 }, 116),
+            (E::NotFound(id), 117),
+            (E::Archived(id), 117),
+            (
+                E::NotRecorded {
+                    id,
+                    operation: "execute",
+                    source: Box::new(E::NoStateDir),
+                },
+                118,
+            ),
+            (
+                E::DurabilityUnknown {
+                    id,
+                    operation: "consume",
+                    source: Box::new(E::NoStateDir),
+                },
+                118,
+            ),
+            (E::NoStateDir, 125),
+            (
+                E::AuditBroken {
+                    line: 1,
+                    problem: "p".into(),
+                },
+                125,
+            ),
+        ];
+        for (error, code) in cases {
+            let shown = error.to_string();
+            let wrapped = anyhow::Error::new(error).context("exec");
+            assert_eq!(exit_code(&wrapped), code, "{shown}");
+        }
+        let own = |code, text: &str| anyhow::Error::new(Refusal::new(code, text));
+        assert_eq!(exit_code(&own("command_not_found", "x")), 127);
+        assert_eq!(exit_code(&own("command_not_executable", "x")), 126);
+        assert_eq!(exit_code(&own("usage", "x")), 125);
+        assert_eq!(exit_code(&anyhow::anyhow!("anything else")), 125);
+    }
+
+    #[test]
+    fn an_end_is_the_commands_status_or_128_plus_its_signal() {
+        let exited = |raw| End::Exited(ExitStatus::from_raw(raw));
+        assert_eq!(exited(0).exit_code(), 0);
+        assert_eq!(exited(3 << 8).exit_code(), 3);
+        assert_eq!(exited(255 << 8).exit_code(), 255);
+        assert_eq!(exited(15).exit_code(), 128 + 15);
+        assert_eq!(End::Stopped(2).exit_code(), 130);
+        let not_found = io::Error::from(io::ErrorKind::NotFound);
+        assert_eq!(End::CouldNotStart(not_found).exit_code(), 127);
+        let denied = io::Error::from(io::ErrorKind::PermissionDenied);
+        assert_eq!(End::CouldNotStart(denied).exit_code(), 126);
+        assert_eq!(exited(3 << 8).note(), None);
+        assert_eq!(
+            exited(15).note().as_deref(),
+            Some("the command was killed by signal 15 (SIGTERM)")
+        );
+        assert_eq!(
+            End::Stopped(15).to_string(),
+            "not run: exec received signal 15 before the command started"
+        );
+    }
+
+    #[test]
+    fn a_payload_longer_than_the_bound_is_refused_and_one_at_it_is_read() {
+        let at = "x".repeat(MAX_PAYLOAD_INPUT as usize);
+        assert_eq!(read_bounded(at.as_bytes()).unwrap().len(), at.len());
+        let over = format!("{at}x");
+        let error = read_bounded(over.as_bytes()).unwrap_err();
+        assert!(error.to_string().contains("longer than"), "{error}");
+    }
+}
