@@ -431,12 +431,14 @@ fn run(
         }
         Err(error) => return Err(RunError::Command(End::CouldNotStart(error))),
     };
-    let feeder = child.stdin.take().zip(payload).map(|(mut stdin, payload)| {
-        std::thread::spawn(move || {
-            // A command that does not read its input, or stops early, is its own affair.
-            let _ = stdin.write_all(payload.as_bytes());
-        })
-    });
+    if let Some((mut stdin, payload)) = child.stdin.take().zip(payload) {
+        // Written here, not on a thread: nothing waits on the command's output meanwhile,
+        // so a command that reads its input late only delays this write, and one that
+        // exits without reading it ends it (a broken pipe, its own affair). Signals are
+        // passed on by the forwarding thread all the while. The pipe closes at the end of
+        // this block: the command sees the end of its input.
+        let _ = stdin.write_all(payload.as_bytes());
+    }
     let status = loop {
         match child.wait() {
             Ok(status) => break status,
@@ -449,9 +451,6 @@ fn run(
             }
         }
     };
-    if let Some(feeder) = feeder {
-        let _ = feeder.join();
-    }
     if status.success() {
         Ok(End::Exited(status))
     } else {

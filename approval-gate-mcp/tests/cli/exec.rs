@@ -332,7 +332,7 @@ fn a_signal_sent_to_exec_reaches_the_command_once() {
     let exec = Exec::new();
     let id = exec.approved();
     let script = r#"trap 'echo term >> "$OUT/got"; kill $sleeper; exit 7' TERM
-sleep 60 & sleeper=$!
+sleep 60 >/dev/null 2>&1 & sleeper=$!
 echo ready
 wait $sleeper"#;
     let child = started(&exec, id, script);
@@ -486,7 +486,7 @@ fn ctrl_c_at_the_terminal_reaches_the_command_once_not_twice() {
     // The terminal sends SIGINT to exec and the command alike: exec must not add its own.
     // A second SIGINT would arrive while the trap sleeps, and run the trap again.
     let script = r#"trap 'echo int >> "$OUT/got"; kill $sleeper; sleep 1; exit 5' INT
-sleep 60 & sleeper=$!
+sleep 60 >/dev/null 2>&1 & sleeper=$!
 echo ready
 wait $sleeper"#;
     let command = exec.command(id, PAYLOAD, script);
