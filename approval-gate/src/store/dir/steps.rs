@@ -1,6 +1,9 @@
 //! The directory store's two steps that take more than a file or two: filing under the
 //! filing lock, and recovery after a crash.
 
+use std::collections::HashSet;
+use std::path::Path;
+
 use serde_json::json;
 
 use super::queue::{self, Index};
@@ -187,12 +190,15 @@ impl DirStore {
         self.audit.repair_torn_tail()?;
         let mut recovery = Recovery::default();
 
-        let claims = ids_in(&self.layout.claims_dir(), ".used")?;
-        let logged = ids_in(&self.layout.claims_dir(), ".logged")?;
-        let mut unlogged: Vec<RequestId> = claims
-            .into_iter()
-            .filter(|id| !logged.contains(id))
-            .collect();
+        // One listing of the claims for both passes (it grows with every consumed request
+        // until they are archived): an execution marker made after it belongs to a live
+        // executor, which this pass would skip anyway, and the next open sees it.
+        let ClaimFiles {
+            used,
+            logged,
+            mut executions,
+        } = claim_files(&self.layout.claims_dir())?;
+        let mut unlogged: Vec<RequestId> = used.difference(&logged).copied().collect();
         unlogged.sort_unstable();
         for id in unlogged {
             // The consume that made the claim holds this lock until its line is written.
@@ -211,7 +217,6 @@ impl DirStore {
             fs::touch(&self.layout.claim_logged(id))?;
         }
 
-        let mut executions = ids_in(&self.layout.claims_dir(), ".exec")?;
         executions.sort_unstable();
         for id in executions {
             // A live executor holds its mark; only a dead one lets go of it.
@@ -250,6 +255,40 @@ fn entry(
 
 fn has(records: &[AuditRecord], id: RequestId, event: AuditEvent) -> bool {
     records.iter().any(|r| r.id == id && r.event == event)
+}
+
+/// The ids of the claims directory's files, by kind.
+struct ClaimFiles {
+    used: HashSet<RequestId>,
+    logged: HashSet<RequestId>,
+    executions: Vec<RequestId>,
+}
+
+fn claim_files(dir: &Path) -> Result<ClaimFiles, Error> {
+    let mut files = ClaimFiles {
+        used: HashSet::new(),
+        logged: HashSet::new(),
+        executions: Vec::new(),
+    };
+    for name in fs::list_names(dir)? {
+        let Some((id, kind)) = name.split_once('.') else {
+            continue;
+        };
+        let Ok(id) = RequestId::parse(id) else {
+            continue;
+        };
+        match kind {
+            "used" => {
+                files.used.insert(id);
+            }
+            "logged" => {
+                files.logged.insert(id);
+            }
+            "exec" => files.executions.push(id),
+            _ => {}
+        }
+    }
+    Ok(files)
 }
 
 #[cfg(test)]
@@ -301,5 +340,30 @@ mod tests {
                 "{place}: no line"
             );
         }
+    }
+
+    #[test]
+    fn claim_files_sorts_the_claims_directory_by_kind_and_skips_strangers() {
+        let dir = tempfile::tempdir().unwrap();
+        for name in [
+            "a1b2c3d4e5f6.used",
+            "a1b2c3d4e5f6.logged",
+            "a1b2c3d4e5f6.exec",
+            "0123456789ab.used",
+            "0123456789ab.exec",
+            "not-an-id.used",
+            "a1b2c3d4e5f6.other",
+            "a1b2c3d4e5f6",
+        ] {
+            std::fs::write(dir.path().join(name), b"").unwrap();
+        }
+        let files = claim_files(dir.path()).unwrap();
+        let a = RequestId::parse("a1b2c3d4e5f6").unwrap();
+        let b = RequestId::parse("0123456789ab").unwrap();
+        assert_eq!(files.used, HashSet::from([a, b]));
+        assert_eq!(files.logged, HashSet::from([a]));
+        let mut executions = files.executions;
+        executions.sort_unstable();
+        assert_eq!(executions, [b, a]);
     }
 }
