@@ -391,7 +391,8 @@ pub(crate) struct ExecArgs {
     /// The operation the approval must name (such as smtp.send).
     #[arg(long, value_name = "OP")]
     pub(crate) operation: String,
-    /// Wait for the decision first, until it is made or the request expires.
+    /// Wait for the decision first, until it is made or the request expires (saying so on
+    /// stderr while the request is pending).
     #[arg(long)]
     pub(crate) wait: bool,
     /// With --wait: wait at most this long (such as 90s or 10m).

@@ -32,9 +32,9 @@ use crate::display::{escape, escape_truncated};
 /// The signals `exec` passes on to its command.
 const FORWARDED: [i32; 7] = [SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGUSR1, SIGUSR2, SIGALRM];
 
-/// Most bytes read as a payload: room for a canonical payload at its limit written out with
-/// generous whitespace; anything longer could not be approved anyway.
-const MAX_PAYLOAD_INPUT: u64 = 16 * MAX_PAYLOAD_BYTES as u64;
+/// Most bytes read as a payload: the most a payload's JSON text may be (the library refuses
+/// longer text, whitespace included), so reading on could only waste memory.
+const MAX_PAYLOAD_INPUT: u64 = MAX_PAYLOAD_BYTES as u64;
 
 /// `exec`'s documented exit codes for what it decides itself (the command's own status is
 /// passed through; see `exec --help`).
@@ -175,6 +175,13 @@ fn wait(gate: &Gate, id: RequestId, timeout: Option<Duration>) -> anyhow::Result
     // A little past the expiry, so that the wait sees the request expire.
     let until_expiry = Duration::from_millis(left) + Duration::from_secs(1);
     let timeout = timeout.map_or(until_expiry, |t| t.min(until_expiry));
+    if report.effective_status() == approval_gate::EffectiveStatus::Pending {
+        // Whoever runs the script sees why it stopped, and for how long it may.
+        output::stderr_line(&format!(
+            "approval-gate: exec {id}: waiting for a decision (at most {})",
+            humantime::format_duration(Duration::from_secs(timeout.as_secs()))
+        ));
+    }
     // Whatever the wait saw, the claim decides: a request still pending is refused there,
     // and audited, like any other.
     gate.wait_for_decision(id, timeout)?;
@@ -246,7 +253,9 @@ fn read_bounded(source: impl Read) -> io::Result<String> {
     if text.len() as u64 > MAX_PAYLOAD_INPUT {
         return Err(io::Error::new(
             io::ErrorKind::InvalidData,
-            format!("the payload is longer than {MAX_PAYLOAD_INPUT} bytes"),
+            format!(
+                "the payload is longer than {MAX_PAYLOAD_INPUT} bytes, the most a payload may be"
+            ),
         ));
     }
     Ok(text)

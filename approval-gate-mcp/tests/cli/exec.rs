@@ -398,7 +398,24 @@ fn exec_wait_runs_once_the_human_approves_and_refuses_when_time_runs_out() {
     assert_exit(&timed_out, 110, "not approved");
     assert_eq!(exec.runs(), 0);
 
-    let waiting = waited("10m").stdout(Stdio::piped()).spawn().unwrap();
+    assert!(
+        stderr(&timed_out).contains(&format!("exec {id}: waiting for a decision (at most 0s)"))
+    );
+
+    // Approved while exec waits (it says so before it waits): it runs, once.
+    let mut waiting = waited("10m")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut said = String::new();
+    BufReader::new(waiting.stderr.as_mut().unwrap())
+        .read_line(&mut said)
+        .unwrap();
+    assert_eq!(
+        said,
+        format!("approval-gate: exec {id}: waiting for a decision (at most 10m)\n")
+    );
     exec.store
         .gate()
         .approve(id, &Decision::by("alice"))
@@ -406,6 +423,38 @@ fn exec_wait_runs_once_the_human_approves_and_refuses_when_time_runs_out() {
     let output = waiting.wait_with_output().unwrap();
     assert_success(&output);
     assert_eq!(exec.runs(), 1);
+}
+
+#[test]
+fn exec_wait_without_a_timeout_waits_until_the_request_expires_and_then_says_expired() {
+    let exec = Exec::new();
+    // Filed on a clock an hour less 1.5 s back: it expires 1.5 s from now.
+    let gate = exec
+        .store
+        .gate_ago(Duration::from_secs(3600) - Duration::from_millis(1500));
+    let ask = NewRequest::new(ACTION, "the invoice is due")
+        .operation(OP)
+        .payload(CanonicalPayload::from_json_text(PAYLOAD).unwrap());
+    let id = gate.request_approval(ask).unwrap().request.id();
+    let file = exec.payload_file(PAYLOAD);
+    let output = exec
+        .store
+        .command(&[
+            "exec",
+            id.as_str(),
+            "--operation",
+            OP,
+            "--wait",
+            "--payload-file",
+        ])
+        .arg(&file)
+        .args(["--", "sh", "-c", RECORDER])
+        .env("OUT", &exec.out)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_exit(&output, 112, "expired");
+    assert_eq!(exec.runs(), 0);
 }
 
 #[test]
