@@ -330,6 +330,8 @@ enum End {
     Stopped(i32),
     /// Spawning failed after the claim.
     CouldNotStart(io::Error),
+    /// The command started, and waiting for its end failed.
+    Lost(io::Error),
 }
 
 impl End {
@@ -346,6 +348,7 @@ impl End {
                 code::NOT_FOUND_CMD
             }
             Self::CouldNotStart(_) => code::CANNOT_RUN,
+            Self::Lost(_) => code::FAILED,
         }
     }
 
@@ -380,6 +383,10 @@ impl fmt::Display for End {
                 "not run: exec received signal {signal} before the command started"
             ),
             Self::CouldNotStart(error) => write!(f, "the command could not be started: {error}"),
+            Self::Lost(error) => write!(
+                f,
+                "exec lost track of the command, whose outcome is unknown: {error}"
+            ),
         }
     }
 }
@@ -448,18 +455,11 @@ fn run(
         // this block: the command sees the end of its input.
         let _ = stdin.write_all(payload.as_bytes());
     }
-    let status = loop {
-        match child.wait() {
-            Ok(status) => break status,
-            Err(error) if error.kind() == io::ErrorKind::Interrupted => {}
-            Err(error) => {
-                return Err(RunError::Command(End::CouldNotStart(io::Error::new(
-                    error.kind(),
-                    format!("lost track of the command: {error}"),
-                ))));
-            }
-        }
-    };
+    forward.until_ended(&child);
+    // std retries an interrupted wait itself; any other error leaves the end unknown.
+    let status = child
+        .wait()
+        .map_err(|error| RunError::Command(End::Lost(error)))?;
     if status.success() {
         Ok(End::Exited(status))
     } else {
@@ -527,6 +527,23 @@ impl Forwarder {
         let child = command.spawn()?;
         state.child = Some(rustix::process::Pid::from_child(&child));
         Ok(Some(child))
+    }
+
+    /// Waits for the command to end without reaping it, then stops passing signals on: until
+    /// it is reaped its pid cannot be reused, so a signal passed on can only reach it.
+    fn until_ended(&self, child: &Child) {
+        let pid = rustix::process::Pid::from_child(child);
+        let options =
+            rustix::process::WaitIdOptions::EXITED | rustix::process::WaitIdOptions::NOWAIT;
+        // Ended, or not waitable at all (then the reaping wait says why); again if a signal
+        // handler interrupted it.
+        while let Err(rustix::io::Errno::INTR) =
+            rustix::process::waitid(rustix::process::WaitId::Pid(pid), options)
+        {}
+        self.state
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .child = None;
     }
 
     fn pending(&self) -> Option<i32> {
@@ -654,6 +671,9 @@ mod tests {
         assert_eq!(End::CouldNotStart(not_found).exit_code(), 127);
         let denied = io::Error::from(io::ErrorKind::PermissionDenied);
         assert_eq!(End::CouldNotStart(denied).exit_code(), 126);
+        let lost = End::Lost(io::Error::from(io::ErrorKind::Other));
+        assert_eq!(lost.exit_code(), 125);
+        assert!(lost.note().unwrap().contains("outcome is unknown"));
         assert_eq!(exited(3 << 8).note(), None);
         assert_eq!(
             exited(15).note().as_deref(),
@@ -663,6 +683,26 @@ mod tests {
             End::Stopped(15).to_string(),
             "not run: exec received signal 15 before the command started"
         );
+    }
+
+    #[test]
+    fn a_signal_before_the_command_starts_stops_it_from_starting() {
+        let forward = Forwarder::install().unwrap();
+        let me = rustix::process::getpid();
+        rustix::process::kill_process(me, rustix::process::Signal::USR2).unwrap();
+        // The forwarding thread takes the signal in its own time: wait for it to say so.
+        let deadline = std::time::Instant::now() + Duration::from_secs(30);
+        while forward.pending().is_none() {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the signal never arrived"
+            );
+            std::thread::yield_now();
+        }
+        assert_eq!(forward.pending(), Some(SIGUSR2));
+        let mut command = Command::new("true");
+        assert!(forward.spawn(&mut command).unwrap().is_none());
+        forward.close();
     }
 
     #[test]
