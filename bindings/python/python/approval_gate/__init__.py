@@ -404,8 +404,12 @@ def _payload_type(func: Callable[..., Any], name: str) -> Optional[type]:
     """The body's payload type from its annotation, if it is a dataclass or a pydantic model."""
     try:
         hint = typing.get_type_hints(func).get(name)
-    except Exception:  # unresolvable annotations: the payload is passed as json values
-        return None
+    except Exception as error:
+        # Refused rather than guessed: the body would get json values where it declared a type.
+        raise TypeError(
+            f"{func.__qualname__}: cannot resolve the annotation of {name!r} ({error}); define the "
+            "payload type at module level, or leave the parameter unannotated for json values"
+        ) from error
     if isinstance(hint, type) and (dataclasses.is_dataclass(hint) or _is_pydantic_model(hint)):
         return hint
     return None
@@ -476,7 +480,12 @@ def requires_approval(*, operation: str) -> Callable[[Callable[..., R]], Callabl
                 "keyword-only parameters)"
             )
         payload_name, grant_name = params[-2].name, params[-1].name
-        declared = _payload_type(func, payload_name)
+        resolved: list = []  # the declared payload type, resolved at the first call
+
+        def declared_type() -> Optional[type]:
+            if not resolved:
+                resolved.append(_payload_type(func, payload_name))
+            return resolved[0]
 
         def prepare(args: tuple, kwargs: dict) -> Tuple[inspect.BoundArguments, Claim, Any, Optional[type], str]:
             bound = signature.bind(*args, **kwargs)
@@ -487,7 +496,7 @@ def requires_approval(*, operation: str) -> Callable[[Callable[..., R]], Callabl
                     f"not {type(claim).__name__}: only a consume makes a grant"
                 )
             payload = bound.arguments[payload_name]
-            cls = declared
+            cls = declared_type()
             if cls is None and (
                 (dataclasses.is_dataclass(payload) and not isinstance(payload, type))
                 or _is_pydantic_model(type(payload))
