@@ -33,7 +33,7 @@ fn to_py(py: Python<'_>, error: &Error) -> PyErr {
             error.code().as_str(),
             error.to_string(),
             error.request_id().map(|id| id.as_str().to_owned()),
-            error.status().map(|status| status.as_str()),
+            error.status().map(approval_gate::EffectiveStatus::as_str),
             error.took_effect(),
         ))?;
         Ok(PyErr::from_value(instance))
@@ -133,7 +133,11 @@ fn to_value(value: &Bound<'_, PyAny>, path: &str, depth: usize) -> Result<Value,
     if value.is_instance_of::<PyList>() || value.is_instance_of::<PyTuple>() {
         let depth = container(depth)?;
         let mut items = Vec::new();
-        for (index, item) in value.try_iter().map_err(|e| refuse(e.to_string()))?.enumerate() {
+        for (index, item) in value
+            .try_iter()
+            .map_err(|e| refuse(e.to_string()))?
+            .enumerate()
+        {
             let item = item.map_err(|e| refuse(e.to_string()))?;
             items.push(to_value(&item, &pointer(path, &index.to_string()), depth)?);
         }
@@ -218,8 +222,11 @@ fn report(py: Python<'_>, report: &StatusReport) -> PyResult<Py<PyAny>> {
 
 /// Seconds as a `Duration`, refusing what is negative or not a number.
 fn seconds(field: &str, value: f64) -> PyResult<Duration> {
-    Duration::try_from_secs_f64(value)
-        .map_err(|_| PyValueError::new_err(format!("{field} must be a non-negative number of seconds, not {value}")))
+    Duration::try_from_secs_f64(value).map_err(|_| {
+        PyValueError::new_err(format!(
+            "{field} must be a non-negative number of seconds, not {value}"
+        ))
+    })
 }
 
 /// What an execution's body did: returned a value, or raised. The message is taken while the
@@ -282,8 +289,7 @@ struct PyGrant {
 }
 
 impl PyGrant {
-    fn new<T>(py: Python<'_>, gate: &Gate, grant: &Grant<T>, payload: Py<PyAny>) -> Self {
-        let _ = py;
+    fn new<T>(gate: &Gate, grant: &Grant<T>, payload: Py<PyAny>) -> Self {
         Self {
             live: Mutex::new(Some(Live {
                 gate: gate.clone(),
@@ -399,22 +405,27 @@ impl PyGrant {
         false
     }
 
+    #[allow(clippy::unused_self)] // Python's protocol: a method of the instance
     fn __copy__(&self) -> PyResult<()> {
         Err(PyTypeError::new_err("a grant cannot be copied"))
     }
 
+    #[allow(clippy::unused_self)] // Python's protocol: a method of the instance
     fn __deepcopy__(&self, _memo: &Bound<'_, PyAny>) -> PyResult<()> {
         Err(PyTypeError::new_err("a grant cannot be copied"))
     }
 
+    #[allow(clippy::unused_self)] // Python's protocol: a method of the instance
     fn __reduce__(&self) -> PyResult<()> {
         Err(PyTypeError::new_err("a grant cannot be pickled or stored"))
     }
 
+    #[allow(clippy::unused_self)] // Python's protocol: a method of the instance
     fn __reduce_ex__(&self, _protocol: &Bound<'_, PyAny>) -> PyResult<()> {
         Err(PyTypeError::new_err("a grant cannot be pickled or stored"))
     }
 
+    #[allow(clippy::unused_self)] // Python's protocol: a method of the instance
     fn __getstate__(&self) -> PyResult<()> {
         Err(PyTypeError::new_err("a grant cannot be pickled or stored"))
     }
@@ -471,6 +482,7 @@ impl PyGate {
     /// `~/.approval-gate`). `approvers` is an OpenSSH `allowed_signers` file and `quorum` a
     /// list of `(operation pattern, approvals)`: together the library's `Policy`.
     #[staticmethod]
+    #[allow(clippy::too_many_arguments)] // Python's keyword arguments, one each
     #[pyo3(signature = (store=None, *, approvers=None, quorum=None, default_ttl=None, max_pending=None, max_requests=None))]
     fn open(
         py: Python<'_>,
@@ -483,9 +495,9 @@ impl PyGate {
     ) -> PyResult<Self> {
         let location = match store {
             None => None,
-            Some(store) if store.is_instance_of::<PyString>() => Some(
-                Location::parse(&store.extract::<String>()?).map_err(|e| to_py(py, &e))?,
-            ),
+            Some(store) if store.is_instance_of::<PyString>() => {
+                Some(Location::parse(&store.extract::<String>()?).map_err(|e| to_py(py, &e))?)
+            }
             Some(store) => Some(Location::Dir(store.extract::<PathBuf>()?)),
         };
         let mut limits = Limits::default();
@@ -548,6 +560,7 @@ impl PyGate {
 
     /// Files a request for a human decision. Returns `(id, deduplicated, report)`.
     #[pyo3(signature = (action, reason, *, operation=None, payload=None, ttl=None, requested_by=None))]
+    #[allow(clippy::too_many_arguments)] // Python's keyword arguments, one each
     fn request_approval(
         &self,
         py: Python<'_>,
@@ -587,7 +600,9 @@ impl PyGate {
     fn check(&self, py: Python<'_>, id: &str) -> PyResult<Py<PyAny>> {
         let id = parse_id(py, id)?;
         let gate = self.gate.clone();
-        let status = py.detach(move || gate.status(id)).map_err(|e| to_py(py, &e))?;
+        let status = py
+            .detach(move || gate.status(id))
+            .map_err(|e| to_py(py, &e))?;
         report(py, &status)
     }
 
@@ -632,7 +647,13 @@ impl PyGate {
 
     /// The human's side: denies request `id` as `by`.
     #[pyo3(signature = (id, *, by, reason=None))]
-    fn deny(&self, py: Python<'_>, id: &str, by: String, reason: Option<String>) -> PyResult<Py<PyAny>> {
+    fn deny(
+        &self,
+        py: Python<'_>,
+        id: &str,
+        by: String,
+        reason: Option<String>,
+    ) -> PyResult<Py<PyAny>> {
         let id = parse_id(py, id)?;
         let mut decision = Decision::by(by);
         if let Some(reason) = reason {
@@ -647,7 +668,13 @@ impl PyGate {
 
     /// The human's side: revokes the approval of request `id` before it is used.
     #[pyo3(signature = (id, *, by, reason=None))]
-    fn revoke(&self, py: Python<'_>, id: &str, by: String, reason: Option<String>) -> PyResult<Py<PyAny>> {
+    fn revoke(
+        &self,
+        py: Python<'_>,
+        id: &str,
+        by: String,
+        reason: Option<String>,
+    ) -> PyResult<Py<PyAny>> {
         let id = parse_id(py, id)?;
         let mut decision = Decision::by(by);
         if let Some(reason) = reason {
@@ -662,7 +689,12 @@ impl PyGate {
 
     /// The statement an approver signs (`ssh-keygen -Y sign -n approval-gate`) to approve
     /// request `id` as `principal` under a policy.
-    fn decision_statement<'py>(&self, py: Python<'py>, id: &str, principal: &str) -> PyResult<Bound<'py, pyo3::types::PyBytes>> {
+    fn decision_statement<'py>(
+        &self,
+        py: Python<'py>,
+        id: &str,
+        principal: &str,
+    ) -> PyResult<Bound<'py, pyo3::types::PyBytes>> {
         let id = parse_id(py, id)?;
         let gate = self.gate.clone();
         let principal = principal.to_owned();
@@ -692,7 +724,7 @@ impl PyGate {
             .detach(move || gate.consume::<Value>(id, &binding))
             .map_err(|e| to_py(py, &e))?;
         let payload = from_value(py, grant.payload())?;
-        Ok(PyGrant::new(py, &self.gate, &grant, payload))
+        Ok(PyGrant::new(&self.gate, &grant, payload))
     }
 
     /// Runs `body(grant)` exactly once for an approved request, and only then: the library's
@@ -719,7 +751,7 @@ impl PyGate {
                 Python::attach(|py| {
                     let call = || -> PyResult<Py<PyAny>> {
                         let payload = from_value(py, grant.payload())?;
-                        let live = Py::new(py, PyGrant::new(py, &gate, grant, payload))?;
+                        let live = Py::new(py, PyGrant::new(&gate, grant, payload))?;
                         let result = body.call1(py, (live.clone_ref(py),));
                         live.get().end();
                         result
@@ -741,7 +773,12 @@ impl PyGate {
     /// Records a consume of `id` refused before it could be asked, as the library's
     /// `Gate::record_refused_consume`: the executor's payload type cannot carry the approved
     /// payload (`payload_type`). Returns the exception to raise.
-    fn refuse_payload_type(&self, py: Python<'_>, id: &str, problem: String) -> PyResult<Py<PyAny>> {
+    fn refuse_payload_type(
+        &self,
+        py: Python<'_>,
+        id: &str,
+        problem: String,
+    ) -> PyResult<Py<PyAny>> {
         let id = parse_id(py, id)?;
         let refusal = Error::PayloadType {
             id,
@@ -757,7 +794,9 @@ impl PyGate {
     /// Returns the ids whose execution outcome is now recorded as unknown.
     fn recover(&self, py: Python<'_>) -> PyResult<Vec<String>> {
         let gate = self.gate.clone();
-        let recovery = py.detach(move || gate.recover()).map_err(|e| to_py(py, &e))?;
+        let recovery = py
+            .detach(move || gate.recover())
+            .map_err(|e| to_py(py, &e))?;
         Ok(recovery
             .unknown_outcomes
             .iter()
