@@ -530,9 +530,8 @@ impl PyGate {
                         .require(&pattern, approvals)
                         .map_err(|e| to_py(py, &e))?;
                 }
-                if policy.check_quorum_table().is_err() {
-                    policy = policy.require("*", 1).map_err(|e| to_py(py, &e))?;
-                }
+                // A table without `*` is refused, never completed with a silent one.
+                policy.check_quorum_table().map_err(|e| to_py(py, &e))?;
                 Some(policy)
             }
         };

@@ -32,13 +32,21 @@ def sign(key, statement: bytes) -> str:
     return signed.stdout.decode()
 
 
+def test_a_quorum_table_without_a_star_entry_is_refused(tmp_path):
+    _, alice_pub = make_key(tmp_path, "alice")
+    approvers = tmp_path / "allowed_signers"
+    approvers.write_text(f"alice@example.com {alice_pub}\n")
+    with pytest.raises(ag.InvalidInput, match="not `\\*`"):
+        ag.Gate.open(tmp_path / "store", approvers=approvers, quorum={"payments.*": 2})
+
+
 def test_two_trusted_signatures_make_a_payment_approval(tmp_path):
     alice, alice_pub = make_key(tmp_path, "alice")
     bob, bob_pub = make_key(tmp_path, "bob")
     mallory, _ = make_key(tmp_path, "mallory")
     approvers = tmp_path / "allowed_signers"
     approvers.write_text(f"alice@example.com {alice_pub}\nbob@example.com {bob_pub}\n")
-    gate = ag.Gate.open(tmp_path / "store", approvers=approvers, quorum="payments.*=2")
+    gate = ag.Gate.open(tmp_path / "store", approvers=approvers, quorum="payments.*=2,*=1")
 
     paid = []
 
@@ -74,6 +82,6 @@ def test_two_trusted_signatures_make_a_payment_approval(tmp_path):
     id2 = gate.request_approval("transfer 1 EUR", "test", operation="payments.transfer", payload={"c": 100}).id
     for name, key in (("alice@example.com", alice), ("bob@example.com", bob)):
         gate.approve(id2, by=name, signed=(name, sign(key, gate.decision_statement(id2, name))))
-    strict = ag.Gate.open(tmp_path / "store", approvers=other, quorum={"payments.*": 2})
+    strict = ag.Gate.open(tmp_path / "store", approvers=other, quorum={"payments.*": 2, "*": 1})
     with pytest.raises(ag.UntrustedSigner, match="alice@example.com"):
         strict.execute_approved(id2, "transfer 1 EUR", lambda g: None, operation="payments.transfer", payload={"c": 100})

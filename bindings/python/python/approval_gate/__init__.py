@@ -201,9 +201,10 @@ class Gate:
             approvers: an OpenSSH ``allowed_signers`` file. With it the gate holds a policy:
                 an approval counts only with signatures by these keys, verified in this
                 process at every consume.
-            quorum: how many distinct approvers operations need, as ``{"payments.*": 2}``,
-                pairs, or the binaries' text ``"payments.*=2,deploy.*=3"``; every other
-                operation needs one. Needs ``approvers``.
+            quorum: how many distinct approvers operations need, as
+                ``{"payments.*": 2, "*": 1}``, pairs, or the binaries' text
+                ``"payments.*=2,*=1"``. A table must say what every other operation needs
+                with a ``*`` entry (refused otherwise). Needs ``approvers``.
             default_ttl: seconds a request lives unless it asks for less (10 s to 7 days).
             max_pending: the cap of the pending queue.
             max_requests: the cap of the requests kept in the live store.
