@@ -194,3 +194,27 @@ def test_open_refuses_a_quorum_without_approvers(store):
 def test_open_refuses_an_unknown_store_scheme():
     with pytest.raises(ag.InvalidInput):
         ag.Gate.open("ftp://example.com/x")
+
+
+def test_an_expired_approval_is_refused_and_a_live_grant_stops_asserting(gate):
+    import datetime
+    import time
+
+    # The shortest time to live the library accepts; the test waits for the clock, not for
+    # any event, since expiry is the passing of time itself.
+    held = gate.request_approval("hold", "why", operation="op.run", ttl=10).id
+    unused = gate.request_approval("unused", "why", operation="op.run", ttl=10).id
+    gate.approve(held, by="alice")
+    gate.approve(unused, by="alice")
+    grant = gate.consume(held, "hold", operation="op.run")
+    grant.assert_active()
+    expires = datetime.datetime.fromisoformat(grant.expires_at.replace("Z", "+00:00")).timestamp()
+    time.sleep(max(0.0, expires - time.time()) + 0.05)
+    with pytest.raises(ag.ApprovalExpired) as expired:
+        grant.assert_active()
+    assert expired.value.request_id == held
+    ran = []
+    with pytest.raises(ag.ApprovalExpired):
+        gate.execute_approved(unused, "unused", ran.append, operation="op.run")
+    assert ran == []
+    assert gate.check(unused).status == "approved_expired"
