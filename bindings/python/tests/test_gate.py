@@ -186,6 +186,49 @@ def test_wait_async_does_not_block_the_event_loop(gate):
     assert ticks == 5 and status.status == "approved_unconsumed"
 
 
+def wait_threads() -> int:
+    """The library's wait threads alive in this process (named `approval-gate wait <id>`,
+    which the kernel cuts to 15 bytes)."""
+    import os
+
+    count = 0
+    for task in os.listdir("/proc/self/task"):
+        try:
+            with open(f"/proc/self/task/{task}/comm") as comm:
+                count += comm.read().startswith("approval-gate w")
+        except OSError:
+            pass
+    return count
+
+
+def test_cancelling_wait_async_ends_the_wait_thread(gate):
+    import time
+
+    id = gate.request_approval("act", "why").id
+    before = wait_threads()
+
+    async def main():
+        waiting = asyncio.ensure_future(gate.wait_async(id, 600))
+        for _ in range(50):  # until the wait is under way (the watch starts off the loop)
+            await asyncio.sleep(0.01)
+            if wait_threads() > before:
+                break
+        assert wait_threads() == before + 1
+        waiting.cancel()
+        try:
+            await waiting
+        except asyncio.CancelledError:
+            pass
+
+    asyncio.run(main())
+    # Thread exit raises no event to wait on: poll the kernel's list, bounded.
+    deadline = time.monotonic() + 10
+    while wait_threads() > before and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert wait_threads() == before
+    assert gate.check(id).status == "pending"
+
+
 def test_open_refuses_a_quorum_without_approvers(store):
     with pytest.raises(ag.InvalidInput):
         ag.Gate.open(store, quorum={"payments.*": 2})

@@ -264,10 +264,26 @@ class Gate:
         return Status._of(report)
 
     async def wait_async(self, id: str, timeout: float) -> Status:
-        """:meth:`wait` for asyncio: the wait runs on a worker thread, never blocking the
-        event loop. Cancelling the awaiting task stops waiting for the answer; the worker
-        thread itself ends by ``timeout`` at the latest."""
-        return await asyncio.get_running_loop().run_in_executor(None, self.wait, id, timeout)
+        """:meth:`wait` for asyncio, never blocking the event loop: the library's own wait
+        thread follows the store's events and wakes the loop when the answer is there (the
+        Rust ``Watch::wait_for_decision_async``). Cancelling the awaiting task ends the wait
+        and its thread at once."""
+        loop = asyncio.get_running_loop()
+        # Starting the watch may connect to a database: off the loop.
+        waiter = await loop.run_in_executor(None, self._native.wait_async, id, float(timeout))
+        woken = asyncio.Event()
+        fd = waiter.fileno()
+        loop.add_reader(fd, woken.set)
+        try:
+            while True:
+                woken.clear()
+                answer = waiter.poll()
+                if answer is not None:
+                    return Status._of(answer[1])
+                await woken.wait()
+        finally:
+            loop.remove_reader(fd)
+            waiter.close()
 
     def approve(
         self,
