@@ -27,7 +27,7 @@ import inspect
 import json
 import os
 import typing
-from typing import Any, Awaitable, Callable, Dict, Iterable, Mapping, Optional, Tuple, TypeVar, Union
+from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Tuple, TypeVar, Union
 
 from . import _native
 from ._native import Grant
@@ -151,7 +151,7 @@ class Submitted:
     status: Status
 
 
-def _quorum(quorum: Union[None, str, Mapping[str, int], Iterable[Tuple[str, int]]]) -> Optional[list]:
+def _quorum(quorum: Union[None, str, Mapping[str, int], Iterable[Tuple[str, int]]]) -> Optional[List[Tuple[str, int]]]:
     if quorum is None:
         return None
     if isinstance(quorum, str):
@@ -354,12 +354,12 @@ class Gate:
             id, action, body, operation=operation, payload=json_payload
         )
 
-    def recover(self) -> list:
+    def recover(self) -> List[str]:
         """Makes the audit log agree with the claims after a crash (every open does it too);
         returns the ids whose execution outcome it recorded as unknown."""
         return self._native.recover()
 
-    def audit_records(self) -> list:
+    def audit_records(self) -> List[Dict[str, Any]]:
         """Every line of the audit log, oldest first, as dicts (``seq``, ``ts``, ``event``,
         ``id`` and the event's details)."""
         return self._native.audit_records()
@@ -497,14 +497,14 @@ def requires_approval(*, operation: str) -> Callable[[Callable[..., R]], Callabl
                 "keyword-only parameters)"
             )
         payload_name, grant_name = params[-2].name, params[-1].name
-        resolved: list = []  # the declared payload type, resolved at the first call
+        resolved: List[Optional[type]] = []  # the declared payload type, resolved at the first call
 
         def declared_type() -> Optional[type]:
             if not resolved:
                 resolved.append(_payload_type(func, payload_name))
             return resolved[0]
 
-        def prepare(args: tuple, kwargs: dict) -> Tuple[inspect.BoundArguments, Claim, Any, Optional[type], str]:
+        def prepare(args: Tuple[Any, ...], kwargs: Dict[str, Any]) -> Tuple[inspect.BoundArguments, Claim, Any, Optional[type], str]:
             bound = signature.bind(*args, **kwargs)
             claim = bound.arguments[grant_name]
             if not isinstance(claim, Claim):
@@ -536,7 +536,7 @@ def requires_approval(*, operation: str) -> Callable[[Callable[..., R]], Callabl
                 arguments = bound.arguments.copy()
                 arguments[payload_name] = copy
                 arguments[grant_name] = grant
-                return call(inspect.BoundArguments(signature, arguments))  # type: ignore[arg-type]
+                return call(inspect.BoundArguments(signature, arguments))
 
             return claim.gate._native.execute_approved(
                 claim.id, claim.action, body, operation=operation, payload=value
