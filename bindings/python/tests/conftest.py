@@ -4,8 +4,12 @@ side of the library (``Gate.approve``, the same call as Rust's public ``Gate::ap
 from __future__ import annotations
 
 import os
+import shutil
+import subprocess
 import sys
+import uuid
 from typing import Any, Callable, Optional
+from urllib.parse import urlsplit, urlunsplit
 
 import pytest
 
@@ -41,3 +45,43 @@ def approved(gate) -> Callable[..., str]:
 def events(gate: ag.Gate, id: str) -> list:
     """The audit events of one request, in order."""
     return [record["event"] for record in gate.audit_records() if record["id"] == id]
+
+
+ENV = "APPROVAL_GATE_TEST_PG"
+
+
+def admin_url() -> str:
+    url = os.environ.get(ENV, "")
+    if not url:
+        if os.environ.get("CI"):
+            pytest.fail(f"the PostgreSQL tests never skip in CI: .ci/run starts a cluster and sets {ENV}, which is not set here")
+        pytest.skip(f"{ENV} is not set")
+    return url
+
+
+@pytest.fixture
+def pg_url():
+    admin = admin_url()
+    psql = shutil.which("psql")
+    if psql is None:
+        pytest.fail("psql is needed to create the test database")
+    name = "ag_py_" + uuid.uuid4().hex[:12]
+    subprocess.run([psql, admin, "-v", "ON_ERROR_STOP=1", "-qc", f"CREATE DATABASE {name}"], check=True)
+    parts = urlsplit(admin)
+    url = urlunsplit((parts.scheme, parts.netloc, "/" + name, parts.query, parts.fragment))
+    try:
+        yield url
+    finally:
+        subprocess.run([psql, admin, "-qc", f"DROP DATABASE IF EXISTS {name} WITH (FORCE)"], check=False)
+
+
+@pytest.fixture(params=["dir", "postgres"])
+def any_store(request, tmp_path) -> Any:
+    """A fresh store of each kind: a directory, and a PostgreSQL database (initialized) on the
+    server `APPROVAL_GATE_TEST_PG` names (skipped without it, failed in CI)."""
+    if request.param == "dir":
+        yield str(tmp_path / "approvals")
+        return
+    url = request.getfixturevalue("pg_url")
+    ag.postgres_init(url)
+    yield url

@@ -7,43 +7,10 @@ missing server is a failure, never a skip.
 
 from __future__ import annotations
 
-import os
-import shutil
-import subprocess
-import uuid
-from urllib.parse import urlsplit, urlunsplit
-
 import pytest
 
 import approval_gate as ag
 from approval_gate import Claim, Grant, requires_approval
-
-ENV = "APPROVAL_GATE_TEST_PG"
-
-
-def admin_url() -> str:
-    url = os.environ.get(ENV, "")
-    if not url:
-        if os.environ.get("CI"):
-            pytest.fail(f"the PostgreSQL tests never skip in CI: .ci/run starts a cluster and sets {ENV}, which is not set here")
-        pytest.skip(f"{ENV} is not set")
-    return url
-
-
-@pytest.fixture
-def pg_url():
-    admin = admin_url()
-    psql = shutil.which("psql")
-    if psql is None:
-        pytest.fail("psql is needed to create the test database")
-    name = "ag_py_" + uuid.uuid4().hex[:12]
-    subprocess.run([psql, admin, "-v", "ON_ERROR_STOP=1", "-qc", f"CREATE DATABASE {name}"], check=True)
-    parts = urlsplit(admin)
-    url = urlunsplit((parts.scheme, parts.netloc, "/" + name, parts.query, parts.fragment))
-    try:
-        yield url
-    finally:
-        subprocess.run([psql, admin, "-qc", f"DROP DATABASE IF EXISTS {name} WITH (FORCE)"], check=False)
 
 
 def test_a_request_is_approved_executed_once_and_audited_in_postgres(pg_url):

@@ -40,8 +40,16 @@ RACER = textwrap.dedent(
 )
 
 
-def test_sixteen_processes_race_one_approval_and_exactly_one_runs(gate, approved, store, tmp_path):
-    id = approved("append one line", operation="ledger.append", payload={"line": "paid"})
+def approve(gate: ag.Gate, action: str, operation: str, payload: dict) -> str:
+    id = gate.request_approval(action, "a test", operation=operation, payload=payload).id
+    gate.approve(id, by="alice")
+    return id
+
+
+def test_sixteen_processes_race_one_approval_and_exactly_one_runs(any_store, tmp_path):
+    store = any_store
+    gate = ag.Gate.open(store)
+    id = approve(gate, "append one line", "ledger.append", {"line": "paid"})
     effects = tmp_path / "effects.txt"
     racers = [
         subprocess.Popen(
@@ -89,10 +97,9 @@ CRASHER = textwrap.dedent(
 )
 
 
-def test_a_process_killed_mid_execution_leaves_the_approval_spent_and_the_outcome_unknown(
-    approved, store
-):
-    id = approved("deploy build 42", operation="deploy.production", payload={"build": 42})
+def test_a_process_killed_mid_execution_leaves_the_approval_spent_and_the_outcome_unknown(any_store):
+    store = any_store
+    id = approve(ag.Gate.open(store), "deploy build 42", "deploy.production", {"build": 42})
     crasher = subprocess.Popen(
         [sys.executable, "-c", CRASHER, store, id], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
     )
