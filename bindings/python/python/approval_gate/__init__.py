@@ -1,0 +1,567 @@
+"""Human approval for an AI agent's consequential actions, from Python.
+
+An agent (possibly prompt-injected) may *ask*. Only a human, out of band, may *decide*. Only
+trusted executor code may *act*, and it acts only through a successful consume of an approved
+request, bound to the exact action text, operation and canonical payload the human saw.
+Pending, approved-but-not-consumed, denied, expired, revoked, timed out, any error: all of them
+mean **no**.
+
+This package is a binding of the Rust library ``approval-gate``: every check, every consume,
+every audit line and every payload's canonical bytes (RFC 8785) and digest (BLAKE3) are the
+library's own, so a Python executor and a Rust one agree on every request in a shared store.
+
+    >>> gate = Gate.open("/tmp/approvals")                       # doctest: +SKIP
+    >>> @requires_approval(operation="smtp.send")                 # doctest: +SKIP
+    ... def send(email: Email, grant: Grant) -> str:
+    ...     grant.assert_active()          # immediately before the side effect
+    ...     return smtp.send(email)        # `email` is rebuilt from the approved bytes
+    >>> send(email, Claim(gate, request_id, action))             # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import functools
+import inspect
+import json
+import os
+import typing
+from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Tuple, TypeVar, Union
+
+from . import _native
+from ._native import Grant
+from .errors import (
+    ApprovalGateError,
+    GrantClosed,
+    InvalidInput,
+    InvalidPayload,
+    PayloadType,
+)
+from .errors import *  # noqa: F401,F403  (every exception class, as `approval_gate.Denied`)
+from .errors import __all__ as _errors_all
+
+__all__ = [
+    "Claim",
+    "Gate",
+    "Grant",
+    "Status",
+    "Submitted",
+    "canonicalize",
+    "json_form",
+    "postgres_init",
+    "requires_approval",
+    *_errors_all,
+]
+
+R = TypeVar("R")
+
+_NO_PAYLOAD: Any = object()
+
+
+def json_form(value: Any) -> Any:
+    """The JSON value a payload stands for.
+
+    A dataclass instance is ``dataclasses.asdict(value)``; a pydantic model is
+    ``value.model_dump(mode="json")``; anything else is taken as it is, and must be JSON
+    values only (``dict`` with ``str`` keys, ``list``, ``tuple``, ``str``, ``int``, ``float``,
+    ``bool``, ``None``), checked when it is canonicalized.
+    """
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return dataclasses.asdict(value)
+    dump = getattr(type(value), "model_dump", None)
+    if dump is not None and callable(dump) and hasattr(type(value), "model_validate"):
+        return value.model_dump(mode="json")
+    return value
+
+
+def canonicalize(value: Any) -> Tuple[str, str]:
+    """The canonical JSON text (RFC 8785) of a payload and the BLAKE3 digest of its bytes.
+
+    Computed by the Rust library, so the digest is the one a Rust executor computes. Raises
+    :class:`InvalidPayload` for what cannot be a payload: ``None`` at the top level (omit the
+    payload instead), NaN or infinite floats, floats with an integral value below 1e21
+    (``1.0``; write ``1``), integers beyond ±9007199254740991, non-string keys, NUL
+    characters, lone surrogates, nesting deeper than 32, more than 64 KiB.
+    """
+    return _native.canonicalize(json_form(value))
+
+
+def postgres_init(url: str) -> int:
+    """Applies the PostgreSQL store's schema to the database at ``url`` (what
+    ``approval-gate db init`` does) and returns its version. An operator's step."""
+    return _native.postgres_init(url)
+
+
+@dataclasses.dataclass(frozen=True)
+class Status:
+    """Where a request stands: a report, never an authorization.
+
+    ``status`` is the effective status: ``pending``, ``approved_unconsumed``,
+    ``approved_expired``, ``consumed``, ``denied``, ``expired`` or ``revoked``. Only a consume
+    authorizes anything, never a status. ``report`` is the whole report as every front end
+    shows it (the CLI's ``--json``, the MCP answers).
+    """
+
+    id: str
+    status: str
+    action: str
+    reason: str
+    operation: Optional[str]
+    payload: Any
+    payload_digest: Optional[str]
+    expires_at: str
+    decided_by: Optional[str]
+    decision_reason: Optional[str]
+    required_approvals: int
+    report: Dict[str, Any] = dataclasses.field(repr=False, compare=False)
+
+    authorizes_execution: bool = dataclasses.field(default=False, init=False)
+
+    @classmethod
+    def _of(cls, report: Dict[str, Any]) -> "Status":
+        return cls(
+            id=report["id"],
+            status=report["effectiveStatus"],
+            action=report["action"],
+            reason=report["reason"],
+            operation=report.get("operation"),
+            payload=report.get("payload"),
+            payload_digest=report.get("payloadDigest"),
+            expires_at=report["expiresAt"],
+            decided_by=report.get("decidedBy"),
+            decision_reason=report.get("decisionReason"),
+            required_approvals=report.get("requiredApprovals", 1),
+            report=report,
+        )
+
+    @property
+    def pending(self) -> bool:
+        """Whether the request still waits for a human."""
+        return self.status == "pending"
+
+
+@dataclasses.dataclass(frozen=True)
+class Submitted:
+    """The answer to :meth:`Gate.request_approval`: the request now pending, and whether an
+    identical pending request already existed and is returned instead."""
+
+    id: str
+    deduplicated: bool
+    status: Status
+
+
+def _quorum(quorum: Union[None, str, Mapping[str, int], Iterable[Tuple[str, int]]]) -> Optional[List[Tuple[str, int]]]:
+    if quorum is None:
+        return None
+    if isinstance(quorum, str):
+        pairs = []
+        for item in quorum.split(","):
+            pattern, sep, number = item.partition("=")
+            if not sep or not number.strip().isdigit():
+                raise InvalidInput(f"invalid quorum: {item!r}: expected PATTERN=N, such as payments.*=2")
+            pairs.append((pattern.strip(), int(number)))
+        return pairs
+    if isinstance(quorum, Mapping):
+        return [(str(k), int(v)) for k, v in quorum.items()]
+    return [(str(k), int(v)) for k, v in quorum]
+
+
+class Gate:
+    """The approval gate over a store: requests, decisions, single-use consumes.
+
+    Open it with :meth:`Gate.open`. Safe to share between threads; every call releases the
+    GIL while the library works (file locks, fsyncs, database calls, waits).
+    """
+
+    __slots__ = ("_native",)
+
+    def __init__(self, native: "_native.Gate") -> None:
+        if not isinstance(native, _native.Gate):
+            raise TypeError("use Gate.open(...) to open a gate")
+        self._native = native
+
+    @classmethod
+    def open(
+        cls,
+        store: Union[None, str, "os.PathLike[str]"] = None,
+        *,
+        approvers: Union[None, str, "os.PathLike[str]"] = None,
+        quorum: Union[None, str, Mapping[str, int], Iterable[Tuple[str, int]]] = None,
+        default_ttl: Optional[float] = None,
+        max_pending: Optional[int] = None,
+        max_requests: Optional[int] = None,
+    ) -> "Gate":
+        """Opens a store and recovers it after any crash.
+
+        Args:
+            store: a directory (a path, or a ``file:`` URL), or a ``postgres://`` URL. By
+                default ``APPROVAL_GATE_STORE``, else ``APPROVAL_GATE_DIR``, else
+                ``~/.approval-gate``, as the binaries read them.
+            approvers: an OpenSSH ``allowed_signers`` file. With it the gate holds a policy:
+                an approval counts only with signatures by these keys, verified in this
+                process at every consume.
+            quorum: how many distinct approvers operations need, as
+                ``{"payments.*": 2, "*": 1}``, pairs, or the binaries' text
+                ``"payments.*=2,*=1"``. A table must say what every other operation needs
+                with a ``*`` entry (refused otherwise). Needs ``approvers``.
+            default_ttl: seconds a request lives unless it asks for less (10 s to 7 days).
+            max_pending: the cap of the pending queue.
+            max_requests: the cap of the requests kept in the live store.
+        """
+        return cls(
+            _native.Gate.open(
+                store,
+                approvers=None if approvers is None else os.fspath(approvers),
+                quorum=_quorum(quorum),
+                default_ttl=default_ttl,
+                max_pending=max_pending,
+                max_requests=max_requests,
+            )
+        )
+
+    @property
+    def location(self) -> str:
+        """Where the store is (a PostgreSQL URL without its password)."""
+        return self._native.location
+
+    def request_approval(
+        self,
+        action: str,
+        reason: str,
+        *,
+        operation: Optional[str] = None,
+        payload: Any = None,
+        ttl: Optional[float] = None,
+        requested_by: Optional[str] = None,
+    ) -> Submitted:
+        """Files a request for a human decision (the agent's side).
+
+        ``payload`` (JSON values, a dataclass or a pydantic model; ``None`` for none) is stored
+        as its canonical JSON: what the human approves is exactly what the executor must
+        present. An identical pending request is returned instead of filing a second one.
+        """
+        json_payload = None if payload is None else json_form(payload)
+        id_, deduplicated, report = self._native.request_approval(
+            action,
+            reason,
+            operation=operation,
+            payload=json_payload,
+            ttl=ttl,
+            requested_by=requested_by,
+        )
+        return Submitted(id=id_, deduplicated=deduplicated, status=Status._of(report))
+
+    def check(self, id: str) -> Status:
+        """Where request ``id`` stands. Never an authorization."""
+        return Status._of(self._native.check(id))
+
+    def wait(self, id: str, timeout: float) -> Status:
+        """Waits until request ``id`` is no longer pending or ``timeout`` seconds pass, woken
+        by the store's events, without holding the GIL. Returns the last read: still
+        ``pending`` if the time ran out. Neither answer authorizes anything."""
+        _, report = self._native.wait(id, float(timeout))
+        return Status._of(report)
+
+    async def wait_async(self, id: str, timeout: float) -> Status:
+        """:meth:`wait` for asyncio, never blocking the event loop: the library's own wait
+        thread follows the store's events and wakes the loop when the answer is there (the
+        Rust ``Watch::wait_for_decision_async``). Cancelling the awaiting task ends the wait
+        and its thread at once."""
+        loop = asyncio.get_running_loop()
+        # Starting the watch may connect to a database: off the loop.
+        waiter = await loop.run_in_executor(None, self._native.wait_async, id, float(timeout))
+        woken = asyncio.Event()
+        fd = waiter.fileno()
+        loop.add_reader(fd, woken.set)
+        try:
+            while True:
+                woken.clear()
+                answer = waiter.poll()
+                if answer is not None:
+                    return Status._of(answer[1])
+                await woken.wait()
+        finally:
+            loop.remove_reader(fd)
+            waiter.close()
+
+    def approve(
+        self,
+        id: str,
+        *,
+        by: str,
+        reason: Optional[str] = None,
+        signed: Optional[Tuple[str, str]] = None,
+    ) -> Status:
+        """**The human's side**, as the Rust library's public ``Gate::approve``: approves
+        request ``id`` as ``by``. Under a policy, ``signed`` is ``(principal, signature)``: the
+        armored SSHSIG of :meth:`decision_statement`. Trusted operator code only: never hand
+        this to an agent (the MCP server, for one, exposes no approval)."""
+        return Status._of(self._native.approve(id, by=by, reason=reason, signed=signed))
+
+    def deny(self, id: str, *, by: str, reason: Optional[str] = None) -> Status:
+        """**The human's side**: denies request ``id`` as ``by``."""
+        return Status._of(self._native.deny(id, by=by, reason=reason))
+
+    def revoke(self, id: str, *, by: str, reason: Optional[str] = None) -> Status:
+        """**The human's side**: withdraws the approval of request ``id`` before it is used."""
+        return Status._of(self._native.revoke(id, by=by, reason=reason))
+
+    def decision_statement(self, id: str, principal: str) -> bytes:
+        """The bytes an approver signs (``ssh-keygen -Y sign -n approval-gate``) to approve
+        request ``id`` as ``principal`` under a policy."""
+        return self._native.decision_statement(id, principal)
+
+    def consume(
+        self,
+        id: str,
+        action: str,
+        *,
+        operation: Optional[str] = None,
+        payload: Any = None,
+    ) -> Grant:
+        """Consumes the approval of request ``id``: the only thing that authorizes acting.
+
+        Succeeds once, and only if the request is approved, unconsumed, unexpired, not revoked,
+        and ``action``, ``operation`` and the canonical ``payload`` are exactly the approved
+        ones. Every refusal raises its exception and is audited. The returned grant is live
+        until closed (use it as a context manager). :meth:`execute_approved` and
+        :func:`requires_approval` also record the execution's start and outcome: prefer them.
+        """
+        json_payload = None if payload is None else json_form(payload)
+        return self._native.consume(id, action, operation=operation, payload=json_payload)
+
+    def execute_approved(
+        self,
+        id: str,
+        action: str,
+        body: Callable[[Grant], R],
+        *,
+        operation: Optional[str] = None,
+        payload: Any = None,
+    ) -> R:
+        """Runs ``body(grant)`` exactly once for an approved request, and only then.
+
+        In order (the Rust library's ``Gate::execute_approved``): consume, bound to ``action``,
+        ``operation`` and the canonical ``payload``; write ``execution_started`` and fsync it;
+        check the expiry again; call ``body`` with the grant, whose ``payload`` is rebuilt from
+        the approved bytes; write ``execution_finished`` with the outcome (``ok``, or ``error``
+        with the exception's text, which is then raised again). The grant is closed when
+        ``body`` returns. Any refusal raises and ``body`` never runs.
+        """
+        json_payload = None if payload is None else json_form(payload)
+        return self._native.execute_approved(
+            id, action, body, operation=operation, payload=json_payload
+        )
+
+    def recover(self) -> List[str]:
+        """Makes the audit log agree with the claims after a crash (every open does it too);
+        returns the ids whose execution outcome it recorded as unknown."""
+        return self._native.recover()
+
+    def audit_records(self) -> List[Dict[str, Any]]:
+        """Every line of the audit log, oldest first, as dicts (``seq``, ``ts``, ``event``,
+        ``id`` and the event's details)."""
+        return self._native.audit_records()
+
+    def verify_audit(self) -> int:
+        """Verifies the audit log's hash chain; returns its number of lines, or raises
+        :class:`AuditBroken` / :class:`AuditInconsistent`."""
+        return self._native.verify_audit()
+
+    def __repr__(self) -> str:
+        return f"<Gate {self.location}>"
+
+
+@dataclasses.dataclass(frozen=True)
+class Claim:
+    """The approval a caller claims to hold: which gate, which request, and the exact action
+    text the human approved.
+
+    It proves nothing by itself: a function under :func:`requires_approval` consumes it, bound
+    to the function's operation and the payload passed alongside, and runs its body only if
+    that consume succeeds.
+    """
+
+    gate: Gate
+    id: str
+    action: str
+
+
+def _is_pydantic_model(cls: Any) -> bool:
+    return isinstance(cls, type) and callable(getattr(cls, "model_validate", None)) and callable(
+        getattr(cls, "model_dump", None)
+    )
+
+
+def _rebuild(cls: Optional[type], value: Any) -> Any:
+    """The payload as the body's type, rebuilt from the approved JSON ``value``."""
+    if cls is None:
+        return value
+    if _is_pydantic_model(cls):
+        return cls.model_validate(value)  # type: ignore[attr-defined]
+    if dataclasses.is_dataclass(cls) and isinstance(cls, type):
+        if not isinstance(value, dict):
+            raise TypeError(f"{cls.__name__} needs a json object, not {type(value).__name__}")
+        hints = typing.get_type_hints(cls)
+        fields = {}
+        for field in dataclasses.fields(cls):
+            if field.name not in value:
+                continue
+            hint = hints.get(field.name)
+            item = value[field.name]
+            if isinstance(hint, type) and (dataclasses.is_dataclass(hint) or _is_pydantic_model(hint)):
+                item = _rebuild(hint, item)
+            fields[field.name] = item
+        return cls(**fields)
+    return value
+
+
+def _payload_type(func: Callable[..., Any], name: str) -> Optional[type]:
+    """The body's payload type from its annotation, if it is a dataclass or a pydantic model."""
+    try:
+        hint = typing.get_type_hints(func).get(name)
+    except Exception as error:
+        # Refused rather than guessed: the body would get json values where it declared a type.
+        raise TypeError(
+            f"{func.__qualname__}: cannot resolve the annotation of {name!r} ({error}); define the "
+            "payload type at module level, or leave the parameter unannotated for json values"
+        ) from error
+    if isinstance(hint, type) and (dataclasses.is_dataclass(hint) or _is_pydantic_model(hint)):
+        return hint
+    return None
+
+
+def _faithful(gate: Gate, id: str, cls: Optional[type], approved_text: str) -> None:
+    """Refuses, before anything is consumed, a payload type that would not carry the approved
+    bytes exactly (a field it drops or defaults, a value it converts): the Rust library's
+    ``payload_type`` refusal, recorded as one."""
+    if cls is None:
+        return
+    problem = None
+    try:
+        rebuilt = _rebuild(cls, json.loads(approved_text))
+        echo, _ = _native.canonicalize(json_form(rebuilt))
+        if echo != approved_text:
+            problem = (
+                f"{cls.__name__} changes the payload: serializing it again gives {echo!r}, not the "
+                "approved bytes; use a type that keeps every field and value exactly"
+            )
+    except ApprovalGateError as error:
+        problem = f"{cls.__name__} cannot carry the payload: {error}"
+    except Exception as error:  # any failure to rebuild is a refusal, never a pass
+        problem = f"{cls.__name__} cannot be rebuilt from the payload: {type(error).__name__}: {error}"
+    if problem is not None:
+        raise gate._native.refuse_payload_type(id, problem)
+
+
+def requires_approval(*, operation: str) -> Callable[[Callable[..., R]], Callable[..., R]]:
+    """Runs a function's body only inside an approved, single-use execution, on the payload a
+    human approved: the Python form of the Rust attribute ``#[requires_approval]``.
+
+    The guarded function's last two parameters are the payload and the grant::
+
+        @requires_approval(operation="smtp.send")
+        def send(email: Email, grant: Grant) -> str:
+            grant.assert_active()          # immediately before the side effect
+            return smtp.send(email)
+
+        send(email, Claim(gate, request_id, action))
+
+    The caller passes the payload it means to run and a :class:`Claim` in the grant's place.
+    The wrapper consumes the approval bound to exactly this operation, the claim's action
+    text and the payload's canonical JSON (``Gate.execute_approved``), writes the start ahead,
+    calls the body with a copy of the payload rebuilt from the approved bytes (as the
+    annotated dataclass or pydantic model, else as JSON values; never the caller's object) and
+    a grant live only during the call, and records the outcome (an exception is an ``error``
+    outcome, raised again). Any refusal raises its exception and the body never runs.
+
+    An ``async def`` body is awaited on the caller's event loop while the consume and the
+    records run on a worker thread, so the loop is never blocked.
+    """
+    if not isinstance(operation, str):
+        raise TypeError("operation must be a string")
+    _native.check_operation_name(operation)
+
+    def decorate(func: Callable[..., R]) -> Callable[..., R]:
+        signature = inspect.signature(func)
+        params = [
+            p
+            for p in signature.parameters.values()
+            if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+        ]
+        if len(params) < 2 or len(params) != len(signature.parameters):
+            raise TypeError(
+                f"{func.__qualname__}: a function under requires_approval takes its other "
+                "arguments, then the payload, then the grant, all positional (no *args or "
+                "keyword-only parameters)"
+            )
+        payload_name, grant_name = params[-2].name, params[-1].name
+        resolved: List[Optional[type]] = []  # the declared payload type, resolved at the first call
+
+        def declared_type() -> Optional[type]:
+            if not resolved:
+                resolved.append(_payload_type(func, payload_name))
+            return resolved[0]
+
+        def prepare(args: Tuple[Any, ...], kwargs: Dict[str, Any]) -> Tuple[inspect.BoundArguments, Claim, Any, Optional[type], str]:
+            bound = signature.bind(*args, **kwargs)
+            claim = bound.arguments[grant_name]
+            if not isinstance(claim, Claim):
+                raise TypeError(
+                    f"{func.__qualname__}: pass a Claim(gate, request_id, action) as {grant_name!r}, "
+                    f"not {type(claim).__name__}: only a consume makes a grant"
+                )
+            payload = bound.arguments[payload_name]
+            cls = declared_type()
+            if cls is None and (
+                (dataclasses.is_dataclass(payload) and not isinstance(payload, type))
+                or _is_pydantic_model(type(payload))
+            ):
+                cls = type(payload)
+            value = json_form(payload)
+            try:
+                text, _ = _native.canonicalize(value)
+            except ApprovalGateError:
+                text = ""  # the consume below refuses it, and records the refusal
+            return bound, claim, value, cls, text
+
+        def run(bound: inspect.BoundArguments, claim: Claim, value: Any, cls: Optional[type], text: str,
+                call: Callable[[inspect.BoundArguments], R]) -> R:
+            if text:
+                _faithful(claim.gate, claim.id, cls, text)
+
+            def body(grant: Grant) -> R:
+                copy = _rebuild(cls, grant.payload)
+                arguments = bound.arguments.copy()
+                arguments[payload_name] = copy
+                arguments[grant_name] = grant
+                return call(inspect.BoundArguments(signature, arguments))
+
+            return claim.gate._native.execute_approved(
+                claim.id, claim.action, body, operation=operation, payload=value
+            )
+
+        if inspect.iscoroutinefunction(func):
+
+            @functools.wraps(func)
+            async def guarded_async(*args: Any, **kwargs: Any) -> Any:
+                bound, claim, value, cls, text = prepare(args, kwargs)
+                loop = asyncio.get_running_loop()
+
+                def call(arguments: inspect.BoundArguments) -> Any:
+                    coro = func(*arguments.args, **arguments.kwargs)
+                    return asyncio.run_coroutine_threadsafe(coro, loop).result()
+
+                return await loop.run_in_executor(None, run, bound, claim, value, cls, text, call)
+
+            return guarded_async  # type: ignore[return-value]
+
+        @functools.wraps(func)
+        def guarded(*args: Any, **kwargs: Any) -> R:
+            bound, claim, value, cls, text = prepare(args, kwargs)
+            return run(bound, claim, value, cls, text, lambda a: func(*a.args, **a.kwargs))
+
+        return guarded
+
+    return decorate
