@@ -14,6 +14,8 @@
 //!
 //! The store lives in a temporary directory under `APPROVAL_GATE_BENCH_DIR` if set (the
 //! system's temporary directory otherwise): put it on the disk you mean to measure.
+//! `APPROVAL_GATE_BENCH_CLI` names another `approval-gate` binary to measure (an earlier build,
+//! for a before-and-after in one session).
 
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
@@ -24,7 +26,10 @@ use std::time::{Duration, Instant};
 use approval_gate::{CanonicalPayload, Decision, Gate, Limits, NewRequest, RequestId};
 use criterion::{Criterion, criterion_group};
 
-const BIN: &str = env!("CARGO_BIN_EXE_approval-gate");
+fn bin() -> std::ffi::OsString {
+    std::env::var_os("APPROVAL_GATE_BENCH_CLI")
+        .unwrap_or_else(|| env!("CARGO_BIN_EXE_approval-gate").into())
+}
 const OP: &str = "smtp.send";
 const PAYLOAD: &str = r#"{"amount":12.5,"subject":"Invoice 1042","to":"alice@example.com"}"#;
 
@@ -57,7 +62,7 @@ fn approved(gate: &Gate) -> RequestId {
 }
 
 fn exec_command(store: &Path, payload: &Path, id: RequestId) -> Command {
-    let mut command = Command::new(BIN);
+    let mut command = Command::new(bin());
     command
         .arg("--dir")
         .arg(store)
@@ -106,7 +111,7 @@ fn exec(c: &mut Criterion) {
                 .map(|_| {
                     timed(
                         "approval-gate --version",
-                        Command::new(BIN)
+                        Command::new(bin())
                             .arg("--version")
                             .stdin(Stdio::null())
                             .stdout(Stdio::null()),
@@ -124,7 +129,7 @@ fn exec(c: &mut Criterion) {
                 .map(|_| {
                     timed(
                         "approval-gate show",
-                        Command::new(BIN)
+                        Command::new(bin())
                             .arg("--dir")
                             .arg(&store)
                             .args(["show", shown.as_str(), "--json"])

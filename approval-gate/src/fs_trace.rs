@@ -2,7 +2,7 @@
 //! `fs-trace`, off by default).
 //!
 //! Every change `fs.rs` makes is noted here once it has succeeded, in order, on the thread
-//! that made it: creates, writes, truncations, renames, unlinks, directory creations and the
+//! that made it: creates, hard links, writes, truncations, renames, unlinks, directory creations and the
 //! fsyncs of files and directories. A test runs one operation under [`record`] and then works
 //! out which on-disk states a power loss during that operation could leave: anything not yet
 //! covered by a completed fsync may be lost. Not a stable API.
@@ -22,6 +22,13 @@ pub enum FsOp {
     Create {
         /// The new file.
         path: PathBuf,
+    },
+    /// An existing file was given a second name (a hard link): the same file, no new one.
+    Link {
+        /// The file's existing name.
+        from: PathBuf,
+        /// Its new name.
+        to: PathBuf,
     },
     /// Bytes were appended to a file.
     Append {

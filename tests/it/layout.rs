@@ -705,4 +705,18 @@ fn the_syncs_of_each_operation_are_as_documented() {
         [(2, 1), (2, 1), (4, 2), (2, 1)],
         "filing, approving, execute_approved (consume, start, finish), denying"
     );
+    // An execution creates one file, its claim; its two marks are names of the claim
+    // (hard links), which cost no new inode.
+    let made = |ops: &[FsOp]| {
+        let files = ops
+            .iter()
+            .filter(|op| matches!(op, FsOp::Create { .. }))
+            .count();
+        let links = ops
+            .iter()
+            .filter(|op| matches!(op, FsOp::Link { .. }))
+            .count();
+        (files, links)
+    };
+    assert_eq!(made(&executing), (1, 2), "{executing:#?}");
 }

@@ -184,6 +184,12 @@ impl Trace {
                     inodes += 1;
                     Effect::Link(p, inodes - 1)
                 }
+                FsOp::Link { from, to } => {
+                    let (from, to) = (rel(from).unwrap(), rel(to).unwrap());
+                    let inode = file(&live, &from);
+                    live.insert(to.clone(), Node::File(inode));
+                    Effect::Link(to, inode)
+                }
                 FsOp::Rename { from, to } => {
                     let (from, to) = (rel(from).unwrap(), rel(to).unwrap());
                     // Only same-directory renames are modelled: a rename across directories
@@ -391,6 +397,7 @@ fn short(op: &FsOp) -> String {
             format!("pwrite {} ({} bytes)", name(path), bytes.len())
         }
         FsOp::Truncate { path, len } => format!("truncate {} to {len}", name(path)),
+        FsOp::Link { from, to } => format!("link {} -> {}", name(from), name(to)),
         FsOp::Rename { from, to } => format!("rename {} -> {}", name(from), name(to)),
         FsOp::Unlink { path } => format!("unlink {}", name(path)),
         FsOp::Fsync { path } => format!("fsync {}", name(path)),

@@ -217,6 +217,26 @@ pub(crate) fn touch(path: &Path) -> Result<(), Error> {
     }
 }
 
+/// Makes the marker `to` as a second name of the existing file `from` (same directory), or as
+/// a new empty file if that cannot be done (`from` gone, a file system without hard links).
+/// A marker's content is never read: only its name, and its lock for an execution's. A new
+/// name costs a directory entry where a new file also costs an inode, which some file systems
+/// (ext4 after many deletions) allocate slowly. An existing `to` is left as it is.
+pub(crate) fn mark(from: &Path, to: &Path) -> Result<(), Error> {
+    failpoint!("fs::op");
+    match fs::hard_link(from, to) {
+        Ok(()) => {
+            trace!(Link {
+                from: from.to_path_buf(),
+                to: to.to_path_buf()
+            });
+            Ok(())
+        }
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Ok(()),
+        Err(_) => touch(to),
+    }
+}
+
 /// Reads a whole state file of at most `limit` bytes; `None` if it does not exist.
 pub(crate) fn read_bounded(path: &Path, limit: u64) -> Result<Option<Vec<u8>>, Error> {
     let Some(file) = open_existing(path)? else {
@@ -690,6 +710,32 @@ mod tests {
         ));
         let error = Failed::Before(Error::io("renaming", "d", io::Error::other("x")));
         assert!(matches!(error.on(id, "deny"), Error::Io { .. }));
+    }
+
+    #[test]
+    fn mark_names_the_file_again_or_makes_one_and_leaves_an_existing_mark() {
+        use std::os::unix::fs::MetadataExt;
+        let dir = tempfile::tempdir().unwrap();
+        let claim = dir.path().join("a.used");
+        std::fs::write(&claim, b"{}").unwrap();
+        let logged = dir.path().join("a.logged");
+        mark(&claim, &logged).unwrap();
+        let (c, l) = (claim.metadata().unwrap(), logged.metadata().unwrap());
+        assert_eq!(
+            (c.ino(), c.nlink()),
+            (l.ino(), 2),
+            "a second name of the claim"
+        );
+        // Again: the existing mark stays, and no error.
+        mark(&claim, &logged).unwrap();
+        assert_eq!(claim.metadata().unwrap().nlink(), 2);
+        // Without the file to name, a new empty file.
+        let orphan = dir.path().join("b.logged");
+        mark(&dir.path().join("b.used"), &orphan).unwrap();
+        assert_eq!(std::fs::read(&orphan).unwrap(), b"");
+        // Nowhere to put it: the error of the fallback.
+        let nowhere = dir.path().join("missing").join("c.logged");
+        assert!(matches!(mark(&claim, &nowhere), Err(Error::Io { .. })));
     }
 
     #[test]

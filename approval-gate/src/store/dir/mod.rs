@@ -13,6 +13,8 @@
 //!   claims/<id>.used     consume claim, made by exclusive create; its existence spends the approval
 //!   claims/<id>.logged   made once the `consumed` line is durable: recovery skips that claim
 //!   claims/<id>.exec     held locked by a process while it executes the approved action
+//!                        (both markers are hard links to the claim where the file system
+//!                        allows, else empty files: only their names and locks are read)
 //!   locks/<xy>.lock      256 lock files, made with the store: a request's lock is the one named
 //!                        by the first two digits of its id, serialising decisions and
 //!                        consumption; never renamed over or removed. A filing or a refusal
@@ -215,7 +217,7 @@ impl DirStore {
         Request::decode(id, &bytes).map(Some).map_err(unreadable)
     }
 
-    /// Creates and locks `claims/<id>.exec`, held for the whole execution so that recovery
+    /// Makes and locks `claims/<id>.exec`, held for the whole execution so that recovery
     /// can tell a live executor from a dead one.
     ///
     /// Recovery removes a marker it can lock. Between our open and our lock, another
@@ -280,6 +282,10 @@ impl DirStore {
     fn lock_execution_marker(&self, id: RequestId) -> Result<Locked, Error> {
         let path = self.layout.execution_marker(id);
         for _ in 0..MARKER_ATTEMPTS {
+            // The marker is a second name of the claim (no new file to allocate), or a new
+            // file where that cannot be made; either way it is locked, and checked to be
+            // still at its name, below.
+            fs::mark(&self.layout.claim(id), &path)?;
             let file = fs::open_lock(&path)?;
             failpoint!("execute::before_marker_lock");
             let held = file
@@ -419,7 +425,7 @@ impl Store for DirStore {
         };
         record().map_err(|error| error.after_effect(id, "consume"))?;
         // Only a hint for recovery: a lost marker makes recovery look the line up again.
-        let _ = fs::touch(&self.layout.claim_logged(id));
+        let _ = fs::mark(&self.layout.claim(id), &self.layout.claim_logged(id));
         Ok(Spent::Now)
     }
 

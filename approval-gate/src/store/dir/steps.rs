@@ -214,7 +214,7 @@ impl DirStore {
                 self.append(id, &entry(now, AuditEvent::Consumed, &fields))?;
                 recovery.consumed.push(id);
             }
-            fs::touch(&self.layout.claim_logged(id))?;
+            fs::mark(&self.layout.claim(id), &self.layout.claim_logged(id))?;
         }
 
         executions.sort_unstable();
