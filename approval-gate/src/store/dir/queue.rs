@@ -277,4 +277,31 @@ mod tests {
         assert!(!index.has(id));
         assert_eq!(index.ids(), [RequestId::parse("0a0b0c0d0e0f").unwrap()]);
     }
+
+    #[test]
+    fn the_file_keeps_a_power_of_two_size_and_shrinks_back_with_the_queue() {
+        let dir = tempfile::tempdir().unwrap();
+        let queue = Queue::new(dir.path());
+        let held = queue.lock().unwrap();
+        let size = || std::fs::metadata(dir.path().join("queue")).unwrap().len();
+        held.write(&index()).unwrap();
+        assert_eq!(size(), MIN_SIZE as u64);
+        // A long queue takes the next power of two that holds it, and gives it back.
+        let mut long = Index::default();
+        for n in 0..400u64 {
+            let id = RequestId::parse(&format!("{n:012x}")).unwrap();
+            long.pending.push((id, NO_ASK.into()));
+        }
+        held.write(&long).unwrap();
+        let grown = size();
+        assert!(
+            grown > MIN_SIZE as u64 && grown.is_power_of_two(),
+            "{grown}"
+        );
+        held.write(&index()).unwrap();
+        assert_eq!(size(), MIN_SIZE as u64);
+        if boot::current().is_some() {
+            assert_eq!(held.read().unwrap(), Some(index()));
+        }
+    }
 }
