@@ -229,6 +229,15 @@ fn scenario(damage: impl FnOnce(Vec<u8>) -> Vec<u8>, problem: &str) {
 }
 
 #[test]
+fn an_unreadable_record_stays_in_the_queue_when_the_index_is_rebuilt() {
+    // The queue index holds for one boot; in the next it is rebuilt from the records, and a
+    // record that cannot be read (it may be pending) must stay in it, listed as unreadable.
+    let d = Damaged::new(|_| b"\x00\x01 garbage {{".to_vec());
+    approval_gate::fs_trace::reboot();
+    assert_listed(&d, "not a valid request record");
+}
+
+#[test]
 fn garbage_bytes() {
     scenario(
         |_| b"\x00\x01 garbage {{".to_vec(),
