@@ -67,16 +67,26 @@ impl Exec {
         path
     }
 
-    /// `approval-gate exec ID --operation OP --payload-file F -- sh -c SCRIPT`.
+    /// `approval-gate exec ID --operation OP --payload-file F -- sh -c SCRIPT`, F holding
+    /// `payload`.
     fn command(&self, id: RequestId, payload: &str, script: &str) -> Command {
-        let file = self.payload_file(payload);
+        self.payload_file(payload);
+        self.argv(id, OP, &[], &["sh", "-c", script])
+    }
+
+    /// `approval-gate exec ID --operation OP --payload-file F FLAGS -- ARGV`, F holding the
+    /// payload last written by [`Exec::payload_file`].
+    fn argv(&self, id: RequestId, op: &str, flags: &[&str], argv: &[&str]) -> Command {
+        let file = self.store.scratch().join("payload.json");
         let mut command = self
             .store
-            .command(&["exec", id.as_str(), "--operation", OP]);
+            .command(&["exec", id.as_str(), "--operation", op]);
         command
             .arg("--payload-file")
             .arg(file)
-            .args(["--", "sh", "-c", script])
+            .args(flags)
+            .arg("--")
+            .args(argv)
             .env("OUT", &self.out);
         command
     }
@@ -209,22 +219,20 @@ fn each_refusal_has_its_code_and_runs_nothing() {
     // A mismatch spends nothing: the right payload, operation and action still run once.
     let id = exec.approved();
     refused(id, r#"{"to":"mallory@example.com"}"#, 115, "payload");
+    exec.payload_file(PAYLOAD);
+    let recorder = ["sh", "-c", RECORDER];
     let wrong_op = exec
-        .store
-        .command(&["exec", id.as_str(), "--operation", "smtp.send_all", "--"])
-        .args(["sh", "-c", RECORDER])
-        .env("OUT", &exec.out)
+        .argv(id, "smtp.send_all", &[], &recorder)
         .output()
         .unwrap();
     assert_exit(&wrong_op, 115, "operation");
-    let file = exec.payload_file(PAYLOAD);
     let action = exec
-        .store
-        .command(&["exec", id.as_str(), "--operation", OP])
-        .args(["--action", "send invoice 1042 to mallory", "--payload-file"])
-        .arg(&file)
-        .args(["--", "sh", "-c", RECORDER])
-        .env("OUT", &exec.out)
+        .argv(
+            id,
+            OP,
+            &["--action", "send invoice 1042 to mallory"],
+            &recorder,
+        )
         .output()
         .unwrap();
     assert_exit(&action, 115, "action");
@@ -232,21 +240,14 @@ fn each_refusal_has_its_code_and_runs_nothing() {
 
     // A command that cannot be found or run, a payload that is not JSON: nothing is spent.
     let missing = exec
-        .store
-        .command(&["exec", id.as_str(), "--operation", OP, "--payload-file"])
-        .arg(&file)
-        .args(["--", "no-such-command-anywhere"])
+        .argv(id, OP, &[], &["no-such-command-anywhere"])
         .output()
         .unwrap();
     assert_exit(&missing, 127, "command not found");
     let not_executable = exec.store.scratch().join("script.sh");
     std::fs::write(&not_executable, "#!/bin/sh\necho run >> \"$OUT/runs\"\n").unwrap();
     let cannot = exec
-        .store
-        .command(&["exec", id.as_str(), "--operation", OP, "--payload-file"])
-        .arg(&file)
-        .arg("--")
-        .arg(&not_executable)
+        .argv(id, OP, &[], &[not_executable.to_str().unwrap()])
         .output()
         .unwrap();
     assert_exit(&cannot, 126, "not an executable file");
@@ -277,14 +278,10 @@ fn each_refusal_has_its_code_and_runs_nothing() {
 fn sixteen_racing_execs_run_the_command_once() {
     let exec = Exec::new();
     let id = exec.approved();
-    let file = exec.payload_file(PAYLOAD);
+    exec.payload_file(PAYLOAD);
     let racers: Vec<_> = (0..16)
         .map(|_| {
-            exec.store
-                .command(&["exec", id.as_str(), "--operation", OP, "--payload-file"])
-                .arg(&file)
-                .args(["--", "sh", "-c", "echo run >> \"$OUT/runs\""])
-                .env("OUT", &exec.out)
+            exec.argv(id, OP, &[], &["sh", "-c", "echo run >> \"$OUT/runs\""])
                 .stdin(Stdio::null())
                 .stdout(Stdio::null())
                 .stderr(Stdio::piped())
@@ -381,17 +378,15 @@ exec sleep 1000"#;
 fn exec_wait_runs_once_the_human_approves_and_refuses_when_time_runs_out() {
     let exec = Exec::new();
     let id = exec.file(PAYLOAD);
-    let file = exec.payload_file(PAYLOAD);
+    exec.payload_file(PAYLOAD);
     let waited = |timeout: &str| {
-        let mut command = exec
-            .store
-            .command(&["exec", id.as_str(), "--operation", OP, "--wait"]);
-        command
-            .args(["--timeout", timeout, "--payload-file"])
-            .arg(&file)
-            .args(["--", "sh", "-c", RECORDER])
-            .env("OUT", &exec.out)
-            .stdin(Stdio::null());
+        let mut command = exec.argv(
+            id,
+            OP,
+            &["--wait", "--timeout", timeout],
+            &["sh", "-c", RECORDER],
+        );
+        command.stdin(Stdio::null());
         command
     };
     let timed_out = waited("300ms").output().unwrap();
@@ -436,20 +431,9 @@ fn exec_wait_without_a_timeout_waits_until_the_request_expires_and_then_says_exp
         .operation(OP)
         .payload(CanonicalPayload::from_json_text(PAYLOAD).unwrap());
     let id = gate.request_approval(ask).unwrap().request.id();
-    let file = exec.payload_file(PAYLOAD);
+    exec.payload_file(PAYLOAD);
     let output = exec
-        .store
-        .command(&[
-            "exec",
-            id.as_str(),
-            "--operation",
-            OP,
-            "--wait",
-            "--payload-file",
-        ])
-        .arg(&file)
-        .args(["--", "sh", "-c", RECORDER])
-        .env("OUT", &exec.out)
+        .argv(id, OP, &["--wait"], &["sh", "-c", RECORDER])
         .stdin(Stdio::null())
         .output()
         .unwrap();
