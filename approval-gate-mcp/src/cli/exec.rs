@@ -143,10 +143,11 @@ pub(crate) fn exec(gate: &Gate, args: &ExecArgs) -> anyhow::Result<Exit> {
     let id = args.binding.id;
     // Found before anything is spent: a typo in CMD must not use up the approval.
     let program = resolve(&args.command[0])?;
+    // Read before any wait: a payload that cannot be bound is refused now, not in ten minutes.
+    let binding = binding(gate, &args.binding, Some(&args.operation))?;
     if args.wait {
         wait(gate, id, args.timeout)?;
     }
-    let binding = binding(gate, &args.binding, Some(&args.operation))?;
     // From here until the command has started, a signal stops exec instead.
     let forward = Forwarder::install()?;
     let result = gate.execute_approved(id, &binding, |grant: &Grant<Value>| {

@@ -397,6 +397,17 @@ fn exec_wait_runs_once_the_human_approves_and_refuses_when_time_runs_out() {
         stderr(&timed_out).contains(&format!("exec {id}: waiting for a decision (at most 0s)"))
     );
 
+    // A payload that cannot be bound is refused before any wait.
+    exec.payload_file("{\"to\": ");
+    let garbage = waited("1s").output().unwrap();
+    assert_exit(&garbage, 125, "");
+    assert!(
+        !stderr(&garbage).contains("waiting"),
+        "{}",
+        stderr(&garbage)
+    );
+    exec.payload_file(PAYLOAD);
+
     // Approved while exec waits (it says so before it waits): it runs, once.
     let mut waiting = waited("10m")
         .stdout(Stdio::piped())
