@@ -111,6 +111,7 @@ pub use id::{InvalidId, RequestId};
 pub use limits::Limits;
 pub use list::{ListFilter, ListItem, Page};
 pub use payload::{CanonicalPayload, PayloadDigest, PayloadError};
+pub use policy::passkey;
 pub use policy::{Policy, SshKeygen, Standing};
 pub use recover::Recovery;
 pub use request::{

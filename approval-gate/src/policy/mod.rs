@@ -6,6 +6,7 @@
 //! process, against those keys and the request exactly as stored; so a process that can
 //! write the store, but holds no approver's key, cannot make an approval the executor takes.
 
+pub mod passkey;
 mod quorum;
 mod sign;
 mod signers;
@@ -353,14 +354,20 @@ impl Problem {
 }
 
 /// Checks what needs no policy: `signature` is an SSHSIG in the `approval-gate` namespace,
-/// over the decision statement of `request` for `principal` as one of `required` approvers,
-/// by the key it carries. Returns that key.
+/// or a passkey assertion envelope ([`passkey`]) whose challenge is [`passkey::challenge`]
+/// of the statement, over the decision statement of `request` for `principal` as one of
+/// `required` approvers, by the key it carries. Returns that key (a passkey as its
+/// `sk-ecdsa-sha2-nistp256@openssh.com` key), for the policy to judge either kind alike.
 pub(crate) fn check_signature(
     request: &Request,
     required: u32,
     principal: &str,
     signature: &str,
 ) -> Result<PublicKey, String> {
+    if passkey::looks_armored(signature) {
+        return check_passkey(request, required, principal, signature)
+            .map_err(|problem| format!("passkey assertion: {problem}"));
+    }
     let sig = signers::parse_signature(signature.trim())?;
     if sig.namespace() != SIGNATURE_NAMESPACE {
         return Err(format!(
@@ -380,6 +387,33 @@ pub(crate) fn check_signature(
             )
         })?;
     Ok(key)
+}
+
+/// [`check_signature`] of a passkey assertion envelope.
+fn check_passkey(
+    request: &Request,
+    required: u32,
+    principal: &str,
+    signature: &str,
+) -> Result<PublicKey, String> {
+    let (passkey, assertion) =
+        passkey::Assertion::dearmor(signature).map_err(|error| match error {
+            Error::InvalidInput { problem, .. } => problem,
+            other => other.to_string(),
+        })?;
+    let statement = request
+        .statement(principal, required)
+        .map_err(|e| e.to_string())?;
+    passkey
+        .check(&passkey::challenge(&statement), &assertion)
+        .map_err(|failure| match failure {
+            passkey::Failure::Challenge { .. } => format!(
+                "does not verify: its challenge is not {principal}'s decision statement of \
+                 this request as it stands (every field shown, and a quorum of {required})"
+            ),
+            passkey::Failure::Other(problem) => problem,
+        })?;
+    Ok(passkey.public_key())
 }
 
 /// The key's SHA256 fingerprint, as `ssh-keygen -l` shows it.

@@ -387,7 +387,8 @@ const KEY_TYPES: [(&str, &str); 9] = [
     ("rsa-sha2-256", "ssh-rsa"),
 ];
 
-/// `type base64 [comment]`, as `sshkey_read` reads it.
+/// `type base64 [comment]`, as `sshkey_read` reads it; the key keeps the comment (blanks
+/// around it dropped), where a passkey's line names its credential id.
 fn read_key(text: &str) -> Result<PublicKey, KeyError> {
     let Some(space) = text.find(BLANK) else {
         return Err(if key_type(text).is_some() {
@@ -411,10 +412,13 @@ fn read_key(text: &str) -> Result<PublicKey, KeyError> {
         return Err(KeyError::NotAKey);
     };
     let rest = text[space..].trim_start_matches(BLANK);
-    let base64 = &rest[..rest.find(BLANK).unwrap_or(rest.len())];
+    let end = rest.find(BLANK).unwrap_or(rest.len());
+    let base64 = &rest[..end];
     // The key's own encoding names its algorithm; ssh-key refuses one that disagrees.
-    PublicKey::from_openssh(&format!("{kind} {base64}"))
-        .map_err(|e| KeyError::Bad(format!("not a valid {name} key: {e}")))
+    let mut key = PublicKey::from_openssh(&format!("{kind} {base64}"))
+        .map_err(|e| KeyError::Bad(format!("not a valid {name} key: {e}")))?;
+    key.set_comment(rest[end..].trim_matches(BLANK));
+    Ok(key)
 }
 
 fn key_type(name: &str) -> Option<&'static str> {

@@ -60,7 +60,9 @@ impl SignedApproval {
         self.decided_at
     }
 
-    /// The armored SSHSIG (`-----BEGIN SSH SIGNATURE-----`) over the decision statement.
+    /// The armored SSHSIG (`-----BEGIN SSH SIGNATURE-----`) over the decision statement, or
+    /// the passkey assertion over its challenge (`-----BEGIN APPROVAL-GATE WEBAUTHN-----`,
+    /// [`passkey`](crate::passkey)).
     #[must_use]
     pub fn signature(&self) -> &str {
         &self.signature

@@ -46,7 +46,9 @@ impl Decision {
 
     /// Signs an approval: `signature` is the armored SSHSIG (namespace `approval-gate`) of
     /// [`Request::decision_statement`](crate::Request::decision_statement) for `principal`,
-    /// the approver's identity in the policy's `allowed_signers`. Deny and revoke ignore it.
+    /// the approver's identity in the policy's `allowed_signers`, or a passkey assertion over
+    /// that statement's [challenge](crate::passkey::challenge), armored by
+    /// [`Assertion::armor`](crate::passkey::Assertion::armor). Deny and revoke ignore it.
     #[must_use]
     pub fn signed(mut self, principal: impl Into<String>, signature: impl Into<String>) -> Self {
         self.signed = Some(Signed {
@@ -95,7 +97,10 @@ impl Decision {
             if len == 0 || len > MAX_SIGNATURE_BYTES {
                 return Err(Error::InvalidInput {
                     field: "signature",
-                    problem: format!("must be 1 to {MAX_SIGNATURE_BYTES} bytes of armored SSHSIG"),
+                    problem: format!(
+                        "must be 1 to {MAX_SIGNATURE_BYTES} bytes of armored SSHSIG or \
+                         passkey assertion"
+                    ),
                 });
             }
         }
