@@ -227,6 +227,16 @@ impl Passkey {
 const CREDENTIAL_TAG: &str = "passkey:";
 
 impl super::Policy {
+    /// Whether any key of this policy is a passkey (an `sk-ecdsa-sha2-nistp256@openssh.com`
+    /// key whose application is an RP ID): what a web front end needs before it can take any
+    /// approval.
+    #[must_use]
+    pub fn has_passkeys(&self) -> bool {
+        self.signers
+            .iter()
+            .any(|signer| Passkey::from_key_data(signer.key.key_data()).is_ok())
+    }
+
     /// The passkeys this policy trusts for `principal` in the `approval-gate` namespace at
     /// `at`, in file order, each with the credential id its line's comment names
     /// (`passkey:<base64url>`, as [`Passkey::allowed_signers_line`] writes it), if any: what

@@ -491,6 +491,10 @@ fn the_allowed_signers_line_is_read_back_with_its_rp_id_and_credential_id() {
         ]
     );
     assert!(policy.passkeys_of("carol@example.org", now).is_empty());
+    assert!(policy.has_passkeys());
+    // SSH keys, and a security key for `ssh:`, are no passkeys.
+    let ssh_only = Policy::from_allowed_signers(&format!("a@x {ed}\na@x {ssh_sk}\n")).unwrap();
+    assert!(!ssh_only.has_passkeys());
 }
 
 #[test]
