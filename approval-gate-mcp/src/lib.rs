@@ -27,3 +27,4 @@ pub mod display;
 /// MCP, never approve.
 pub mod mcp;
 mod settings;
+mod web;

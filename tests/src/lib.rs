@@ -4,12 +4,14 @@
 
 pub mod backend;
 pub mod conformance;
+pub mod http;
 pub mod invariants;
 pub mod pg;
 pub mod ssh;
 // Every case is a test: it panics when the backend fails it, and says why.
 #[allow(clippy::missing_panics_doc)]
 pub mod suite;
+pub mod webauthn;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

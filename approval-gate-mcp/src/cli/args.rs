@@ -210,8 +210,20 @@ Errors are reported on stderr and by the exit status, as without --json.
 action are passed only in the environment variables APPROVAL_GATE_ID and
 APPROVAL_GATE_ACTION, never in the command text: quote them, as in
   --notify-cmd 'notify-send \"approval needed\" \"$APPROVAL_GATE_ACTION\"'
-The command only tells someone to look; it cannot decide anything.")]
+With --public-url, the request's page on `approval-gate serve` is in APPROVAL_GATE_URL too:
+  --public-url https://approvals.example.com \\
+  --notify-cmd 'curl -sS -d \"text=approval needed: $APPROVAL_GATE_URL\" \"$CHAT_WEBHOOK\"'
+The command, and the link, only tell someone to look; neither can decide anything.")]
     Watch(WatchArgs),
+
+    /// Serve the web page where approvers decide from a browser or a phone, signing
+    /// approvals with their passkeys.
+    #[command(after_help = SERVE_HELP)]
+    Serve(crate::web::ServeArgs),
+
+    /// Passkeys of approvers, for the web page.
+    #[command(subcommand)]
+    Passkey(PasskeyCommand),
 
     /// Set up a PostgreSQL store (`--store postgres://...`): create or migrate its schema and
     /// roles.
@@ -273,6 +285,8 @@ impl Command {
             Self::Approve { .. }
             | Self::Exec(_)
             | Self::Watch(_)
+            | Self::Serve(_)
+            | Self::Passkey(_)
             | Self::Completions { .. }
             | Self::Man { .. } => false,
         }
@@ -292,6 +306,41 @@ impl Command {
         }
     }
 }
+
+/// `approval-gate passkey ...`.
+#[derive(Debug, Subcommand)]
+pub(crate) enum PasskeyCommand {
+    /// Open a one-time link that registers a passkey for PRINCIPAL, and print the line that
+    /// trusts it, to add to the approvers file.
+    #[command(after_help = ENROLL_HELP)]
+    Enroll(crate::web::EnrollArgs),
+}
+
+const SERVE_HELP: &str = "\
+The page lists pending requests (live: new ones and decisions appear without a reload), shows
+one in full with the terminal's escaping, its approvals and its audit trail, and takes
+decisions. Approvers sign in with a passkey; an approval is a passkey signature over the
+request's decision statement (the statement `approve --key` signs with an SSH key), which the
+executor verifies against the approvers file and counts toward the quorum like an SSH-signed
+one. Deny and revoke need a signed-in approver.
+
+It needs the approvers file (--approvers) with at least one passkey line: see `approval-gate
+passkey enroll --help`. Without TLS it serves loopback only, at http://localhost:PORT (browsers
+allow passkeys there and over https:// only); elsewhere give --tls-cert, --tls-key and
+--public-url. Run it as its own OS user, with the store's approver role, never as the agent.
+
+  approval-gate --approvers approvers serve
+  approval-gate --store postgres://approver@db/gate --approvers approvers serve \\
+      --listen 0.0.0.0:443 --public-url https://approvals.example.com \\
+      --tls-cert cert.pem --tls-key key.pem --session-key-file session.key";
+
+const ENROLL_HELP: &str = "\
+Open the printed link in the approver's browser (on their phone, laptop or security key) and
+create the passkey; the command then prints one line, such as
+  alice@example.com namespaces=\"approval-gate\" sk-ecdsa-sha2-nistp256@openssh.com AAAA... passkey:...
+and exits. Nothing is trusted until the operator adds that line to the approvers file (and
+restarts serve). The passkey belongs to the host name of the link's origin (its relying party):
+enroll with the --public-url (and certificate) that serve uses.";
 
 const EXEC_HELP: &str = "\
 exec is sudo for approved actions. Before anything is spent it reads the payload (the JSON
@@ -511,6 +560,11 @@ pub(crate) struct WatchArgs {
     /// Run this shell command for each new request (see below).
     #[arg(long, value_name = "CMD")]
     pub(crate) notify_cmd: Option<String>,
+    /// The origin `approval-gate serve` is opened at (https://approvals.example.com): each
+    /// request's page link is then printed, given to --notify-cmd as APPROVAL_GATE_URL, and
+    /// added to --json lines as "url".
+    #[arg(long, value_name = "URL")]
+    pub(crate) public_url: Option<String>,
     /// Exit after printing this many requests (with --json: lines) (for tests).
     #[arg(long, hide = true, value_name = "N")]
     pub(crate) exit_after: Option<u64>,

@@ -38,13 +38,13 @@ mod doctor;
 mod exec;
 mod generate;
 mod list;
-mod output;
-mod render;
+pub(crate) mod output;
+pub(crate) mod render;
 mod show;
 mod watch;
 
 pub use args::Cli;
-use args::{AuditCommand, Command, DbCommand};
+use args::{AuditCommand, Command, DbCommand, PasskeyCommand};
 
 use crate::display::escape;
 use crate::settings::{Settings, SettingsError};
@@ -253,6 +253,8 @@ fn dispatch(cli: Cli) -> anyhow::Result<Exit> {
         Command::Doctor { json } => doctor::doctor(&open()?, json),
         Command::Config { json } => config::config(&settings()?, json),
         Command::Db(DbCommand::Init { json }) => db::init(&settings()?, json),
+        Command::Serve(args) => crate::web::serve(&settings()?, &args),
+        Command::Passkey(PasskeyCommand::Enroll(args)) => crate::web::enroll(&args),
         // Neither needs a store: they describe the command line itself.
         Command::Completions { shell } => generate::completions(shell),
         Command::Man { out_dir } => generate::man(out_dir.as_deref()),

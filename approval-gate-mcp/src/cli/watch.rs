@@ -27,6 +27,13 @@ use crate::display::escape;
 const NOTIFY_GRACE: Duration = Duration::from_secs(5);
 
 pub(crate) fn watch(gate: &Gate, args: &WatchArgs) -> anyhow::Result<Exit> {
+    // A bad origin is refused before anything starts.
+    let links = args
+        .public_url
+        .as_deref()
+        .map(crate::web::public_origin)
+        .transpose()?
+        .map(|origin| Links { origin });
     // Watch before the first listing so nothing created in between goes unnoticed. Without
     // events (no inotify left, say) the fallback check still finds everything.
     let watch = gate
@@ -71,11 +78,19 @@ pub(crate) fn watch(gate: &Gate, args: &WatchArgs) -> anyhow::Result<Exit> {
             None => break Ok(()),
         };
         let line = match (&event, args.json) {
-            (_, true) => match json_line(&event) {
+            (_, true) => match json_line(&event, links.as_ref()) {
                 Ok(line) => line,
                 Err(error) => break Err(error),
             },
-            (QueueEvent::Arrived(item), false) => human_line(gate, item, style),
+            (QueueEvent::Arrived(item), false) => {
+                let mut line = human_line(gate, item, style);
+                if let Some(links) = &links {
+                    line.push_str("  ");
+                    line.push_str(&links.of(item.id()));
+                    line.push('\n');
+                }
+                line
+            }
             // Only `--json` asks for anything else.
             (_, false) => continue,
         };
@@ -88,7 +103,8 @@ pub(crate) fn watch(gate: &Gate, args: &WatchArgs) -> anyhow::Result<Exit> {
         if let (Some(notifier), QueueEvent::Arrived(item)) = (&mut notifier, &event)
             && let Some(report) = item.report()
         {
-            notifier.notify(item.id(), report.request().action());
+            let page = links.as_ref().map(|links| links.of(item.id()));
+            notifier.notify(item.id(), report.request().action(), page.as_deref());
         }
         printed += 1;
         if args.exit_after.is_some_and(|n| printed >= n) {
@@ -126,9 +142,20 @@ fn human_line(gate: &Gate, item: &ListItem, style: Style) -> String {
     line
 }
 
-/// A queue event as one line of JSON (`watch --json`).
-fn json_line(event: &QueueEvent) -> anyhow::Result<String> {
-    let value = match event {
+/// Where a request's page is on `approval-gate serve`.
+struct Links {
+    origin: String,
+}
+
+impl Links {
+    fn of(&self, id: RequestId) -> String {
+        format!("{}/requests/{id}", self.origin)
+    }
+}
+
+/// A queue event as one line of JSON (`watch --json`), with its page's `url` if known.
+fn json_line(event: &QueueEvent, links: Option<&Links>) -> anyhow::Result<String> {
+    let mut value = match event {
         QueueEvent::Arrived(ListItem::Request(report)) => {
             json!({ "event": "requested", "request": report })
         }
@@ -139,6 +166,14 @@ fn json_line(event: &QueueEvent) -> anyhow::Result<String> {
         // A kind of event this build does not know: said as such, never dropped silently.
         other => json!({ "event": "unknown", "detail": format!("{other:?}") }),
     };
+    let id = match event {
+        QueueEvent::Arrived(item) => Some(item.id()),
+        QueueEvent::Decided(report) => Some(report.request().id()),
+        _ => None,
+    };
+    if let (Some(links), Some(id)) = (links, id) {
+        value["url"] = json!(links.of(id));
+    }
     Ok(render::json_line(&value)?)
 }
 
@@ -190,9 +225,10 @@ impl Notifier {
         }
     }
 
-    /// Starts the command for one request. The id and the escaped action go only into the
-    /// environment, never into the command text, so no request can inject shell syntax.
-    fn notify(&mut self, id: RequestId, action: &str) {
+    /// Starts the command for one request. The id, the escaped action and the page link go
+    /// only into the environment, never into the command text, so no request can inject shell
+    /// syntax.
+    fn notify(&mut self, id: RequestId, action: &str, link: Option<&str>) {
         let mut command = Command::new("/bin/sh");
         command
             .arg("-c")
@@ -200,6 +236,9 @@ impl Notifier {
             .env("APPROVAL_GATE_ID", id.as_str())
             .env("APPROVAL_GATE_ACTION", escape(action))
             .stdin(Stdio::null());
+        if let Some(link) = link {
+            command.env("APPROVAL_GATE_URL", link);
+        }
         // stdout carries the watcher's own lines; the command's output goes to stderr.
         if let Ok(stderr) = io::stderr().as_fd().try_clone_to_owned() {
             command.stdout(Stdio::from(stderr));

@@ -1,0 +1,665 @@
+//! The routes of `approval-gate serve`, and what each one checks.
+//!
+//! Everything but the sign-in page and the static files needs a session; every state change
+//! is a POST that needs the browser's `Origin` to be ours and, once signed in, the session's
+//! CSRF token. Approving needs more than a session: a passkey assertion over the request's
+//! decision statement, which the gate verifies (and audits when refused) exactly as the
+//! executor will.
+
+use std::net::{IpAddr, SocketAddr};
+use std::sync::Arc;
+use std::time::SystemTime;
+
+use approval_gate::passkey::{self, Passkey};
+use approval_gate::{Decision, Error, Gate, ListFilter, Policy, RequestId, Status};
+use axum::extract::{ConnectInfo, Form, Path, Query, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::response::{AppendHeaders, IntoResponse, Redirect, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use base64::Engine as _;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD as B64;
+use serde::Deserialize;
+use serde_json::json;
+
+use super::ceremony::PostedAssertion;
+use super::guard::Site;
+use super::html::{self, Viewer};
+use super::limit::Limiter;
+use super::listen::Origin;
+use super::session::{self, Keys};
+
+/// The session cookie. `__Host-`: Secure, no Domain, Path=/, so no other host sets it.
+pub(crate) const SESSION_COOKIE: &str = "__Host-approval-gate-session";
+/// The sign-in ticket cookie, binding an assertion to the browser that asked for it.
+pub(crate) const TICKET_COOKIE: &str = "__Host-approval-gate-signin";
+
+/// What every handler shares. Nothing here outlives the process but the store's content.
+pub(crate) struct App {
+    pub(crate) gate: Gate,
+    pub(crate) policy: Policy,
+    pub(crate) keys: Keys,
+    /// The origin pages are served from, `https://host[:port]` (or `http://localhost:port`).
+    pub(crate) origin: String,
+    /// What the `Host` header must say: the origin's authority.
+    pub(crate) host: String,
+    pub(crate) rp_id: String,
+    /// Whether the server speaks TLS itself (HSTS then).
+    pub(crate) tls: bool,
+    /// Bumped on every change hint of the store: what the event streams follow.
+    pub(crate) changes: tokio::sync::watch::Receiver<u64>,
+    pub(crate) limiter: Limiter,
+}
+
+type Shared = Arc<App>;
+
+/// The router.
+pub(crate) fn router(app: Shared) -> Router {
+    let site = Arc::new(Site {
+        origin: Origin {
+            url: app.origin.clone(),
+            host: app.host.clone(),
+            rp_id: app.rp_id.clone(),
+        },
+        tls: app.tls,
+    });
+    Router::new()
+        .route("/", get(list))
+        .route("/fragment/pending", get(fragment))
+        .route("/events", get(events))
+        .route("/requests/{id}", get(show))
+        .route("/requests/{id}/audit", get(audit))
+        .route("/requests/{id}/approve", post(approve))
+        .route("/requests/{id}/deny", post(deny))
+        .route("/requests/{id}/revoke", post(revoke))
+        .route("/signin", get(signin_page))
+        .route("/signin/begin", post(signin_begin))
+        .route("/signin/finish", post(signin_finish))
+        .route("/signout", post(signout))
+        .fallback(not_found)
+        .with_state(app)
+        .merge(super::guard::assets())
+        .layer(axum::middleware::from_fn_with_state(
+            site,
+            super::guard::headers,
+        ))
+}
+
+/// A refusal as the page shows it.
+pub(crate) struct Refused(pub(crate) StatusCode, pub(crate) String);
+
+impl IntoResponse for Refused {
+    fn into_response(self) -> Response {
+        let viewer = Viewer {
+            principal: None,
+            csrf: None,
+        };
+        let body = html::page("Refused", &viewer, &html::problem("Refused", &self.1));
+        (self.0, html_type(), body).into_response()
+    }
+}
+
+fn html_type() -> [(header::HeaderName, HeaderValue); 1] {
+    [(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/html; charset=utf-8"),
+    )]
+}
+
+/// A signed-in approver: the principal and the session cookie it came from.
+pub(crate) struct Session {
+    pub(crate) principal: String,
+    pub(crate) cookie: String,
+}
+
+impl App {
+    pub(crate) fn session(&self, headers: &HeaderMap) -> Option<Session> {
+        let cookie = cookie(headers, SESSION_COOKIE)?;
+        let principal = self.keys.principal(&cookie, SystemTime::now())?;
+        // An approver taken out of the approvers file is signed out with it.
+        if self.passkeys_of(&principal).is_empty() {
+            return None;
+        }
+        Some(Session { principal, cookie })
+    }
+
+    /// The session, or the sign-in page with a way back.
+    fn signed_in(&self, headers: &HeaderMap, back: &str) -> Result<Session, Response> {
+        self.session(headers).ok_or_else(|| {
+            Redirect::to(&format!("/signin?next={}", encode_next(back))).into_response()
+        })
+    }
+
+    /// A POST is ours: the browser says it comes from our origin. Browsers send `Origin` on
+    /// every POST; one without it did not come from a page of ours.
+    fn same_origin(&self, headers: &HeaderMap) -> Result<(), Refused> {
+        match headers.get(header::ORIGIN).and_then(|o| o.to_str().ok()) {
+            Some(origin) if origin == self.origin => Ok(()),
+            Some(other) => Err(forbidden(format!(
+                "a request from {} is not accepted here: nothing was changed",
+                html::text(other)
+            ))),
+            None => Err(forbidden(
+                "a request without an Origin header is not accepted here: nothing was changed",
+            )),
+        }
+    }
+
+    /// A signed-in POST: our origin, a session, and its CSRF token.
+    fn post_session(&self, headers: &HeaderMap, token: Option<&str>) -> Result<Session, Refused> {
+        self.same_origin(headers)?;
+        let session = self.session(headers).ok_or_else(|| {
+            Refused(
+                StatusCode::UNAUTHORIZED,
+                "not signed in (or the session ended): nothing was changed".into(),
+            )
+        })?;
+        let token = token
+            .or_else(|| headers.get("x-csrf-token").and_then(|t| t.to_str().ok()))
+            .unwrap_or("");
+        if !self.keys.csrf_matches(&session.cookie, token) {
+            return Err(forbidden(
+                "the form's CSRF token is missing or not this session's: nothing was changed",
+            ));
+        }
+        Ok(session)
+    }
+
+    /// The passkeys of `principal` for this server's RP ID, with their credential ids.
+    pub(crate) fn passkeys_of(&self, principal: &str) -> Vec<(Passkey, Option<Vec<u8>>)> {
+        self.policy
+            .passkeys_of(principal, self.gate.now())
+            .into_iter()
+            .filter(|(key, _)| key.rp_id() == self.rp_id)
+            .collect()
+    }
+
+    fn viewer<'a>(session: &'a Session, csrf: &'a str) -> Viewer<'a> {
+        Viewer {
+            principal: Some(&session.principal),
+            csrf: Some(csrf),
+        }
+    }
+
+    /// Runs a gate call on a blocking thread: the store's I/O never holds the event loop.
+    async fn blocking<T: Send + 'static>(
+        &self,
+        call: impl FnOnce(&Gate) -> Result<T, Error> + Send + 'static,
+    ) -> Result<T, Error> {
+        let gate = self.gate.clone();
+        tokio::task::spawn_blocking(move || call(&gate))
+            .await
+            .unwrap_or_else(|join| {
+                Err(Error::InvalidInput {
+                    field: "server",
+                    problem: format!("the store call failed: {join}"),
+                })
+            })
+    }
+}
+
+fn forbidden(message: impl Into<String>) -> Refused {
+    Refused(StatusCode::FORBIDDEN, message.into())
+}
+
+/// A cookie's value from the `Cookie` headers.
+pub(crate) fn cookie(headers: &HeaderMap, name: &str) -> Option<String> {
+    headers
+        .get_all(header::COOKIE)
+        .iter()
+        .filter_map(|value| value.to_str().ok())
+        .flat_map(|value| value.split(';'))
+        .filter_map(|pair| pair.trim().split_once('='))
+        .find(|(key, _)| *key == name)
+        .map(|(_, value)| value.to_owned())
+}
+
+fn set_cookie(name: &str, value: &str, max_age: u64) -> (header::HeaderName, String) {
+    (
+        header::SET_COOKIE,
+        format!("{name}={value}; Path=/; Max-Age={max_age}; HttpOnly; Secure; SameSite=Strict"),
+    )
+}
+
+/// Only a local path may be where sign-in returns to: never another site.
+fn local_next(next: &str) -> &str {
+    let local = next.starts_with('/')
+        && !next.starts_with("//")
+        && !next.contains('\\')
+        && next.bytes().all(|b| b.is_ascii_graphic());
+    if local { next } else { "/" }
+}
+
+fn encode_next(path: &str) -> String {
+    path.bytes()
+        .map(|b| {
+            if b.is_ascii_alphanumeric() || b"/-_.".contains(&b) {
+                char::from(b).to_string()
+            } else {
+                format!("%{b:02X}")
+            }
+        })
+        .collect()
+}
+
+fn gate_refusal(error: &Error) -> Refused {
+    let status = match error {
+        Error::NotFound(_) | Error::Archived(_) | Error::InvalidId { .. } => StatusCode::NOT_FOUND,
+        Error::InvalidInput { .. } => StatusCode::BAD_REQUEST,
+        Error::BadSignature { .. }
+        | Error::UntrustedSigner { .. }
+        | Error::SignatureRequired { .. }
+        | Error::NotPermitted { .. } => StatusCode::FORBIDDEN,
+        _ if error.status().is_some() => StatusCode::CONFLICT,
+        _ => StatusCode::INTERNAL_SERVER_ERROR,
+    };
+    Refused(status, error.to_string())
+}
+
+fn parse_id(text: &str) -> Result<RequestId, Refused> {
+    RequestId::parse(text).map_err(|e| Refused(StatusCode::NOT_FOUND, e.to_string()))
+}
+
+async fn list(State(app): State<Shared>, headers: HeaderMap) -> Response {
+    let session = match app.signed_in(&headers, "/") {
+        Ok(session) => session,
+        Err(redirect) => return redirect,
+    };
+    let body = match pending_html(&app).await {
+        Ok(body) => body,
+        Err(refused) => return refused.into_response(),
+    };
+    let csrf = app.keys.csrf(&session.cookie);
+    let body = format!(
+        "<h1>Pending requests</h1><section id=\"pending\" data-live=\"/events\" \
+         data-fragment=\"/fragment/pending\" aria-live=\"polite\">{body}</section>"
+    );
+    let page = html::page("Pending", &App::viewer(&session, &csrf), &body);
+    (html_type(), page).into_response()
+}
+
+async fn pending_html(app: &App) -> Result<String, Refused> {
+    let page = app
+        .blocking(|gate| {
+            let page = gate.list(ListFilter::Pending, None, approval_gate::limits::MAX_PAGE)?;
+            Ok((page, gate.now()))
+        })
+        .await
+        .map_err(|e| gate_refusal(&e))?;
+    let (page, now) = page;
+    Ok(html::pending(&page.items, now, page.next_after.is_some()))
+}
+
+async fn fragment(State(app): State<Shared>, headers: HeaderMap) -> Response {
+    if app.session(&headers).is_none() {
+        return Refused(StatusCode::UNAUTHORIZED, "not signed in".into()).into_response();
+    }
+    match pending_html(&app).await {
+        Ok(body) => (html_type(), body).into_response(),
+        Err(refused) => refused.into_response(),
+    }
+}
+
+/// Server-sent events: one `change` event per change hint of the store (coalesced), so the
+/// list page fetches its fragment again. The hints come from the store's change feed
+/// (inotify, LISTEN/NOTIFY) with its fallback re-read; a hint is never evidence, the page
+/// reads the store again.
+async fn events(State(app): State<Shared>, headers: HeaderMap) -> Response {
+    if app.session(&headers).is_none() {
+        return Refused(StatusCode::UNAUTHORIZED, "not signed in".into()).into_response();
+    }
+    let changes = app.changes.clone();
+    let stream = futures_util::stream::unfold(changes, |mut changes| async move {
+        changes.changed().await.ok()?;
+        let seen = *changes.borrow_and_update();
+        let event = Event::default().event("change").data(seen.to_string());
+        Some((Ok::<_, std::convert::Infallible>(event), changes))
+    });
+    Sse::new(stream)
+        .keep_alive(KeepAlive::default())
+        .into_response()
+}
+
+async fn show(State(app): State<Shared>, Path(id): Path<String>, headers: HeaderMap) -> Response {
+    let id = match parse_id(&id) {
+        Ok(id) => id,
+        Err(refused) => return refused.into_response(),
+    };
+    let session = match app.signed_in(&headers, &format!("/requests/{id}")) {
+        Ok(session) => session,
+        Err(redirect) => return redirect,
+    };
+    let shown = match app
+        .blocking(move |gate| Ok((gate.status(id)?, gate.now())))
+        .await
+    {
+        Ok(shown) => shown,
+        Err(error) => return gate_refusal(&error).into_response(),
+    };
+    let (report, now) = shown;
+    let button = approve_button(&app, &report, &session.principal);
+    let csrf = app.keys.csrf(&session.cookie);
+    let viewer = App::viewer(&session, &csrf);
+    let body = html::request(&report, now, &viewer, button.as_ref());
+    let page = html::page(&html::request_title(report.request()), &viewer, &body);
+    (html_type(), page).into_response()
+}
+
+/// The approve button of a pending request for `principal`: the challenge is the digest of
+/// the decision statement they would sign.
+fn approve_button(
+    app: &App,
+    report: &approval_gate::StatusReport,
+    principal: &str,
+) -> Option<html::ApproveButton> {
+    let statement = report.decision_statement(principal).ok()?;
+    let credentials: Vec<String> = app
+        .passkeys_of(principal)
+        .iter()
+        .filter_map(|(_, id)| id.as_deref().map(|id| B64.encode(id)))
+        .collect();
+    Some(html::ApproveButton {
+        challenge: B64.encode(passkey::challenge(&statement)),
+        rp_id: app.rp_id.clone(),
+        credentials: credentials.join(","),
+    })
+}
+
+async fn audit(State(app): State<Shared>, Path(id): Path<String>, headers: HeaderMap) -> Response {
+    let id = match parse_id(&id) {
+        Ok(id) => id,
+        Err(refused) => return refused.into_response(),
+    };
+    let session = match app.signed_in(&headers, &format!("/requests/{id}/audit")) {
+        Ok(session) => session,
+        Err(redirect) => return redirect,
+    };
+    let records = app
+        .blocking(move |gate| {
+            gate.status(id)?;
+            Ok(gate
+                .audit_records()?
+                .into_iter()
+                .filter(|record| record.id == id)
+                .collect::<Vec<_>>())
+        })
+        .await;
+    let records = match records {
+        Ok(records) => records,
+        Err(error) => return gate_refusal(&error).into_response(),
+    };
+    let csrf = app.keys.csrf(&session.cookie);
+    let page = html::page(
+        &format!("Audit trail of {id}"),
+        &App::viewer(&session, &csrf),
+        &html::audit(id, &records),
+    );
+    (html_type(), page).into_response()
+}
+
+/// Approves with a passkey assertion over the decision statement of the request as it is
+/// stored now. The gate verifies it against the approvers file (and records a refusal when
+/// it does not hold), so what is accepted here is exactly what the executor will count.
+async fn approve(
+    State(app): State<Shared>,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+    Json(posted): Json<PostedAssertion>,
+) -> Response {
+    let result = approve_inner(&app, &id, &headers, &posted).await;
+    match result {
+        Ok(message) => Json(json!({ "ok": true, "message": message })).into_response(),
+        Err(Refused(status, message)) => {
+            (status, Json(json!({ "ok": false, "message": message }))).into_response()
+        }
+    }
+}
+
+async fn approve_inner(
+    app: &App,
+    id: &str,
+    headers: &HeaderMap,
+    posted: &PostedAssertion,
+) -> Result<String, Refused> {
+    let id = parse_id(id)?;
+    let session = app.post_session(headers, None)?;
+    let (assertion, _) = posted
+        .decode()
+        .map_err(|e| Refused(StatusCode::BAD_REQUEST, format!("the assertion: {e}")))?;
+    // The key is the one the approvers file holds for this credential and this approver.
+    let passkey = app
+        .passkeys_of(&session.principal)
+        .into_iter()
+        .find(|(_, credential)| credential.as_deref() == Some(assertion.credential_id.as_slice()))
+        .map(|(key, _)| key)
+        .ok_or_else(|| {
+            tracing::warn!(%id, principal = %session.principal, "approve with a credential not theirs");
+            forbidden("this passkey is not one of yours in the approvers file: nothing was approved")
+        })?;
+    let armored = assertion
+        .armor(&passkey)
+        .map_err(|e| Refused(StatusCode::BAD_REQUEST, format!("the assertion: {e}")))?;
+    let principal = session.principal.clone();
+    let report = app
+        .blocking(move |gate| {
+            let shown = gate.status(id)?;
+            let decision = Decision::by(format!("{principal} (web)")).signed(principal, armored);
+            gate.approve_as_shown(shown.request(), &decision)
+        })
+        .await
+        .map_err(|e| gate_refusal(&e))?;
+    let count = report.counted_approvals();
+    let required = report.required_approvals();
+    Ok(if report.request().status() == Status::Pending {
+        format!("approval recorded: {count} of {required}; it needs more approvers")
+    } else {
+        format!("approved ({count} of {required}): trusted code may now run it once")
+    })
+}
+
+#[derive(Deserialize)]
+struct DecisionForm {
+    #[serde(default)]
+    csrf: String,
+    #[serde(default)]
+    reason: String,
+}
+
+async fn deny(
+    State(app): State<Shared>,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+    Form(form): Form<DecisionForm>,
+) -> Response {
+    decide(&app, &id, &headers, &form, false).await
+}
+
+async fn revoke(
+    State(app): State<Shared>,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+    Form(form): Form<DecisionForm>,
+) -> Response {
+    decide(&app, &id, &headers, &form, true).await
+}
+
+/// Deny and revoke: they take authority away, so a session suffices.
+async fn decide(
+    app: &App,
+    id: &str,
+    headers: &HeaderMap,
+    form: &DecisionForm,
+    revoke: bool,
+) -> Response {
+    let result = async {
+        let id = parse_id(id)?;
+        let session = app.post_session(headers, Some(&form.csrf))?;
+        let decision = Decision::by(format!("{} (web)", session.principal)).reason(&form.reason);
+        app.blocking(move |gate| {
+            if revoke {
+                gate.revoke(id, &decision)
+            } else {
+                gate.deny(id, &decision)
+            }
+        })
+        .await
+        .map_err(|e| gate_refusal(&e))?;
+        Ok::<_, Refused>(id)
+    }
+    .await;
+    match result {
+        Ok(id) => Redirect::to(&format!("/requests/{id}")).into_response(),
+        Err(refused) => refused.into_response(),
+    }
+}
+
+#[derive(Deserialize)]
+struct Next {
+    #[serde(default)]
+    next: String,
+}
+
+async fn signin_page(State(app): State<Shared>, Query(next): Query<Next>) -> Response {
+    let viewer = Viewer {
+        principal: None,
+        csrf: None,
+    };
+    let _ = &app;
+    let page = html::page("Sign in", &viewer, &html::signin(local_next(&next.next)));
+    (html_type(), page).into_response()
+}
+
+/// Starts a sign-in: a ticket in a cookie, and the challenge it stands for.
+async fn signin_begin(
+    State(app): State<Shared>,
+    ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    headers: HeaderMap,
+) -> Response {
+    let result = (|| {
+        app.same_origin(&headers)?;
+        app.limiter.check(peer.ip()).map_err(too_many)?;
+        let (ticket, challenge) = app.keys.signin_ticket(SystemTime::now()).map_err(|e| {
+            Refused(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                format!("no randomness: {e}"),
+            )
+        })?;
+        Ok::<_, Refused>((ticket, challenge))
+    })();
+    match result {
+        Ok((ticket, challenge)) => (
+            [set_cookie(
+                TICKET_COOKIE,
+                &ticket,
+                session::SIGNIN_TTL.as_secs(),
+            )],
+            Json(json!({ "challenge": B64.encode(challenge), "rpId": app.rp_id })),
+        )
+            .into_response(),
+        Err(Refused(status, message)) => {
+            (status, Json(json!({ "ok": false, "message": message }))).into_response()
+        }
+    }
+}
+
+fn too_many(retry: std::time::Duration) -> Refused {
+    Refused(
+        StatusCode::TOO_MANY_REQUESTS,
+        format!(
+            "too many sign-in attempts from here: try again in {} s",
+            retry.as_secs().max(1)
+        ),
+    )
+}
+
+/// Finishes a sign-in: the assertion must answer this browser's ticket, be made by a passkey
+/// of the approvers file, for the principal it names, with user verification.
+async fn signin_finish(
+    State(app): State<Shared>,
+    ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    headers: HeaderMap,
+    Json(posted): Json<PostedAssertion>,
+) -> Response {
+    match signin_inner(&app, peer.ip(), &headers, &posted) {
+        Ok(principal) => {
+            let Ok(session) = app.keys.session(&principal, SystemTime::now()) else {
+                return (
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    Json(json!({ "ok": false, "message": "no randomness for a session" })),
+                )
+                    .into_response();
+            };
+            (
+                // Two Set-Cookie headers: appended, never one replacing the other.
+                AppendHeaders([
+                    set_cookie(SESSION_COOKIE, &session, session::SESSION_TTL.as_secs()),
+                    set_cookie(TICKET_COOKIE, "", 0),
+                ]),
+                Json(json!({ "ok": true, "principal": principal })),
+            )
+                .into_response()
+        }
+        Err(Refused(status, message)) => {
+            tracing::warn!(peer = %peer.ip(), %message, "sign-in refused");
+            (status, Json(json!({ "ok": false, "message": message }))).into_response()
+        }
+    }
+}
+
+fn signin_inner(
+    app: &App,
+    peer: IpAddr,
+    headers: &HeaderMap,
+    posted: &PostedAssertion,
+) -> Result<String, Refused> {
+    app.same_origin(headers)?;
+    app.limiter.check(peer).map_err(too_many)?;
+    let refused =
+        |message: &str| Refused(StatusCode::FORBIDDEN, format!("sign-in refused: {message}"));
+    let ticket = cookie(headers, TICKET_COOKIE)
+        .ok_or_else(|| refused("no sign-in was started in this browser"))?;
+    let challenge = app
+        .keys
+        .check_ticket(&ticket, SystemTime::now())
+        .ok_or_else(|| refused("the sign-in expired or is not ours; start again"))?;
+    let (assertion, handle) = posted
+        .decode()
+        .map_err(|e| Refused(StatusCode::BAD_REQUEST, format!("the assertion: {e}")))?;
+    let principal = handle
+        .and_then(|h| String::from_utf8(h).ok())
+        .ok_or_else(|| refused("the passkey named no approver"))?;
+    let passkey = app
+        .passkeys_of(&principal)
+        .into_iter()
+        .find(|(_, id)| id.as_deref() == Some(assertion.credential_id.as_slice()))
+        .map(|(key, _)| key)
+        .ok_or_else(|| {
+            refused("this passkey is not one of that approver's in the approvers file")
+        })?;
+    let verified = passkey
+        .verify(&challenge, &assertion)
+        .map_err(|e| refused(&e))?;
+    if verified.origin != app.origin {
+        return Err(refused(&format!(
+            "made for {}, not {}",
+            verified.origin, app.origin
+        )));
+    }
+    Ok(principal)
+}
+
+async fn signout(
+    State(app): State<Shared>,
+    headers: HeaderMap,
+    Form(form): Form<DecisionForm>,
+) -> Response {
+    match app.post_session(&headers, Some(&form.csrf)) {
+        Ok(_) => ([set_cookie(SESSION_COOKIE, "", 0)], Redirect::to("/signin")).into_response(),
+        Err(refused) => refused.into_response(),
+    }
+}
+
+async fn not_found() -> Response {
+    Refused(StatusCode::NOT_FOUND, "no such page".into()).into_response()
+}

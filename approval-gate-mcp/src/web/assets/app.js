@@ -1,0 +1,189 @@
+// approval-gate's page script: WebAuthn ceremonies and the live pending list.
+// No framework, nothing from elsewhere; the Content-Security-Policy allows this file only.
+"use strict";
+
+const b64url = {
+  encode(buffer) {
+    const bytes = new Uint8Array(buffer);
+    let text = "";
+    for (const byte of bytes) text += String.fromCharCode(byte);
+    return btoa(text).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
+  },
+  decode(text) {
+    const base64 = text.replace(/-/g, "+").replace(/_/g, "/");
+    const padded = base64 + "===".slice((base64.length + 3) % 4);
+    return Uint8Array.from(atob(padded), (c) => c.charCodeAt(0));
+  },
+};
+
+function csrf() {
+  return document.body.dataset.csrf || "";
+}
+
+function say(id, text, ok) {
+  const element = document.getElementById(id);
+  if (!element) return;
+  element.textContent = text;
+  element.className = "result " + (ok ? "ok" : "error");
+}
+
+async function post(url, body) {
+  const response = await fetch(url, {
+    method: "POST",
+    credentials: "same-origin",
+    headers: { "Content-Type": "application/json", "X-CSRF-Token": csrf() },
+    body: JSON.stringify(body),
+  });
+  let answer;
+  try {
+    answer = await response.json();
+  } catch (_) {
+    answer = { ok: false, message: "the server answered " + response.status };
+  }
+  return { ok: response.ok && answer.ok !== false, answer };
+}
+
+function assertionJson(credential) {
+  const r = credential.response;
+  return {
+    credentialId: b64url.encode(credential.rawId),
+    authenticatorData: b64url.encode(r.authenticatorData),
+    clientDataJSON: b64url.encode(r.clientDataJSON),
+    signature: b64url.encode(r.signature),
+    userHandle: r.userHandle ? b64url.encode(r.userHandle) : null,
+  };
+}
+
+async function getAssertion(challenge, rpId, credentials) {
+  const allow = credentials
+    .filter((id) => id.length > 0)
+    .map((id) => ({ type: "public-key", id: b64url.decode(id) }));
+  return navigator.credentials.get({
+    publicKey: {
+      challenge: b64url.decode(challenge),
+      rpId,
+      allowCredentials: allow,
+      userVerification: "required",
+      timeout: 120000,
+    },
+  });
+}
+
+// Approve: the challenge is the digest of the decision statement this approver signs.
+function setUpApprove() {
+  const button = document.getElementById("approve");
+  if (!button) return;
+  button.addEventListener("click", async () => {
+    button.disabled = true;
+    say("approve-result", "Waiting for your passkey…", true);
+    try {
+      const d = button.dataset;
+      const credential = await getAssertion(d.challenge, d.rp, d.credentials.split(","));
+      const { ok, answer } = await post(d.url, assertionJson(credential));
+      say("approve-result", answer.message || (ok ? "approved" : "refused"), ok);
+      if (ok) setTimeout(() => location.reload(), 800);
+      else button.disabled = false;
+    } catch (error) {
+      say("approve-result", "Nothing was approved: " + error.message, false);
+      button.disabled = false;
+    }
+  });
+}
+
+function setUpSignIn() {
+  const button = document.getElementById("signin");
+  if (!button) return;
+  button.addEventListener("click", async () => {
+    button.disabled = true;
+    try {
+      const begin = await post("/signin/begin", {});
+      if (!begin.ok) throw new Error(begin.answer.message);
+      const credential = await getAssertion(begin.answer.challenge, begin.answer.rpId, []);
+      const { ok, answer } = await post("/signin/finish", assertionJson(credential));
+      if (!ok) throw new Error(answer.message);
+      say("signin-result", "Signed in as " + answer.principal, true);
+      location.assign(button.dataset.next || "/");
+    } catch (error) {
+      say("signin-result", "Not signed in: " + error.message, false);
+      button.disabled = false;
+    }
+  });
+}
+
+function setUpEnroll() {
+  const button = document.getElementById("enroll");
+  if (!button) return;
+  button.addEventListener("click", async () => {
+    button.disabled = true;
+    try {
+      const options = await post(button.dataset.url + "/options", {});
+      if (!options.ok) throw new Error(options.answer.message);
+      const o = options.answer;
+      const credential = await navigator.credentials.create({
+        publicKey: {
+          rp: { id: o.rpId, name: "approval-gate" },
+          user: { id: b64url.decode(o.userId), name: o.principal, displayName: o.principal },
+          challenge: b64url.decode(o.challenge),
+          pubKeyCredParams: [{ type: "public-key", alg: -7 }],
+          authenticatorSelection: { residentKey: "required", userVerification: "required" },
+          attestation: "none",
+          timeout: 300000,
+        },
+      });
+      const r = credential.response;
+      const { ok, answer } = await post(button.dataset.url, {
+        credentialId: b64url.encode(credential.rawId),
+        authenticatorData: b64url.encode(r.getAuthenticatorData()),
+        clientDataJSON: b64url.encode(r.clientDataJSON),
+      });
+      say("enroll-result", answer.message, ok);
+      if (!ok) button.disabled = false;
+    } catch (error) {
+      say("enroll-result", "No passkey was enrolled: " + error.message, false);
+      button.disabled = false;
+    }
+  });
+}
+
+// The pending list follows the store: each event says something changed, and the list is
+// read again from the server, already escaped there.
+function setUpLive() {
+  const region = document.getElementById("pending");
+  if (!region || !window.EventSource) return;
+  let busy = false;
+  let again = false;
+  async function refresh() {
+    if (busy) {
+      again = true;
+      return;
+    }
+    busy = true;
+    try {
+      const response = await fetch(region.dataset.fragment, { credentials: "same-origin" });
+      if (response.ok) {
+        region.innerHTML = await response.text();
+        region.dataset.version = String(Number(region.dataset.version || "0") + 1);
+      }
+    } finally {
+      busy = false;
+      if (again) {
+        again = false;
+        refresh();
+      }
+    }
+  }
+  const events = new EventSource(region.dataset.live);
+  events.addEventListener("change", refresh);
+  // Whatever changed while the stream was down (a restart, a lost connection) is read now.
+  let opened = false;
+  events.addEventListener("open", () => {
+    if (opened) refresh();
+    opened = true;
+    document.body.dataset.live = "open";
+  });
+}
+
+setUpApprove();
+setUpSignIn();
+setUpEnroll();
+setUpLive();

@@ -1,0 +1,312 @@
+//! `approval-gate passkey enroll PRINCIPAL`: a one-time link that registers a passkey, and
+//! the approvers-file line that trusts it.
+//!
+//! The command serves one page, at an address only it knows (a random token), until one
+//! passkey is registered there or its time runs out. It changes nothing: it prints the
+//! `allowed_signers` line on stdout, and the approvers file stays the operator's to edit. The
+//! passkey is bound to the RP ID, the host name of the origin it was made on, so enroll on
+//! the host name approvers will use (`--public-url`, with the server's certificate).
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use anyhow::{Context as _, bail};
+use axum::Json;
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use base64::Engine as _;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD as B64;
+use clap::{Args, ValueHint};
+use serde_json::json;
+
+use super::ceremony::{self, PostedRegistration};
+use super::guard::Site;
+use super::html::{self, Viewer};
+use super::listen::{self, Origin};
+use crate::cli::Exit;
+use crate::cli::output;
+
+/// Longest principal a passkey can carry: WebAuthn's user handle holds 64 bytes.
+const MAX_USER_HANDLE: usize = 64;
+/// Failed registrations taken before the link is closed.
+const MAX_FAILURES: u32 = 5;
+
+/// `approval-gate passkey enroll`.
+#[derive(Debug, Args)]
+pub(crate) struct EnrollArgs {
+    /// The approver's principal, as the approvers file will name them (alice@example.com).
+    pub(crate) principal: String,
+    /// Address to listen on. Without TLS only a loopback address is served.
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:8471")]
+    pub(crate) listen: SocketAddr,
+    /// The origin the link is opened at; its host name must be the one `serve` uses.
+    #[arg(long, value_name = "URL")]
+    pub(crate) public_url: Option<String>,
+    /// PEM certificate chain, as for serve.
+    #[arg(long, value_name = "FILE", value_hint = ValueHint::FilePath, requires = "tls_key")]
+    pub(crate) tls_cert: Option<PathBuf>,
+    /// PEM private key of --tls-cert.
+    #[arg(long, value_name = "FILE", value_hint = ValueHint::FilePath, requires = "tls_cert")]
+    pub(crate) tls_key: Option<PathBuf>,
+    /// How long the link stays open (`15m`, `1h`).
+    #[arg(long, value_name = "DURATION", default_value = "15m", value_parser = humantime::parse_duration)]
+    pub(crate) timeout: Duration,
+}
+
+/// One enrollment: its secrets, and what it came to.
+struct Enrollment {
+    principal: String,
+    token: String,
+    challenge: [u8; 32],
+    origin: Origin,
+    state: Mutex<Outcome>,
+    done: tokio::sync::Notify,
+}
+
+#[derive(Default)]
+struct Outcome {
+    line: Option<String>,
+    failures: u32,
+}
+
+/// A principal a passkey can carry as its user handle.
+fn check_principal(principal: &str) -> anyhow::Result<()> {
+    if principal.is_empty()
+        || principal.len() > MAX_USER_HANDLE
+        || principal
+            .chars()
+            .any(|c| c.is_whitespace() || c.is_control())
+    {
+        bail!(
+            "{:?}: a principal is 1 to {MAX_USER_HANDLE} bytes with no spaces (it is the \
+             passkey's user handle)",
+            crate::display::escape(principal)
+        );
+    }
+    Ok(())
+}
+
+/// The enrollment's pages, behind the same guard as serve's.
+fn router(enrollment: Arc<Enrollment>, tls: bool) -> axum::Router {
+    let site = Arc::new(Site {
+        origin: enrollment.origin.clone(),
+        tls,
+    });
+    axum::Router::new()
+        .route("/enroll/{token}", get(page).post(finish))
+        .route("/enroll/{token}/options", post(options))
+        .with_state(enrollment)
+        .merge(super::guard::assets())
+        .layer(axum::middleware::from_fn_with_state(
+            site,
+            super::guard::headers,
+        ))
+}
+
+pub(crate) fn enroll(args: &EnrollArgs) -> anyhow::Result<Exit> {
+    let principal = args.principal.trim();
+    check_principal(principal)?;
+    let tls = args.tls_cert.is_some();
+    listen::check_address(args.listen, tls)?;
+    let mut secret = [0u8; 48];
+    getrandom::fill(&mut secret).map_err(|e| anyhow::anyhow!("no randomness: {e}"))?;
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the enrollment's runtime")?;
+    let line = runtime.block_on(async {
+        let acceptor = match (&args.tls_cert, &args.tls_key) {
+            (Some(cert), Some(key)) => Some(listen::tls_acceptor(cert, key)?),
+            _ => None,
+        };
+        let tcp = tokio::net::TcpListener::bind(args.listen)
+            .await
+            .with_context(|| format!("cannot listen on {}", args.listen))?;
+        let bound = tcp.local_addr()?;
+        let listen_at = if args.listen.port() == 0 {
+            bound
+        } else {
+            args.listen
+        };
+        let origin = Origin::resolve(args.public_url.as_deref(), listen_at, tls)?;
+        let enrollment = Arc::new(Enrollment {
+            principal: principal.to_owned(),
+            token: B64.encode(&secret[..16]),
+            challenge: secret[16..].try_into().unwrap_or([0; 32]),
+            origin: origin.clone(),
+            state: Mutex::default(),
+            done: tokio::sync::Notify::new(),
+        });
+        let router = router(enrollment.clone(), tls);
+        output::stderr_line(&format!(
+            "approval-gate: open this link in {}'s browser, once, within {}:\n    {}/enroll/{}\n\
+             (relying party {}; the line to add to the approvers file is printed here)",
+            crate::display::escape(principal),
+            humantime::format_duration(args.timeout),
+            origin.url,
+            enrollment.token,
+            origin.rp_id
+        ));
+        let finished = async {
+            tokio::select! {
+                () = enrollment.done.notified() => true,
+                () = tokio::time::sleep(args.timeout) => false,
+            }
+        };
+        let enrolled = listen::serve_until(tcp, acceptor, router, finished)
+            .await?
+            .unwrap_or(false);
+        let line = enrolled
+            .then(|| lock(&enrollment.state).line.clone())
+            .flatten();
+        anyhow::Ok(line)
+    })?;
+    drop(runtime);
+    match line {
+        Some(line) => {
+            output::stdout(&format!("{line}\n"))?;
+            output::stderr_line(
+                "approval-gate: passkey enrolled; add the line above to the approvers file \
+                 (then restart serve)",
+            );
+            Ok(Exit::Done)
+        }
+        None => Err(crate::cli::Refusal::new(
+            "not_enrolled",
+            "no passkey was enrolled before the link closed",
+        )
+        .into()),
+    }
+}
+
+fn lock(state: &Mutex<Outcome>) -> std::sync::MutexGuard<'_, Outcome> {
+    state
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+impl Enrollment {
+    /// The token is this enrollment's, and the link is still open.
+    fn open(&self, token: &str) -> Result<(), Response> {
+        let state = lock(&self.state);
+        let ours = blake3::hash(token.as_bytes()) == blake3::hash(self.token.as_bytes());
+        if !ours || state.line.is_some() || state.failures >= MAX_FAILURES {
+            return Err(answer(
+                StatusCode::NOT_FOUND,
+                "this enrollment link is not open (used, closed, or never made)",
+            ));
+        }
+        Ok(())
+    }
+
+    fn same_origin(&self, headers: &HeaderMap) -> Result<(), Response> {
+        let origin = headers.get(header::ORIGIN).and_then(|o| o.to_str().ok());
+        if origin == Some(self.origin.url.as_str()) {
+            Ok(())
+        } else {
+            Err(answer(
+                StatusCode::FORBIDDEN,
+                "a request from another origin is not accepted here",
+            ))
+        }
+    }
+}
+
+fn answer(status: StatusCode, message: &str) -> Response {
+    (
+        status,
+        Json(json!({ "ok": status.is_success(), "message": message })),
+    )
+        .into_response()
+}
+
+async fn page(State(enrollment): State<Arc<Enrollment>>, Path(token): Path<String>) -> Response {
+    if let Err(closed) = enrollment.open(&token) {
+        return closed;
+    }
+    let viewer = Viewer {
+        principal: None,
+        csrf: None,
+    };
+    let body = html::enroll(&enrollment.principal, &token);
+    (
+        [(header::CONTENT_TYPE, "text/html; charset=utf-8")],
+        html::page("Enroll a passkey", &viewer, &body),
+    )
+        .into_response()
+}
+
+/// What `navigator.credentials.create` needs.
+async fn options(
+    State(enrollment): State<Arc<Enrollment>>,
+    Path(token): Path<String>,
+    headers: HeaderMap,
+) -> Response {
+    if let Err(refused) = enrollment
+        .open(&token)
+        .and_then(|()| enrollment.same_origin(&headers))
+    {
+        return refused;
+    }
+    Json(json!({
+        "ok": true,
+        "rpId": enrollment.origin.rp_id,
+        "principal": enrollment.principal,
+        "userId": B64.encode(enrollment.principal.as_bytes()),
+        "challenge": B64.encode(enrollment.challenge),
+    }))
+    .into_response()
+}
+
+/// Checks the registration; on success the command prints the line and ends.
+async fn finish(
+    State(enrollment): State<Arc<Enrollment>>,
+    Path(token): Path<String>,
+    headers: HeaderMap,
+    Json(posted): Json<PostedRegistration>,
+) -> Response {
+    if let Err(refused) = enrollment
+        .open(&token)
+        .and_then(|()| enrollment.same_origin(&headers))
+    {
+        return refused;
+    }
+    let origin = &enrollment.origin;
+    let registered = ceremony::register(&posted, &enrollment.challenge, &origin.url, &origin.rp_id);
+    let mut state = lock(&enrollment.state);
+    match registered {
+        Ok(registered) => {
+            let line = registered
+                .passkey
+                .allowed_signers_line(&enrollment.principal, &registered.credential_id);
+            match line {
+                Ok(line) => {
+                    state.line = Some(line);
+                    drop(state);
+                    enrollment.done.notify_one();
+                    answer(
+                        StatusCode::OK,
+                        "Passkey created. The operator adds the line approval-gate printed to \
+                         the approvers file; then it can sign in and approve.",
+                    )
+                }
+                Err(error) => answer(StatusCode::BAD_REQUEST, &error.to_string()),
+            }
+        }
+        Err(problem) => {
+            state.failures += 1;
+            output::stderr_line(&format!(
+                "approval-gate: a registration was refused: {}",
+                crate::display::escape(&problem)
+            ));
+            answer(
+                StatusCode::BAD_REQUEST,
+                &format!("the passkey was not enrolled: {problem}"),
+            )
+        }
+    }
+}

@@ -1,0 +1,16 @@
+//! `approval-gate serve` and `approval-gate passkey enroll` end to end: the real binaries on
+//! loopback, driven by hand-made HTTP requests (every attack is one), and by headless Chromium
+//! with its virtual authenticator for what a person does.
+
+//!
+//! Without Chromium the browser tests skip, saying so, except in CI, where they fail
+//! (`.ci/run` installs Debian's `chromium`). `APPROVAL_GATE_TEST_CHROMIUM` names another
+//! binary.
+
+mod attacks;
+mod cdp;
+mod enroll;
+mod loopback;
+mod processes;
+mod server;
+mod smoke;

@@ -1,0 +1,199 @@
+//! A running `approval-gate serve`, and what a browser does with it.
+
+use std::io::{BufRead as _, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::Duration;
+
+use approval_gate::{Gate, Policy, RequestId};
+use approval_gate_tests::http::{Client, Response};
+use approval_gate_tests::webauthn::{Made, SoftPasskey};
+use base64::Engine as _;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD as B64;
+use serde_json::json;
+
+/// A binary `cargo test --workspace` built next to this test.
+pub(crate) fn built(name: &str) -> PathBuf {
+    let exe = std::env::current_exe().unwrap();
+    let path = exe.parent().and_then(Path::parent).unwrap().join(name);
+    assert!(
+        path.exists(),
+        "{} is missing: run the suite with `cargo test --workspace`, which builds it",
+        path.display()
+    );
+    path
+}
+
+/// The CLI with none of the operator's settings from the environment.
+pub(crate) fn cli() -> Command {
+    let mut command = Command::new(built("approval-gate"));
+    for (name, _) in std::env::vars_os() {
+        if name.to_string_lossy().starts_with("APPROVAL_GATE_") {
+            command.env_remove(name);
+        }
+    }
+    // No config file of the machine running the tests either.
+    command.env("XDG_CONFIG_HOME", "/nonexistent/approval-gate-tests");
+    command
+}
+
+/// A store, its approvers file, and a server over both.
+pub(crate) struct Served {
+    pub(crate) _tmp: tempfile::TempDir,
+    pub(crate) store: PathBuf,
+    pub(crate) approvers: PathBuf,
+    pub(crate) origin: String,
+    child: Child,
+    lines: mpsc::Receiver<String>,
+}
+
+impl Served {
+    /// Serves a fresh store whose approvers file trusts `passkeys`, with `quorum` (`*=N`).
+    pub(crate) fn start(passkeys: &[&SoftPasskey], quorum: u32) -> Self {
+        let tmp = tempfile::tempdir().unwrap();
+        let store = tmp.path().join("store");
+        let approvers = tmp.path().join("approvers");
+        let lines: Vec<String> = passkeys.iter().map(|p| p.allowed_signers_line()).collect();
+        std::fs::write(&approvers, lines.join("\n") + "\n").unwrap();
+        Gate::open(&store).unwrap();
+        Self::start_on(tmp, store, approvers, quorum, &[])
+    }
+
+    /// Serves `store` with `approvers`, and `extra` arguments to `serve`.
+    pub(crate) fn start_on(
+        tmp: tempfile::TempDir,
+        store: PathBuf,
+        approvers: PathBuf,
+        quorum: u32,
+        extra: &[&str],
+    ) -> Self {
+        let mut child = cli()
+            .arg("--dir")
+            .arg(&store)
+            .arg("--approvers")
+            .arg(&approvers)
+            .arg("--quorum")
+            .arg(format!("*={quorum}"))
+            .args(["serve", "--listen", "127.0.0.1:0"])
+            .args(extra)
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let (send, lines) = mpsc::channel();
+        let stderr = child.stderr.take().unwrap();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                eprintln!("serve: {line}");
+                if send.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        let mut served = Self {
+            _tmp: tmp,
+            store,
+            approvers,
+            origin: String::new(),
+            child,
+            lines,
+        };
+        let line = served.wait_for_line("serving ");
+        line.split(' ')
+            .nth(2)
+            .unwrap()
+            .clone_into(&mut served.origin);
+        served
+    }
+
+    /// The next line of stderr holding `needle`.
+    pub(crate) fn wait_for_line(&self, needle: &str) -> String {
+        loop {
+            match self.lines.recv_timeout(Duration::from_secs(60)) {
+                Ok(line) if line.contains(needle) => return line,
+                Ok(_) => {}
+                Err(e) => panic!("serve never printed {needle:?}: {e}"),
+            }
+        }
+    }
+
+    /// A browser with no session.
+    pub(crate) fn client(&self) -> Client {
+        Client::new(&self.origin)
+    }
+
+    /// The executor's gate: the same store, holding the approvers file as its policy.
+    pub(crate) fn executor(&self, quorum: u32) -> Gate {
+        let policy = Policy::load_allowed_signers(&self.approvers)
+            .unwrap()
+            .require("*", quorum)
+            .unwrap();
+        Gate::builder()
+            .dir(&self.store)
+            .policy(policy)
+            .open()
+            .unwrap()
+    }
+
+    /// A plain gate over the store, as the agent has.
+    pub(crate) fn agent(&self) -> Gate {
+        Gate::open(&self.store).unwrap()
+    }
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Signs `client` in with `passkey`; the response of the last step.
+pub(crate) fn sign_in(client: &mut Client, passkey: &SoftPasskey) -> Response {
+    let begin = client.post_json("/signin/begin", &json!({}), "");
+    assert_eq!(begin.status, 200, "{}", begin.body);
+    let challenge = B64
+        .decode(begin.json()["challenge"].as_str().unwrap())
+        .unwrap();
+    let made = passkey.made(&client.origin.clone());
+    client.post_json("/signin/finish", &passkey.assertion(&challenge, &made), "")
+}
+
+/// The value of `attribute` on the first element that has it in `html`.
+pub(crate) fn attribute(html: &str, attribute: &str) -> Option<String> {
+    let start = html.find(&format!("{attribute}=\""))? + attribute.len() + 2;
+    let end = html[start..].find('"')? + start;
+    Some(html[start..end].to_owned())
+}
+
+/// The CSRF token of the signed-in session of `client`.
+pub(crate) fn csrf(client: &mut Client) -> String {
+    let page = client.get("/");
+    assert_eq!(page.status, 200, "{}", page.body);
+    attribute(&page.body, "data-csrf").expect("a CSRF token on the page")
+}
+
+/// The approve button's challenge for the signed-in approver of `client`.
+pub(crate) fn challenge(client: &mut Client, id: RequestId) -> Vec<u8> {
+    let page = client.get(&format!("/requests/{id}"));
+    assert_eq!(page.status, 200, "{}", page.body);
+    let text = attribute(&page.body, "data-challenge").expect("an approve button");
+    B64.decode(text).unwrap()
+}
+
+/// Approves `id` as the browser would: the page's challenge, signed as `made` says.
+pub(crate) fn approve(
+    client: &mut Client,
+    passkey: &SoftPasskey,
+    id: RequestId,
+    made: &Made,
+) -> Response {
+    let challenge = challenge(client, id);
+    let token = csrf(client);
+    client.post_json(
+        &format!("/requests/{id}/approve"),
+        &passkey.assertion(&challenge, made),
+        &token,
+    )
+}
