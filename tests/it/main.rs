@@ -12,6 +12,7 @@ mod postgres_records;
 mod properties;
 mod smtp_example;
 mod smtp_quorum;
+mod smtp_run;
 // Shared by the example and its tests, so both talk to the same server.
 #[path = "../../examples/support/smtp_sink.rs"]
 mod smtp_sink;

@@ -11,7 +11,7 @@ use approval_gate_tests::ssh::{Approver, Keys};
 use rexpect::process::WaitStatus;
 use rexpect::session::spawn_command;
 
-use crate::smtp_example::{Run, built, start_with};
+use crate::smtp_run::{Run, built, start_with};
 use crate::smtp_sink::SmtpSink;
 
 /// The example under a policy trusting `signers` and needing `quorum` of them.

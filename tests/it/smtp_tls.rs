@@ -15,7 +15,7 @@ use approval_gate::{Decision, Gate};
 use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, Issuer, KeyPair, KeyUsagePurpose};
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
 
-use crate::smtp_example::{Run, built, start_with};
+use crate::smtp_run::{Run, built, start_with};
 use crate::smtp_sink::{Accept, Login, Security, SmtpSink};
 
 const USER: &str = "billing@example.com";

@@ -37,6 +37,7 @@ use tempfile::TempDir;
 pub(crate) use connection::CdpError;
 use connection::{Connection, stderr_tail};
 pub(crate) use page::Page;
+pub(crate) use webauthn::Authenticator;
 
 /// The environment variable naming the Chromium binary (default `/usr/bin/chromium`).
 pub(crate) const ENV: &str = "APPROVAL_GATE_TEST_CHROMIUM";

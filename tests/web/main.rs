@@ -8,9 +8,18 @@
 //! binary.
 
 mod attacks;
+mod browser;
 mod cdp;
 mod enroll;
 mod loopback;
+mod postgres;
 mod processes;
 mod server;
 mod smoke;
+// The smtp example's runner and its loopback server, shared with the tests of the example.
+#[allow(dead_code)]
+#[path = "../it/smtp_run.rs"]
+mod smtp_run;
+#[allow(dead_code)]
+#[path = "../../examples/support/smtp_sink.rs"]
+mod smtp_sink;

@@ -1,7 +1,7 @@
 //! A running `approval-gate serve`, and what a browser does with it.
 
 use std::io::{BufRead as _, BufReader};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::time::Duration;
@@ -13,17 +13,7 @@ use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD as B64;
 use serde_json::json;
 
-/// A binary `cargo test --workspace` built next to this test.
-pub(crate) fn built(name: &str) -> PathBuf {
-    let exe = std::env::current_exe().unwrap();
-    let path = exe.parent().and_then(Path::parent).unwrap().join(name);
-    assert!(
-        path.exists(),
-        "{} is missing: run the suite with `cargo test --workspace`, which builds it",
-        path.display()
-    );
-    path
-}
+use crate::smtp_run::built;
 
 /// The CLI with none of the operator's settings from the environment.
 pub(crate) fn cli() -> Command {
@@ -41,7 +31,8 @@ pub(crate) fn cli() -> Command {
 /// A store, its approvers file, and a server over both.
 pub(crate) struct Served {
     pub(crate) _tmp: tempfile::TempDir,
-    pub(crate) store: PathBuf,
+    /// A directory or a `postgres://` URL.
+    pub(crate) store: String,
     pub(crate) approvers: PathBuf,
     pub(crate) origin: String,
     child: Child,
@@ -57,24 +48,24 @@ impl Served {
         let lines: Vec<String> = passkeys.iter().map(|p| p.allowed_signers_line()).collect();
         std::fs::write(&approvers, lines.join("\n") + "\n").unwrap();
         Gate::open(&store).unwrap();
-        Self::start_on(tmp, store, approvers, quorum, &[])
+        let store = store.display().to_string();
+        Self::start_on(tmp, store, approvers, &format!("*={quorum}"), &[])
     }
 
-    /// Serves `store` with `approvers`, and `extra` arguments to `serve`.
+    /// Serves `store` with `approvers`, the `quorum` table (`smtp.send=2,*=1`), and `extra`
+    /// arguments to `serve`.
     pub(crate) fn start_on(
         tmp: tempfile::TempDir,
-        store: PathBuf,
+        store: String,
         approvers: PathBuf,
-        quorum: u32,
+        quorum: &str,
         extra: &[&str],
     ) -> Self {
         let mut child = cli()
-            .arg("--dir")
-            .arg(&store)
+            .args(["--store", &store])
             .arg("--approvers")
             .arg(&approvers)
-            .arg("--quorum")
-            .arg(format!("*={quorum}"))
+            .args(["--quorum", quorum])
             .args(["serve", "--listen", "127.0.0.1:0"])
             .args(extra)
             .stdout(Stdio::null())
@@ -129,17 +120,19 @@ impl Served {
             .unwrap()
             .require("*", quorum)
             .unwrap();
-        Gate::builder()
-            .dir(&self.store)
-            .policy(policy)
-            .open()
-            .unwrap()
+        open(Gate::builder().policy(policy), &self.store)
     }
 
     /// A plain gate over the store, as the agent has.
     pub(crate) fn agent(&self) -> Gate {
-        Gate::open(&self.store).unwrap()
+        open(Gate::builder(), &self.store)
     }
+}
+
+/// Opens `store` (a directory or a `postgres://` URL) off any async runtime.
+fn open(builder: approval_gate::GateBuilder, store: &str) -> Gate {
+    let location = approval_gate::Location::parse(store).unwrap();
+    approval_gate_tests::pg::on_own_thread(move || builder.store(location).open().unwrap())
 }
 
 impl Drop for Served {

@@ -54,7 +54,9 @@ pub(crate) async fn headers(
     set(headers, header::CONTENT_SECURITY_POLICY, CSP);
     set(headers, header::X_CONTENT_TYPE_OPTIONS, "nosniff");
     set(headers, header::X_FRAME_OPTIONS, "DENY");
-    set(headers, header::REFERRER_POLICY, "no-referrer");
+    // Nothing leaves for another site; `no-referrer` would also make the browser send
+    // `Origin: null` with our own forms, which the origin check rightly refuses.
+    set(headers, header::REFERRER_POLICY, "same-origin");
     set(headers, header::CACHE_CONTROL, "no-store");
     set(
         headers,

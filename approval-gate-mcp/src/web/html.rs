@@ -51,7 +51,7 @@ pub(crate) fn page(title: &str, viewer: &Viewer<'_>, body: &str) -> String {
     out.push_str(
         "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
          <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\
-         <meta name=\"referrer\" content=\"no-referrer\">",
+",
     );
     let _ = write!(out, "<title>{} · approval-gate</title>", attr(title));
     out.push_str(
@@ -139,7 +139,7 @@ fn pending_item(out: &mut String, report: &StatusReport, now: Timestamp) {
     }
     let _ = write!(
         out,
-        " · {} left · {} of {} approvals</span>",
+        " · expires {} · {} of {} approvals</span>",
         render::relative(now, request.expires_at()),
         report.counted_approvals(),
         report.required_approvals()
