@@ -197,3 +197,187 @@ fn es256_point(cose: &[u8]) -> Result<Vec<u8>, String> {
     point.extend(coordinate(iana::Ec2KeyParameter::Y)?);
     Ok(point)
 }
+
+#[cfg(test)]
+mod tests {
+    use approval_gate_tests::webauthn::{AT, SoftPasskey, UP, UV};
+    use serde_json::Value;
+
+    use super::*;
+
+    const ORIGIN: &str = "http://localhost:8471";
+    const CHALLENGE: [u8; 32] = [9; 32];
+
+    fn alice() -> SoftPasskey {
+        SoftPasskey::new(3, "alice@example.com", "localhost")
+    }
+
+    /// A valid registration, with `change` applied to its decoded client data and
+    /// authenticator data (nothing is signed at registration: each can change alone).
+    fn posted(change: impl FnOnce(&mut String, &mut Vec<u8>)) -> PostedRegistration {
+        let json: Value = alice().registration(&CHALLENGE, ORIGIN, UP | UV | AT);
+        let mut client = String::from_utf8(
+            B64.decode(json["clientDataJSON"].as_str().unwrap())
+                .unwrap(),
+        )
+        .unwrap();
+        let mut auth = B64
+            .decode(json["authenticatorData"].as_str().unwrap())
+            .unwrap();
+        change(&mut client, &mut auth);
+        PostedRegistration {
+            credential_id: json["credentialId"].as_str().unwrap().to_owned(),
+            authenticator_data: B64.encode(&auth),
+            client_data_json: B64.encode(client.as_bytes()),
+        }
+    }
+
+    /// A change to the decoded client data and authenticator data.
+    type Change = dyn FnOnce(&mut String, &mut Vec<u8>);
+
+    fn refused(change: impl FnOnce(&mut String, &mut Vec<u8>)) -> String {
+        register(&posted(change), &CHALLENGE, ORIGIN, "localhost").unwrap_err()
+    }
+
+    /// Where the COSE key starts in the soft authenticator's data.
+    fn cose_at(auth: &[u8]) -> usize {
+        let length = usize::from(u16::from_be_bytes([auth[53], auth[54]]));
+        55 + length
+    }
+
+    #[test]
+    fn a_registration_gives_the_passkey_and_its_credential_id() {
+        let registered = register(&posted(|_, _| {}), &CHALLENGE, ORIGIN, "localhost").unwrap();
+        let alice = alice();
+        assert_eq!(registered.credential_id, alice.credential_id);
+        assert_eq!(
+            registered.passkey,
+            Passkey::from_sec1("localhost", &alice.point()).unwrap()
+        );
+    }
+
+    #[test]
+    fn each_step_of_the_registration_ceremony_refuses_what_breaks_it() {
+        let cases: Vec<(&str, Box<Change>)> = vec![
+            ("clientDataJSON: EOF", Box::new(|c, _| c.truncate(5))),
+            (
+                "not webauthn.create",
+                Box::new(|c, _| *c = c.replace("webauthn.create", "webauthn.get")),
+            ),
+            (
+                "not the challenge",
+                Box::new(|c, _| *c = c.replace(&B64.encode(CHALLENGE), &B64.encode([8; 32]))),
+            ),
+            (
+                "origin",
+                Box::new(|c, _| *c = c.replace(ORIGIN, "http://localhost:1")),
+            ),
+            (
+                "cross-origin",
+                Box::new(|c, _| *c = c.replace("\"crossOrigin\":false", "\"crossOrigin\":true")),
+            ),
+            (
+                "cross-origin",
+                Box::new(|c, _| {
+                    *c = c.replace('}', ",\"topOrigin\":\"https://evil.example\"}");
+                }),
+            ),
+            ("too short", Box::new(|_, a| a.truncate(54))),
+            ("RP ID", Box::new(|_, a| a[0] ^= 1)),
+            ("not present", Box::new(|_, a| a[32] &= !UP)),
+            ("not verified", Box::new(|_, a| a[32] &= !UV)),
+            ("no attested", Box::new(|_, a| a[32] &= !AT)),
+            ("extensions", Box::new(|_, a| a[32] |= 0x80)),
+            (
+                "cut short",
+                Box::new(|_, a| a[53..55].copy_from_slice(&[0xff, 0xff])),
+            ),
+            (
+                "cut short",
+                Box::new(|_, a| a[53..55].copy_from_slice(&[0, 0])),
+            ),
+            ("another credential", Box::new(|_, a| a[55] ^= 1)),
+            (
+                "not an EC2 key",
+                Box::new(|_, a| {
+                    let at = cose_at(a);
+                    a[at + 2] = 0x01; // kty: OKP
+                }),
+            ),
+            (
+                "not ES256",
+                Box::new(|_, a| {
+                    let at = cose_at(a);
+                    a[at + 4] = 0x27; // alg: -8, EdDSA
+                }),
+            ),
+            (
+                "not on P-256",
+                Box::new(|_, a| {
+                    let at = cose_at(a);
+                    a[at + 6] = 0x02; // crv: P-384
+                }),
+            ),
+            (
+                "credential public key",
+                Box::new(|_, a| a.push(0x00)), // something after the key
+            ),
+            (
+                "passkey",
+                Box::new(|_, a| {
+                    let at = cose_at(a);
+                    a[at + 10] ^= 1; // x no longer on the curve with y
+                }),
+            ),
+        ];
+        for (expected, change) in cases {
+            let problem = refused(change);
+            assert!(problem.contains(expected), "{expected}: {problem}");
+        }
+        let mut bytes = posted(|_, _| {});
+        bytes.client_data_json = B64.encode([0xff, 0xfe]);
+        let problem = register(&bytes, &CHALLENGE, ORIGIN, "localhost").unwrap_err();
+        assert!(problem.contains("not UTF-8"), "{problem}");
+    }
+
+    #[test]
+    fn a_registration_is_checked_against_the_rp_id_and_origin_it_was_served_for() {
+        let other = register(
+            &posted(|_, _| {}),
+            &CHALLENGE,
+            ORIGIN,
+            "approvals.example.com",
+        );
+        assert!(other.unwrap_err().contains("RP ID"));
+        let elsewhere = register(
+            &posted(|_, _| {}),
+            &CHALLENGE,
+            "http://localhost:8470",
+            "localhost",
+        );
+        assert!(elsewhere.unwrap_err().contains("origin"));
+    }
+
+    #[test]
+    fn posted_fields_are_base64url_of_a_bounded_length() {
+        let posted = |field: &str| PostedAssertion {
+            credential_id: field.to_owned(),
+            authenticator_data: "AA".into(),
+            client_data_json: "AA".into(),
+            signature: "AA".into(),
+            user_handle: Some(B64.encode("alice@example.com")),
+        };
+        let (assertion, handle) = posted("AQI").decode().unwrap();
+        assert_eq!(assertion.credential_id, [1, 2]);
+        assert_eq!(handle.as_deref(), Some(&b"alice@example.com"[..]));
+        assert!(posted("").decode().unwrap_err().contains("0 bytes"));
+        assert!(posted("AQI=").decode().unwrap_err().contains("base64url"));
+        assert!(posted("+/").decode().unwrap_err().contains("base64url"));
+        let long = B64.encode(vec![0u8; MAX_FIELD + 1]);
+        assert!(posted(&long).decode().unwrap_err().contains("4097 bytes"));
+        assert!(posted(&B64.encode(vec![0u8; MAX_FIELD])).decode().is_ok());
+        let mut empty_handle = posted("AQI");
+        empty_handle.user_handle = Some(String::new());
+        assert_eq!(empty_handle.decode().unwrap().1, None);
+    }
+}

@@ -415,3 +415,39 @@ pub(crate) fn problem(title: &str, message: &str) -> String {
 pub(crate) fn request_title(request: &Request) -> String {
     format!("Request {}", request.id())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn markup_characters_are_entities_and_agent_text_is_escaped_first() {
+        assert_eq!(
+            attr(r#"<a href="x" onclick='y'>&</a>"#),
+            "&lt;a href=&quot;x&quot; onclick=&#39;y&#39;&gt;&amp;&lt;/a&gt;"
+        );
+        assert_eq!(
+            text("pay\u{202e} <b>5</b>\r\n"),
+            r"pay\u{202e} &lt;b&gt;5&lt;/b&gt;\r\n"
+        );
+        assert_eq!(text("ex\u{430}mple"), r"ex\u{430}mple");
+        assert_eq!(text("Müller"), "Müller");
+    }
+
+    #[test]
+    fn the_page_carries_no_inline_script_or_style() {
+        let viewer = Viewer {
+            principal: Some("<alice>"),
+            csrf: Some("t\"k"),
+        };
+        let page = page("a <title>", &viewer, "<p>body</p>");
+        assert_eq!(page.matches("<script").count(), 1);
+        assert!(page.contains("<script src=\"/static/app.js\" defer></script>"));
+        assert!(!page.contains("<style"));
+        assert!(!page.contains(" style="));
+        assert!(!page.contains(" on"));
+        assert!(page.contains("&lt;alice&gt;"));
+        assert!(page.contains("data-csrf=\"t&quot;k\""));
+        assert!(page.contains("<title>a &lt;title&gt; · approval-gate</title>"));
+    }
+}
