@@ -232,3 +232,81 @@ fn json_prints_one_object_per_line_for_each_request_and_each_decision() {
     );
     assert_eq!(wait(&mut child, Duration::from_secs(20)), 0);
 }
+
+#[test]
+fn with_a_public_url_each_request_carries_its_page_link() {
+    let store = Store::new();
+    let waiting = store.ask("already here");
+    let notify = r#"printf '%s\n' "$APPROVAL_GATE_URL" >> urls.txt"#;
+    let (mut child, _stderr) = start(
+        &store,
+        &[
+            "--exit-after",
+            "1",
+            "--public-url",
+            "https://approvals.example.com",
+            "--notify-cmd",
+            notify,
+        ],
+    );
+    assert_eq!(wait(&mut child, Duration::from_secs(10)), 0);
+    let mut printed = String::new();
+    child
+        .stdout
+        .take()
+        .unwrap()
+        .read_to_string(&mut printed)
+        .unwrap();
+    let link = format!("https://approvals.example.com/requests/{}", waiting.id());
+    assert!(printed.contains(&format!("  {link}\n")), "{printed}");
+    let urls = std::fs::read_to_string(store.scratch().join("urls.txt")).unwrap();
+    assert_eq!(urls, format!("{link}\n"));
+
+    let (mut child, _stderr) = start(
+        &store,
+        &[
+            "--json",
+            "--exit-after",
+            "1",
+            "--public-url",
+            "https://approvals.example.com:8443/",
+        ],
+    );
+    assert_eq!(wait(&mut child, Duration::from_secs(10)), 0);
+    let mut line = String::new();
+    child
+        .stdout
+        .take()
+        .unwrap()
+        .read_to_string(&mut line)
+        .unwrap();
+    let event: serde_json::Value = serde_json::from_str(line.trim()).unwrap();
+    assert_eq!(
+        event["url"],
+        format!(
+            "https://approvals.example.com:8443/requests/{}",
+            waiting.id()
+        )
+    );
+}
+
+#[test]
+fn a_public_url_that_is_no_origin_is_refused_before_watching() {
+    let store = Store::new();
+    for bad in [
+        "http://approvals.example.com",
+        "https://a.example/path",
+        "https://192.0.2.1",
+    ] {
+        let output = store
+            .command(&["watch", "--public-url", bad])
+            .output()
+            .unwrap();
+        assert_eq!(output.status.code(), Some(2), "{bad}");
+        assert!(
+            String::from_utf8_lossy(&output.stderr).contains("--public-url"),
+            "{bad}: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
+}
