@@ -16,6 +16,7 @@ mod postgres;
 mod processes;
 mod server;
 mod smoke;
+mod tls;
 // The smtp example's runner and its loopback server, shared with the tests of the example.
 #[allow(dead_code)]
 #[path = "../it/smtp_run.rs"]
