@@ -255,6 +255,9 @@ fn an_agent_without_a_passkey_cannot_sign_in_or_forge_a_session() {
     let mut browser = served.client();
     let refused = sign_in(&mut browser, &mallory);
     assert_eq!(refused.status, 403, "{}", refused.body);
+    // Said on the server's stderr, where the operator sees it.
+    let said = served.wait_for_line("sign-in from 127.0.0.1 refused");
+    assert!(said.contains("not one of that approver's"), "{said}");
     assert!(!browser.cookies.contains_key("__Host-approval-gate-session"));
     // A made-up session cookie opens nothing.
     browser.cookies.insert(

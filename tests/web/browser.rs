@@ -275,6 +275,19 @@ fn a_hostile_request_arrives_live_and_renders_escaped() {
         .request
         .id();
     page.wait_for(&format!("document.querySelector('#r-{id}')"), WAIT);
+    // A decision made elsewhere takes a request off the list, without a reload either.
+    let other = served
+        .agent()
+        .request_approval(NewRequest::new("decided elsewhere", "test"))
+        .unwrap()
+        .request
+        .id();
+    page.wait_for(&format!("document.querySelector('#r-{other}')"), WAIT);
+    served
+        .agent()
+        .deny(other, &approval_gate::Decision::by("bob"))
+        .unwrap();
+    page.wait_for(&format!("!document.querySelector('#r-{other}')"), WAIT);
     let listed = page.text(&format!("#r-{id}"));
     assert!(
         listed.contains("<script>alert(1)</script>"),

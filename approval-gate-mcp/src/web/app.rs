@@ -199,6 +199,15 @@ impl App {
     }
 }
 
+/// A refusal the audit log cannot hold (no request is concerned), on the server's stderr:
+/// always shown, escaped, one line.
+fn refusal_line(message: &str) {
+    crate::cli::output::stderr_line(&format!(
+        "approval-gate: refused: {}",
+        crate::display::escape(message)
+    ));
+}
+
 fn forbidden(message: impl Into<String>) -> Refused {
     Refused(StatusCode::FORBIDDEN, message.into())
 }
@@ -434,8 +443,13 @@ async fn approve_inner(
         .find(|(_, credential)| credential.as_deref() == Some(assertion.credential_id.as_slice()))
         .map(|(key, _)| key)
         .ok_or_else(|| {
-            tracing::warn!(%id, principal = %session.principal, "approve with a credential not theirs");
-            forbidden("this passkey is not one of yours in the approvers file: nothing was approved")
+            refusal_line(&format!(
+                "approve of {id} by {} with a passkey not theirs",
+                session.principal
+            ));
+            forbidden(
+                "this passkey is not one of yours in the approvers file: nothing was approved",
+            )
         })?;
     let armored = assertion
         .armor(&passkey)
@@ -601,7 +615,7 @@ async fn signin_finish(
                 .into_response()
         }
         Err(Refused(status, message)) => {
-            tracing::warn!(peer = %peer.ip(), %message, "sign-in refused");
+            refusal_line(&format!("sign-in from {} refused: {message}", peer.ip()));
             (status, Json(json!({ "ok": false, "message": message }))).into_response()
         }
     }
