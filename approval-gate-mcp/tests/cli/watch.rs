@@ -273,14 +273,14 @@ fn with_a_public_url_each_request_carries_its_page_link() {
         ],
     );
     assert_eq!(wait(&mut child, Duration::from_secs(10)), 0);
-    let mut line = String::new();
+    let mut json = String::new();
     child
         .stdout
         .take()
         .unwrap()
-        .read_to_string(&mut line)
+        .read_to_string(&mut json)
         .unwrap();
-    let event: serde_json::Value = serde_json::from_str(line.trim()).unwrap();
+    let event: serde_json::Value = serde_json::from_str(json.trim()).unwrap();
     assert_eq!(
         event["url"],
         format!(
