@@ -429,9 +429,33 @@ fn two_approvers_each_sign_and_the_quorum_counts_them_once() {
     let first = approve(&mut a, &alice, id, &alice.made(&served.origin));
     assert_eq!(first.status, 200, "{}", first.body);
     assert!(first.body.contains("1 of 2"), "{}", first.body);
-    // Alice again: she has approved; it does not count twice.
-    let again = approve(&mut a, &alice, id, &alice.made(&served.origin));
-    assert_ne!(again.status, 200, "{}", again.body);
+    // Alice again: her page has no button now, and a post made anyway does not count twice.
+    let page = a.get(&format!("/requests/{id}"));
+    assert!(
+        attribute(&page.body, "data-challenge").is_none(),
+        "{}",
+        page.body
+    );
+    assert!(
+        page.body.contains("Your approval is recorded"),
+        "{}",
+        page.body
+    );
+    // The statement as a gate holding the 2-of-2 policy shows it.
+    let statement = served
+        .executor(2)
+        .status(id)
+        .unwrap()
+        .decision_statement("alice@example.com")
+        .unwrap();
+    let challenge = approval_gate::passkey::challenge(&statement);
+    let token = csrf(&mut a);
+    let again = a.post_json(
+        &format!("/requests/{id}/approve"),
+        &alice.assertion(&challenge, &alice.made(&served.origin)),
+        &token,
+    );
+    assert_eq!(again.status, 409, "{}", again.body);
     assert_eq!(status(&agent, id), EffectiveStatus::Pending);
     let second = approve(&mut b, &bob, id, &bob.made(&served.origin));
     assert_eq!(second.status, 200, "{}", second.body);

@@ -363,7 +363,7 @@ fn classify(error: &anyhow::Error) -> Exit {
 // The explicit arm records the decision for every variant known today; the wildcard keeps
 // variants added later failing until someone decides otherwise.
 #[allow(clippy::match_same_arms)]
-fn gate_exit(error: &approval_gate::Error) -> Exit {
+pub(crate) fn gate_exit(error: &approval_gate::Error) -> Exit {
     use approval_gate::Error as E;
     match error {
         E::NotFound(_)

@@ -260,7 +260,8 @@ fn gate_refusal(error: &Error) -> Refused {
         | Error::UntrustedSigner { .. }
         | Error::SignatureRequired { .. }
         | Error::NotPermitted { .. } => StatusCode::FORBIDDEN,
-        _ if error.status().is_some() => StatusCode::CONFLICT,
+        // Every other refusal the CLI exits 1 for: the request's state says no.
+        _ if crate::cli::gate_exit(error) == crate::cli::Exit::Refused => StatusCode::CONFLICT,
         _ => StatusCode::INTERNAL_SERVER_ERROR,
     };
     Refused(status, error.to_string())
@@ -356,12 +357,22 @@ async fn show(State(app): State<Shared>, Path(id): Path<String>, headers: Header
 }
 
 /// The approve button of a pending request for `principal`: the challenge is the digest of
-/// the decision statement they would sign.
+/// the decision statement they would sign. None once their approval counts: a second one
+/// would be refused.
 fn approve_button(
     app: &App,
     report: &approval_gate::StatusReport,
     principal: &str,
 ) -> Option<html::ApproveButton> {
+    let request = report.request();
+    let counted = request
+        .approvals()
+        .iter()
+        .zip(report.standings())
+        .any(|(approval, standing)| approval.principal() == principal && standing.is_trusted());
+    if counted {
+        return None;
+    }
     let statement = report.decision_statement(principal).ok()?;
     let credentials: Vec<String> = app
         .passkeys_of(principal)

@@ -320,6 +320,12 @@ fn decisions(
     }
     out.push_str("<div class=\"decide\">");
     if status == EffectiveStatus::Pending {
+        if approve.is_none() {
+            out.push_str(
+                "<p class=\"result ok\">Your approval is recorded; it waits for the other \
+                 approvers.</p>",
+            );
+        }
         if let Some(button) = approve {
             let _ = write!(
                 out,
