@@ -6,16 +6,15 @@
 //! decision statement, which the gate verifies (and audits when refused) exactly as the
 //! executor will.
 
-use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 use std::time::SystemTime;
 
 use approval_gate::passkey::{self, Passkey};
 use approval_gate::{Decision, Error, Gate, ListFilter, Policy, RequestId, Status};
-use axum::extract::{ConnectInfo, Form, Path, Query, State};
+use axum::extract::{Form, Path, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::sse::{Event, KeepAlive, Sse};
-use axum::response::{AppendHeaders, IntoResponse, Redirect, Response};
+use axum::response::{IntoResponse, Redirect, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use base64::Engine as _;
@@ -28,7 +27,8 @@ use super::guard::Site;
 use super::html::{self, Viewer};
 use super::limit::Limiter;
 use super::listen::Origin;
-use super::session::{self, Keys};
+use super::session::Keys;
+use super::signin;
 
 /// The session cookie. `__Host-`: Secure, no Domain, Path=/, so no other host sets it.
 pub(crate) const SESSION_COOKIE: &str = "__Host-approval-gate-session";
@@ -52,7 +52,7 @@ pub(crate) struct App {
     pub(crate) limiter: Limiter,
 }
 
-type Shared = Arc<App>;
+pub(crate) type Shared = Arc<App>;
 
 /// The router.
 pub(crate) fn router(app: Shared) -> Router {
@@ -73,10 +73,10 @@ pub(crate) fn router(app: Shared) -> Router {
         .route("/requests/{id}/approve", post(approve))
         .route("/requests/{id}/deny", post(deny))
         .route("/requests/{id}/revoke", post(revoke))
-        .route("/signin", get(signin_page))
-        .route("/signin/begin", post(signin_begin))
-        .route("/signin/finish", post(signin_finish))
-        .route("/signout", post(signout))
+        .route("/signin", get(signin::page))
+        .route("/signin/begin", post(signin::begin))
+        .route("/signin/finish", post(signin::finish))
+        .route("/signout", post(signin::signout))
         .fallback(not_found)
         .with_state(app)
         .merge(super::guard::assets())
@@ -100,7 +100,7 @@ impl IntoResponse for Refused {
     }
 }
 
-fn html_type() -> [(header::HeaderName, HeaderValue); 1] {
+pub(crate) fn html_type() -> [(header::HeaderName, HeaderValue); 1] {
     [(
         header::CONTENT_TYPE,
         HeaderValue::from_static("text/html; charset=utf-8"),
@@ -133,7 +133,7 @@ impl App {
 
     /// A POST is ours: the browser says it comes from our origin. Browsers send `Origin` on
     /// every POST; one without it did not come from a page of ours.
-    fn same_origin(&self, headers: &HeaderMap) -> Result<(), Refused> {
+    pub(crate) fn same_origin(&self, headers: &HeaderMap) -> Result<(), Refused> {
         match headers.get(header::ORIGIN).and_then(|o| o.to_str().ok()) {
             Some(origin) if origin == self.origin => Ok(()),
             Some(other) => Err(forbidden(format!(
@@ -147,7 +147,11 @@ impl App {
     }
 
     /// A signed-in POST: our origin, a session, and its CSRF token.
-    fn post_session(&self, headers: &HeaderMap, token: Option<&str>) -> Result<Session, Refused> {
+    pub(crate) fn post_session(
+        &self,
+        headers: &HeaderMap,
+        token: Option<&str>,
+    ) -> Result<Session, Refused> {
         self.same_origin(headers)?;
         let session = self.session(headers).ok_or_else(|| {
             Refused(
@@ -201,14 +205,14 @@ impl App {
 
 /// A refusal the audit log cannot hold (no request is concerned), on the server's stderr:
 /// always shown, escaped, one line.
-fn refusal_line(message: &str) {
+pub(crate) fn refusal_line(message: &str) {
     crate::cli::output::stderr_line(&format!(
         "approval-gate: refused: {}",
         crate::display::escape(message)
     ));
 }
 
-fn forbidden(message: impl Into<String>) -> Refused {
+pub(crate) fn forbidden(message: impl Into<String>) -> Refused {
     Refused(StatusCode::FORBIDDEN, message.into())
 }
 
@@ -224,7 +228,7 @@ pub(crate) fn cookie(headers: &HeaderMap, name: &str) -> Option<String> {
         .map(|(_, value)| value.to_owned())
 }
 
-fn set_cookie(name: &str, value: &str, max_age: u64) -> (header::HeaderName, String) {
+pub(crate) fn set_cookie(name: &str, value: &str, max_age: u64) -> (header::HeaderName, String) {
     (
         header::SET_COOKIE,
         format!("{name}={value}; Path=/; Max-Age={max_age}; HttpOnly; Secure; SameSite=Strict"),
@@ -232,7 +236,7 @@ fn set_cookie(name: &str, value: &str, max_age: u64) -> (header::HeaderName, Str
 }
 
 /// Only a local path may be where sign-in returns to: never another site.
-fn local_next(next: &str) -> &str {
+pub(crate) fn local_next(next: &str) -> &str {
     let local = next.starts_with('/')
         && !next.starts_with("//")
         && !next.contains('\\')
@@ -484,11 +488,11 @@ async fn approve_inner(
 }
 
 #[derive(Deserialize)]
-struct DecisionForm {
+pub(crate) struct DecisionForm {
     #[serde(default)]
-    csrf: String,
+    pub(crate) csrf: String,
     #[serde(default)]
-    reason: String,
+    pub(crate) reason: String,
 }
 
 async fn deny(
@@ -535,152 +539,6 @@ async fn decide(
     .await;
     match result {
         Ok(id) => Redirect::to(&format!("/requests/{id}")).into_response(),
-        Err(refused) => refused.into_response(),
-    }
-}
-
-#[derive(Deserialize)]
-struct Next {
-    #[serde(default)]
-    next: String,
-}
-
-async fn signin_page(State(app): State<Shared>, Query(next): Query<Next>) -> Response {
-    let viewer = Viewer {
-        principal: None,
-        csrf: None,
-    };
-    let _ = &app;
-    let page = html::page("Sign in", &viewer, &html::signin(local_next(&next.next)));
-    (html_type(), page).into_response()
-}
-
-/// Starts a sign-in: a ticket in a cookie, and the challenge it stands for.
-async fn signin_begin(
-    State(app): State<Shared>,
-    ConnectInfo(peer): ConnectInfo<SocketAddr>,
-    headers: HeaderMap,
-) -> Response {
-    let result = (|| {
-        app.same_origin(&headers)?;
-        app.limiter.check(peer.ip()).map_err(too_many)?;
-        let (ticket, challenge) = app.keys.signin_ticket(SystemTime::now()).map_err(|e| {
-            Refused(
-                StatusCode::INTERNAL_SERVER_ERROR,
-                format!("no randomness: {e}"),
-            )
-        })?;
-        Ok::<_, Refused>((ticket, challenge))
-    })();
-    match result {
-        Ok((ticket, challenge)) => (
-            [set_cookie(
-                TICKET_COOKIE,
-                &ticket,
-                session::SIGNIN_TTL.as_secs(),
-            )],
-            Json(json!({ "challenge": B64.encode(challenge), "rpId": app.rp_id })),
-        )
-            .into_response(),
-        Err(Refused(status, message)) => {
-            (status, Json(json!({ "ok": false, "message": message }))).into_response()
-        }
-    }
-}
-
-fn too_many(retry: std::time::Duration) -> Refused {
-    Refused(
-        StatusCode::TOO_MANY_REQUESTS,
-        format!(
-            "too many sign-in attempts from here: try again in {} s",
-            retry.as_secs().max(1)
-        ),
-    )
-}
-
-/// Finishes a sign-in: the assertion must answer this browser's ticket, be made by a passkey
-/// of the approvers file, for the principal it names, with user verification.
-async fn signin_finish(
-    State(app): State<Shared>,
-    ConnectInfo(peer): ConnectInfo<SocketAddr>,
-    headers: HeaderMap,
-    Json(posted): Json<PostedAssertion>,
-) -> Response {
-    match signin_inner(&app, peer.ip(), &headers, &posted) {
-        Ok(principal) => {
-            let Ok(session) = app.keys.session(&principal, SystemTime::now()) else {
-                return (
-                    StatusCode::INTERNAL_SERVER_ERROR,
-                    Json(json!({ "ok": false, "message": "no randomness for a session" })),
-                )
-                    .into_response();
-            };
-            (
-                // Two Set-Cookie headers: appended, never one replacing the other.
-                AppendHeaders([
-                    set_cookie(SESSION_COOKIE, &session, session::SESSION_TTL.as_secs()),
-                    set_cookie(TICKET_COOKIE, "", 0),
-                ]),
-                Json(json!({ "ok": true, "principal": principal })),
-            )
-                .into_response()
-        }
-        Err(Refused(status, message)) => {
-            refusal_line(&format!("sign-in from {} refused: {message}", peer.ip()));
-            (status, Json(json!({ "ok": false, "message": message }))).into_response()
-        }
-    }
-}
-
-fn signin_inner(
-    app: &App,
-    peer: IpAddr,
-    headers: &HeaderMap,
-    posted: &PostedAssertion,
-) -> Result<String, Refused> {
-    app.same_origin(headers)?;
-    app.limiter.check(peer).map_err(too_many)?;
-    let refused =
-        |message: &str| Refused(StatusCode::FORBIDDEN, format!("sign-in refused: {message}"));
-    let ticket = cookie(headers, TICKET_COOKIE)
-        .ok_or_else(|| refused("no sign-in was started in this browser"))?;
-    let challenge = app
-        .keys
-        .check_ticket(&ticket, SystemTime::now())
-        .ok_or_else(|| refused("the sign-in expired or is not ours; start again"))?;
-    let (assertion, handle) = posted
-        .decode()
-        .map_err(|e| Refused(StatusCode::BAD_REQUEST, format!("the assertion: {e}")))?;
-    let principal = handle
-        .and_then(|h| String::from_utf8(h).ok())
-        .ok_or_else(|| refused("the passkey named no approver"))?;
-    let passkey = app
-        .passkeys_of(&principal)
-        .into_iter()
-        .find(|(_, id)| id.as_deref() == Some(assertion.credential_id.as_slice()))
-        .map(|(key, _)| key)
-        .ok_or_else(|| {
-            refused("this passkey is not one of that approver's in the approvers file")
-        })?;
-    let verified = passkey
-        .verify(&challenge, &assertion)
-        .map_err(|e| refused(&e))?;
-    if verified.origin != app.origin {
-        return Err(refused(&format!(
-            "made for {}, not {}",
-            verified.origin, app.origin
-        )));
-    }
-    Ok(principal)
-}
-
-async fn signout(
-    State(app): State<Shared>,
-    headers: HeaderMap,
-    Form(form): Form<DecisionForm>,
-) -> Response {
-    match app.post_session(&headers, Some(&form.csrf)) {
-        Ok(_) => ([set_cookie(SESSION_COOKIE, "", 0)], Redirect::to("/signin")).into_response(),
         Err(refused) => refused.into_response(),
     }
 }

@@ -18,6 +18,7 @@ mod html;
 mod limit;
 mod listen;
 mod session;
+mod signin;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
