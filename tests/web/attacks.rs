@@ -465,3 +465,36 @@ fn two_approvers_each_sign_and_the_quorum_counts_them_once() {
         .consume::<serde_json::Value>(id, &binding(5))
         .unwrap();
 }
+
+#[test]
+fn unknown_requests_and_bad_input_are_answered_as_such_and_change_nothing() {
+    let alice = alice();
+    let served = Served::start(&[&alice], 1);
+    let agent = served.agent();
+    let id = file(&agent, 5);
+    let mut browser = served.client();
+    sign_in(&mut browser, &alice);
+    assert_eq!(browser.get("/requests/ffffffffffff").status, 404);
+    assert_eq!(browser.get("/requests/ffffffffffff/audit").status, 404);
+    assert_eq!(browser.get("/requests/not-an-id").status, 404);
+    let token = csrf(&mut browser);
+    let long = "x".repeat(approval_gate::limits::MAX_REASON_BYTES + 1);
+    let refused = browser.post_form(
+        &format!("/requests/{id}/deny"),
+        &format!("csrf={token}&reason={long}"),
+    );
+    assert_eq!(refused.status, 400, "{}", refused.body);
+    let unknown = browser.post_form(
+        "/requests/ffffffffffff/deny",
+        &format!("csrf={token}&reason=no"),
+    );
+    assert_eq!(unknown.status, 404, "{}", unknown.body);
+    let garbled = browser.post_json(
+        &format!("/requests/{id}/approve"),
+        &json!({"credentialId": "!", "authenticatorData": "", "clientDataJSON": "", "signature": ""}),
+        &token,
+    );
+    assert_eq!(garbled.status, 400, "{}", garbled.body);
+    assert_eq!(status(&agent, id), EffectiveStatus::Pending);
+    assert!(refusals(&agent, id).is_empty(), "bad input is no decision");
+}
