@@ -335,8 +335,19 @@ fn every_page_forbids_inline_script_and_frames_and_answers_for_its_own_host_only
     let alice = alice();
     let served = Served::start(&[&alice], 1);
     let mut browser = served.client();
-    for path in ["/signin", "/", "/static/app.js", "/nowhere"] {
+    let expected = [
+        ("/signin", 200, "text/html"),
+        ("/", 303, ""),
+        ("/static/app.js", 200, "text/javascript"),
+        ("/static/app.css", 200, "text/css"),
+        ("/favicon.ico", 200, "image/svg+xml"),
+        ("/nowhere", 404, "text/html"),
+    ];
+    for (path, status, kind) in expected {
         let page = browser.get(path);
+        assert_eq!(page.status, status, "{path}");
+        let content_type = page.header("content-type").unwrap_or_default();
+        assert!(content_type.starts_with(kind), "{path}: {content_type}");
         let csp = page.header("content-security-policy").unwrap_or_default();
         assert!(csp.contains("script-src 'self'"), "{path}: {csp}");
         assert!(csp.contains("frame-ancestors 'none'"), "{path}: {csp}");
@@ -497,4 +508,49 @@ fn unknown_requests_and_bad_input_are_answered_as_such_and_change_nothing() {
     assert_eq!(garbled.status, 400, "{}", garbled.body);
     assert_eq!(status(&agent, id), EffectiveStatus::Pending);
     assert!(refusals(&agent, id).is_empty(), "bad input is no decision");
+}
+
+#[test]
+fn an_approval_revoked_on_the_page_is_refused_by_the_executor() {
+    let alice = alice();
+    let served = Served::start(&[&alice], 1);
+    let agent = served.agent();
+    let id = file(&agent, 5);
+    let mut browser = served.client();
+    sign_in(&mut browser, &alice);
+    let approved = approve(&mut browser, &alice, id, &alice.made(&served.origin));
+    assert_eq!(approved.status, 200, "{}", approved.body);
+    let page = browser.get(&format!("/requests/{id}"));
+    assert!(page.body.contains("/revoke"), "{}", page.body);
+    let token = csrf(&mut browser);
+    let revoked = browser.post_form(
+        &format!("/requests/{id}/revoke"),
+        &format!("csrf={token}&reason=wrong+account"),
+    );
+    assert_eq!(revoked.status, 303, "{}", revoked.body);
+    assert_eq!(status(&agent, id), EffectiveStatus::Revoked);
+    let refused = served
+        .executor(1)
+        .consume::<serde_json::Value>(id, &binding(5));
+    assert!(
+        matches!(refused, Err(approval_gate::Error::Revoked(_))),
+        "{refused:?}"
+    );
+}
+
+#[test]
+fn signing_out_ends_the_session_in_that_browser() {
+    let alice = alice();
+    let served = Served::start(&[&alice], 1);
+    let mut browser = served.client();
+    sign_in(&mut browser, &alice);
+    let token = csrf(&mut browser);
+    // Without the token, sign-out is refused too (no logout CSRF).
+    assert_eq!(browser.post_form("/signout", "").status, 403);
+    assert_eq!(browser.get("/").status, 200);
+    let out = browser.post_form("/signout", &format!("csrf={token}"));
+    assert_eq!(out.status, 303, "{}", out.body);
+    assert_eq!(out.header("location"), Some("/signin"));
+    assert!(!browser.cookies.contains_key("__Host-approval-gate-session"));
+    assert_eq!(browser.get("/").status, 303);
 }
