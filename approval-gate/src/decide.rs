@@ -59,6 +59,27 @@ impl Gate {
         self.decide(id, decision, Verdict::Revoke, None)
     }
 
+    /// Records that an approval of `id` was refused with `refusal` by a front end, for a
+    /// reason only it could see (a web page that compares a passkey's signature counter with
+    /// the approvals it has seen, say): a `decision_refused` line with its code, as
+    /// [`approve`](Gate::approve) records its own refusals, so the audit trail shows the
+    /// attempt. Best effort, as for a refused consume: the refusal stands whether or not the
+    /// line can be written, and a log that refuses appends is not asked.
+    pub fn record_refused_approval(&self, id: RequestId, refusal: &Error) {
+        if matches!(refusal, Error::AuditBroken { .. }) {
+            return;
+        }
+        self.record_refusal(
+            AuditEvent::DecisionRefused,
+            id,
+            json!({
+                "operation": Verdict::Approve.operation(),
+                "reason": refusal.code(),
+                "detail": crate::audit::refusal_detail(refusal),
+            }),
+        );
+    }
+
     /// Takes the decision, or records why it was refused (`decision_refused`, with the
     /// operation and the refusal's code): every refusal leaves a line, so an agent probing
     /// what it may decide is seen in the trail. Best effort, as for a refused consume: the

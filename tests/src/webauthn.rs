@@ -26,6 +26,7 @@ pub struct SoftPasskey {
     /// The RP ID it was made for.
     pub rp_id: String,
     counter: std::cell::Cell<u32>,
+    counts: bool,
 }
 
 /// What a browser would put in an assertion, each part changeable.
@@ -55,7 +56,16 @@ impl SoftPasskey {
             principal: principal.to_owned(),
             rp_id: rp_id.to_owned(),
             counter: std::cell::Cell::new(0),
+            counts: true,
         }
+    }
+
+    /// The same passkey as one that does not count its signatures (a synced passkey): its
+    /// counter is always 0.
+    #[must_use]
+    pub fn without_counter(mut self) -> Self {
+        self.counts = false;
+        self
     }
 
     /// The defaults a browser at `origin` would use.
@@ -102,7 +112,9 @@ impl SoftPasskey {
             B64.encode(challenge),
             made.origin
         );
-        self.counter.set(self.counter.get() + 1);
+        if self.counts {
+            self.counter.set(self.counter.get() + 1);
+        }
         let mut auth_data = Sha256::digest(made.rp_id.as_bytes()).to_vec();
         auth_data.push(made.flags);
         auth_data.extend(self.counter.get().to_be_bytes());

@@ -554,3 +554,44 @@ fn signing_out_ends_the_session_in_that_browser() {
     assert!(!browser.cookies.contains_key("__Host-approval-gate-session"));
     assert_eq!(browser.get("/").status, 303);
 }
+
+#[test]
+fn a_cloned_authenticator_whose_counter_goes_back_approves_nothing_and_is_audited() {
+    let alice = alice();
+    let served = Served::start(&[&alice], 1);
+    let agent = served.agent();
+    let (first, second) = (file(&agent, 5), file(&agent, 6));
+    let mut browser = served.client();
+    sign_in(&mut browser, &alice);
+    let made = alice.made(&served.origin);
+    // Alice's own authenticator counts: sign-in 1, this approval 2.
+    assert_eq!(approve(&mut browser, &alice, first, &made).status, 200);
+    // A clone of the same key, used afterwards, starts again from its copy's count.
+    let clone = SoftPasskey::new(1, "alice@example.com", "localhost");
+    let refused = approve(&mut browser, &clone, second, &made);
+    assert_eq!(refused.status, 403, "{}", refused.body);
+    assert!(
+        refused.body.contains("counter went back (1 after 2)"),
+        "{}",
+        refused.body
+    );
+    assert_eq!(status(&agent, second), EffectiveStatus::Pending);
+    assert_eq!(refusals(&agent, second), ["bad_signature"]);
+    // The real one, counting on, still approves.
+    assert_eq!(approve(&mut browser, &alice, second, &made).status, 200);
+}
+
+#[test]
+fn a_passkey_that_does_not_count_is_not_held_to_a_counter() {
+    let synced = SoftPasskey::new(5, "alice@example.com", "localhost").without_counter();
+    let served = Served::start(&[&synced], 1);
+    let agent = served.agent();
+    let mut browser = served.client();
+    sign_in(&mut browser, &synced);
+    let made = synced.made(&served.origin);
+    for amount in [5, 6] {
+        let id = file(&agent, amount);
+        let approved = approve(&mut browser, &synced, id, &made);
+        assert_eq!(approved.status, 200, "{}", approved.body);
+    }
+}

@@ -12,6 +12,7 @@
 
 mod app;
 mod ceremony;
+mod counter;
 mod enroll;
 mod guard;
 mod html;

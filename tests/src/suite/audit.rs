@@ -364,6 +364,15 @@ pub fn every_refused_decision_leaves_a_line(backend: &dyn Backend) {
     let pending = fx.ask("pending", None, None);
     let refused = fx.gate.revoke(pending, &Decision::by("h")).unwrap_err();
     assert_eq!(refused.code(), ErrorCode::WrongState, "{refused}");
+    // A front end's own refusal (a web page that saw a passkey's counter go back).
+    fx.gate.record_refused_approval(
+        pending,
+        &approval_gate::Error::BadSignature {
+            id: pending,
+            principal: "alice@example.com".into(),
+            problem: "the passkey's signature counter went back".into(),
+        },
+    );
     let unknown = RequestId::parse("0123456789ab").unwrap();
     let refused = fx.gate.deny(unknown, &Decision::by("h")).unwrap_err();
     assert_eq!(refused.code(), ErrorCode::NotFound, "{refused}");
@@ -383,6 +392,7 @@ pub fn every_refused_decision_leaves_a_line(backend: &dyn Backend) {
     let expected = [
         (denied, "approve", "wrong_state"),
         (pending, "revoke", "wrong_state"),
+        (pending, "approve", "bad_signature"),
     ]
     .map(|(id, operation, reason)| (id, operation.to_owned(), reason.to_owned()));
     assert_eq!(refusals, expected);
