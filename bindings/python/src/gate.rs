@@ -260,7 +260,8 @@ impl PyGate {
     }
 
     /// The human's side: approves request `id` as `by`. Under a policy, `signed` is
-    /// `(principal, armored SSHSIG of the decision statement)`.
+    /// `(principal, armored SSHSIG of the decision statement, or a passkey assertion over its
+    /// SHA-256 in the library's WebAuthn envelope)`.
     #[pyo3(signature = (id, *, by, reason=None, signed=None))]
     fn approve(
         &self,

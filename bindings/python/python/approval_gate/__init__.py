@@ -295,7 +295,9 @@ class Gate:
     ) -> Status:
         """**The human's side**, as the Rust library's public ``Gate::approve``: approves
         request ``id`` as ``by``. Under a policy, ``signed`` is ``(principal, signature)``: the
-        armored SSHSIG of :meth:`decision_statement`. Trusted operator code only: never hand
+        armored SSHSIG of :meth:`decision_statement`, or a passkey assertion over its SHA-256 in
+        the ``APPROVAL-GATE WEBAUTHN`` envelope (as ``approval-gate serve`` makes). Trusted
+        operator code only: never hand
         this to an agent (the MCP server, for one, exposes no approval)."""
         return Status._of(self._native.approve(id, by=by, reason=reason, signed=signed))
 
