@@ -595,3 +595,24 @@ fn a_passkey_that_does_not_count_is_not_held_to_a_counter() {
         assert_eq!(approved.status, 200, "{}", approved.body);
     }
 }
+
+#[test]
+fn a_record_the_store_cannot_read_is_an_error_of_the_server_not_a_no() {
+    let alice = alice();
+    let served = Served::start(&[&alice], 1);
+    let id = file(&served.agent(), 5);
+    let record = std::path::Path::new(&served.store)
+        .join("requests")
+        .join(format!("{id}.json"));
+    std::fs::write(&record, b"{ not a request").unwrap();
+    let mut browser = served.client();
+    sign_in(&mut browser, &alice);
+    let page = browser.get(&format!("/requests/{id}"));
+    assert_eq!(page.status, 500, "{}", page.body);
+    assert!(page.body.contains("<h1>Error</h1>"), "{}", page.body);
+    assert!(page.body.contains("is unreadable"), "{}", page.body);
+    // The list names it, and the doctor.
+    let list = browser.get("/");
+    assert_eq!(list.status, 200);
+    assert!(list.body.contains("approval-gate doctor"), "{}", list.body);
+}
