@@ -283,6 +283,24 @@ mod tests {
                 }),
             ),
             ("too short", Box::new(|_, a| a.truncate(54))),
+            // Long enough for the length, but not for the id it gives.
+            ("cut short", Box::new(|_, a| a.truncate(55))),
+            // The id, and nothing after it: no key.
+            (
+                "credential public key",
+                Box::new(|_, a| {
+                    let at = cose_at(a);
+                    a.truncate(at);
+                }),
+            ),
+            (
+                "a coordinate is not 32 bytes",
+                Box::new(|_, a| {
+                    let at = cose_at(a);
+                    a[at + 9] = 0x1f; // x: 31 bytes
+                    a.remove(at + 10);
+                }),
+            ),
             ("RP ID", Box::new(|_, a| a[0] ^= 1)),
             ("not present", Box::new(|_, a| a[32] &= !UP)),
             ("not verified", Box::new(|_, a| a[32] &= !UV)),
