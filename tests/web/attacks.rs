@@ -288,6 +288,16 @@ fn a_signin_assertion_works_only_in_the_browser_that_asked_for_it() {
     let served = Served::start(&[&alice], 1);
     let mut browser = served.client();
     let begin = browser.post_json("/signin/begin", &json!({}), "");
+    // The ticket lasts five minutes.
+    let ticket = begin.header("set-cookie").unwrap();
+    assert!(
+        ticket.starts_with("__Host-approval-gate-signin="),
+        "{ticket}"
+    );
+    assert!(
+        ticket.contains("Max-Age=300; HttpOnly; Secure; SameSite=Strict"),
+        "{ticket}"
+    );
     let challenge = base64_decode(begin.json()["challenge"].as_str().unwrap());
     let assertion = alice.assertion(&challenge, &alice.made(&served.origin));
     // Captured and replayed from elsewhere: no ticket, no session.
@@ -313,7 +323,14 @@ fn a_signin_assertion_works_only_in_the_browser_that_asked_for_it() {
         .find(|l| l.starts_with("__Host-approval-gate-session="))
         .unwrap()
         .to_owned();
-    for attribute in ["HttpOnly", "Secure", "SameSite=Strict", "Path=/"] {
+    // Eight hours.
+    for attribute in [
+        "HttpOnly",
+        "Secure",
+        "SameSite=Strict",
+        "Path=/",
+        "Max-Age=28800",
+    ] {
         assert!(cookie.contains(attribute), "{cookie}");
     }
 }
@@ -577,6 +594,11 @@ fn a_cloned_authenticator_whose_counter_goes_back_approves_nothing_and_is_audite
     );
     assert_eq!(status(&agent, second), EffectiveStatus::Pending);
     assert_eq!(refusals(&agent, second), ["bad_signature"]);
+    // A copy that stopped counting (it says 0 after 2) is refused as well.
+    let zeroed = SoftPasskey::new(1, "alice@example.com", "localhost").without_counter();
+    let refused = approve(&mut browser, &zeroed, second, &made);
+    assert_eq!(refused.status, 403, "{}", refused.body);
+    assert!(refused.body.contains("(0 after 2)"), "{}", refused.body);
     // The real one, counting on, still approves.
     assert_eq!(approve(&mut browser, &alice, second, &made).status, 200);
 }

@@ -233,6 +233,11 @@ mod tests {
     }
 
     #[test]
+    fn keys_never_show_themselves() {
+        assert_eq!(format!("{:?}", keys()), "Keys(..)");
+    }
+
+    #[test]
     fn key_files_must_be_private_and_well_formed() {
         use std::os::unix::fs::PermissionsExt as _;
         let dir = tempfile::tempdir().unwrap();
