@@ -280,7 +280,7 @@ fn report(error: &anyhow::Error, about: About) -> Exit {
     } else {
         exit
     };
-    let message = format!("{error:#}");
+    let message = chain_message(error);
     output::stderr_line(&format!("approval-gate: {kind}: {}", escape(&message)));
     if about.json {
         let mut body = error_json(code(error), &message, about.id);
@@ -299,6 +299,24 @@ fn report(error: &anyhow::Error, about: About) -> Exit {
         print_json_error(&body);
     }
     exit
+}
+
+/// The error and its causes, `: `-separated as `{:#}` writes them, without a cause that its
+/// error already says in full (the library's `invalid payload: {0}` holds its source's text).
+fn chain_message(error: &anyhow::Error) -> String {
+    let mut message = String::new();
+    let mut last = String::new();
+    for cause in error.chain() {
+        let text = cause.to_string();
+        if !last.ends_with(&text) {
+            if !message.is_empty() {
+                message.push_str(": ");
+            }
+            message.push_str(&text);
+        }
+        last = text;
+    }
+    message
 }
 
 /// `{"error": {"code": ..., "message": ..., "id": ...}}`.
@@ -415,6 +433,20 @@ mod tests {
     use approval_gate::RequestId;
 
     use super::*;
+
+    #[test]
+    fn a_cause_is_said_once() {
+        let context = anyhow::anyhow!("cannot read x.json").context("reading the payload");
+        assert_eq!(
+            chain_message(&context),
+            "reading the payload: cannot read x.json"
+        );
+        let payload = approval_gate::CanonicalPayload::from_json_text("{").unwrap_err();
+        let said = payload.to_string();
+        let error = anyhow::Error::new(approval_gate::Error::InvalidPayload(payload));
+        assert_eq!(chain_message(&error), format!("invalid payload: {said}"));
+        assert_eq!(chain_message(&anyhow::anyhow!("alone")), "alone");
+    }
 
     #[test]
     fn refusals_exit_1_and_problems_exit_2() {

@@ -253,6 +253,9 @@ fn each_refusal_has_its_code_and_runs_nothing() {
     assert_exit(&cannot, 126, "not an executable file");
     let garbage = exec.run(id, "{\"to\": ", RECORDER);
     assert_exit(&garbage, 125, "");
+    // Its cause said once, not once for the error and again for its source.
+    let said = String::from_utf8_lossy(&garbage.stderr);
+    assert_eq!(said.matches("not valid json").count(), 1, "{said}");
     let refusals: Vec<String> = exec
         .events(id)
         .into_iter()
