@@ -7,16 +7,15 @@
 //! approval-gate-tests --test web browser` writes them there; otherwise they go to a
 //! temporary directory, checked all the same.
 
-use std::io::{BufRead as _, BufReader, Read as _};
+use std::io::Read as _;
 use std::path::{Path, PathBuf};
-use std::process::Stdio;
 use std::time::Duration;
 
 use approval_gate::{CanonicalPayload, EffectiveStatus, NewRequest, RequestId};
 use serde_json::json;
 
 use crate::cdp::{Authenticator, Browser, Page};
-use crate::server::{Served, cli};
+use crate::server::{Served, enroll_link};
 use crate::smtp_run::start_with;
 use crate::smtp_sink::SmtpSink;
 
@@ -25,25 +24,7 @@ const WAIT: Duration = Duration::from_secs(30);
 /// Enrolls a passkey for `principal` with the page's virtual authenticator, as the approver
 /// would: `passkey enroll`'s link opened, the button pressed. The line it printed.
 fn enroll(page: &Page, principal: &str) -> String {
-    let mut child = cli()
-        .args(["passkey", "enroll", principal, "--listen", "127.0.0.1:0"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stderr = BufReader::new(child.stderr.take().unwrap());
-    let mut printed = String::new();
-    let link = loop {
-        printed.clear();
-        assert!(
-            stderr.read_line(&mut printed).unwrap() > 0,
-            "no link printed"
-        );
-        if let Some(at) = printed.find("http://localhost:") {
-            break printed[at..].trim().to_owned();
-        }
-    };
-    std::thread::spawn(move || std::io::copy(&mut stderr, &mut std::io::sink()));
+    let (mut child, link) = enroll_link(principal, &[]);
     page.navigate(&link);
     page.click("#enroll");
     page.wait_for(

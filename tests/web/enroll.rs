@@ -1,8 +1,8 @@
 //! `approval-gate passkey enroll`: a one-time link, a checked registration, and the line the
 //! operator adds to the approvers file.
 
-use std::io::{BufRead as _, BufReader, Read as _};
-use std::process::{Child, Stdio};
+use std::io::Read as _;
+use std::process::Child;
 
 use approval_gate_tests::http::Client;
 use approval_gate_tests::webauthn::{AT, SoftPasskey, UP, UV};
@@ -10,7 +10,7 @@ use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD as B64;
 use serde_json::json;
 
-use crate::server::cli;
+use crate::server::{cli, enroll_link};
 
 /// A running enrollment and its link.
 struct Enrolling {
@@ -20,33 +20,7 @@ struct Enrolling {
 }
 
 fn start(principal: &str, timeout: &str) -> Enrolling {
-    let mut child = cli()
-        .args([
-            "passkey",
-            "enroll",
-            principal,
-            "--listen",
-            "127.0.0.1:0",
-            "--timeout",
-            timeout,
-        ])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stderr = BufReader::new(child.stderr.take().unwrap());
-    let mut printed = String::new();
-    let link = loop {
-        printed.clear();
-        assert!(
-            stderr.read_line(&mut printed).unwrap() > 0,
-            "no link printed"
-        );
-        if let Some(at) = printed.find("http://localhost:") {
-            break printed[at..].trim().to_owned();
-        }
-    };
-    std::thread::spawn(move || std::io::copy(&mut stderr, &mut std::io::sink()));
+    let (child, link) = enroll_link(principal, &["--timeout", timeout]);
     let origin = link[..link.find("/enroll/").unwrap()].to_owned();
     Enrolling {
         child,

@@ -28,6 +28,32 @@ pub(crate) fn cli() -> Command {
     command
 }
 
+/// Starts `passkey enroll PRINCIPAL` on a free loopback port with `extra` arguments; the
+/// running command (stdout piped) and the link it printed. The rest of its stderr is drained.
+pub(crate) fn enroll_link(principal: &str, extra: &[&str]) -> (Child, String) {
+    let mut child = cli()
+        .args(["passkey", "enroll", principal, "--listen", "127.0.0.1:0"])
+        .args(extra)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    let mut printed = String::new();
+    let link = loop {
+        printed.clear();
+        assert!(
+            stderr.read_line(&mut printed).unwrap() > 0,
+            "no link printed"
+        );
+        if let Some(at) = printed.find("http://localhost:") {
+            break printed[at..].trim().to_owned();
+        }
+    };
+    std::thread::spawn(move || std::io::copy(&mut stderr, &mut std::io::sink()));
+    (child, link)
+}
+
 /// A store, its approvers file, and a server over both.
 pub(crate) struct Served {
     pub(crate) _tmp: tempfile::TempDir,
