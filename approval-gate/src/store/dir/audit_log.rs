@@ -366,34 +366,60 @@ fn check_anchor(
     Ok((summary, records))
 }
 
+/// How much of the log's end the first read for its last line takes: a few lines, almost
+/// always enough. The read grows from there, up to the most any last line can need.
+const TAIL_READ: u64 = 8 * 1024;
+
 /// The last complete line and, if the file ends in a torn line, where that tail starts.
-fn last_line(
-    log: &mut File,
-    len: u64,
-    path: &Path,
-) -> Result<(Option<String>, Option<u64>), Error> {
-    if len == 0 {
-        return Ok((None, None));
+type LastLine = (Option<String>, Option<u64>);
+
+/// The log's [`LastLine`]. Reads the log's end in growing windows, from [`TAIL_READ`] up to twice the longest line,
+/// stopping at the first window whose answer cannot change by reading further back: an
+/// append's cost does not grow with the log (a whole-window read of a long log cost two
+/// allocations and copies of half a megabyte per line written).
+fn last_line(log: &mut File, len: u64, path: &Path) -> Result<LastLine, Error> {
+    let limit = len.min(2 * MAX_LINE as u64);
+    let mut window = limit.min(TAIL_READ);
+    loop {
+        let start = len - window;
+        let mut buf = vec![0u8; usize::try_from(window).expect("at most 512 KiB")];
+        log.seek(SeekFrom::Start(start))
+            .and_then(|_| log.read_exact(&mut buf))
+            .map_err(|e| Error::io("reading", path, e))?;
+        match last_line_in(buf, start, window == limit)? {
+            Some(found) => return Ok(found),
+            None => window = limit.min(window.saturating_mul(8)),
+        }
     }
-    let window = len.min(2 * MAX_LINE as u64);
-    let start = len - window;
-    let mut buf = vec![0u8; window as usize];
-    log.seek(SeekFrom::Start(start))
-        .and_then(|_| log.read_exact(&mut buf))
-        .map_err(|e| Error::io("reading", path, e))?;
+}
+
+/// [`last_line`] within the `buf` read from `start` to the log's end: `None` when the answer
+/// depends on bytes before `start` and `whole` (the widest window read) is false.
+fn last_line_in(mut buf: Vec<u8>, start: u64, whole: bool) -> Result<Option<LastLine>, Error> {
+    if buf.is_empty() {
+        return Ok(Some((None, None)));
+    }
+    // Whether the window reaches back far enough: to the file's start, or as far as it may.
+    let settled = whole || start == 0;
     let torn_from = if buf.last() == Some(&b'\n') {
         None
     } else {
         let cut = buf.iter().rposition(|&b| b == b'\n').map_or(0, |p| p + 1);
+        if cut == 0 && !settled {
+            return Ok(None);
+        }
         buf.truncate(cut);
         Some(start + cut as u64)
     };
     if buf.is_empty() {
-        return Ok((None, torn_from));
+        return Ok(Some((None, torn_from)));
     }
     buf.pop();
     let begin = buf.iter().rposition(|&b| b == b'\n').map_or(0, |p| p + 1);
     if begin == 0 && start > 0 {
+        if !settled {
+            return Ok(None);
+        }
         return Err(Error::AuditBroken {
             line: 0,
             problem: "last line is longer than any audit record".into(),
@@ -403,7 +429,7 @@ fn last_line(
         line: 0,
         problem: "last line is not UTF-8".into(),
     })?;
-    Ok((Some(line), torn_from))
+    Ok(Some((Some(line), torn_from)))
 }
 
 fn log_len(log: &File, path: &Path) -> Result<u64, Error> {
@@ -872,5 +898,67 @@ mod tests {
             }
         });
         assert_eq!(audit.verify().unwrap().lines, 160);
+    }
+
+    /// The last line as read before the growing windows: the whole widest window at once.
+    fn last_line_whole(bytes: &[u8]) -> Result<LastLine, Error> {
+        let len = bytes.len() as u64;
+        let window = len.min(2 * MAX_LINE as u64);
+        let start = len - window;
+        last_line_in(bytes[start as usize..].to_vec(), start, true)
+            .map(|found| found.expect("the widest window always answers"))
+    }
+
+    #[test]
+    fn the_last_line_read_in_growing_windows_is_the_one_the_whole_window_finds() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("log");
+        let window = TAIL_READ as usize;
+        // Lines whose lengths straddle each window's edge, a line as long as any record may
+        // be, and one longer; each log with and without a torn tail of several lengths.
+        let lengths = [
+            0,
+            1,
+            40,
+            window - 2,
+            window - 1,
+            window,
+            window + 1,
+            8 * window - 1,
+            8 * window + 1,
+            MAX_LINE - 1,
+            MAX_LINE + 7,
+            2 * MAX_LINE + 3,
+        ];
+        let mut cases = 0;
+        for &before in &[0, 1, 3] {
+            for &last in &lengths {
+                for &torn in &[0, 1, window, 9 * window, 2 * MAX_LINE + 1] {
+                    let mut bytes = Vec::new();
+                    for n in 0..before {
+                        bytes.extend(std::iter::repeat_n(b'a' + n, 50 + 3 * window * n as usize));
+                        bytes.push(b'\n');
+                    }
+                    if last > 0 || before == 0 {
+                        bytes.extend(std::iter::repeat_n(b'z', last));
+                        bytes.push(b'\n');
+                    }
+                    bytes.extend(std::iter::repeat_n(b't', torn));
+                    std::fs::write(&path, &bytes).unwrap();
+                    let mut file = File::open(&path).unwrap();
+                    let read = last_line(&mut file, bytes.len() as u64, &path);
+                    let whole = last_line_whole(&bytes);
+                    match (&read, &whole) {
+                        (Ok(read), Ok(whole)) => assert_eq!(read, whole),
+                        (Err(read), Err(whole)) => assert_eq!(read.to_string(), whole.to_string()),
+                        _ => panic!(
+                            "{before} lines, a last of {last} bytes, {torn} torn: {read:?} against {whole:?}"
+                        ),
+                    }
+                    cases += 1;
+                }
+            }
+        }
+        assert_eq!(cases, 3 * lengths.len() * 5);
     }
 }
