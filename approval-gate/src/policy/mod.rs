@@ -496,4 +496,35 @@ mod tests {
         assert_eq!(policy().principals_of(ED).unwrap(), ["a@x"]);
         assert!(policy().principals_of("ssh-ed25519 AAAA").is_err());
     }
+
+    #[test]
+    fn a_quorum_table_must_say_what_operations_it_does_not_name_need() {
+        let policy = || Policy::from_allowed_signers(&format!("a@x {ED}")).unwrap();
+        assert!(policy().check_quorum_table().is_ok());
+        let with_default = policy().require("pay.*", 2).unwrap().require("*", 1);
+        assert!(with_default.unwrap().check_quorum_table().is_ok());
+        let error = policy()
+            .require("pay.*", 2)
+            .unwrap()
+            .require("deploy", 3)
+            .unwrap()
+            .check_quorum_table()
+            .unwrap_err();
+        assert!(
+            matches!(
+                error,
+                Error::InvalidInput {
+                    field: "quorum",
+                    ..
+                }
+            ),
+            "{error}"
+        );
+        assert!(
+            error
+                .to_string()
+                .contains("names pay.*, deploy but not `*`"),
+            "{error}"
+        );
+    }
 }

@@ -149,6 +149,50 @@ mod tests {
         assert_eq!(SshKeygen::default(), SshKeygen::system());
     }
 
+    /// A stand-in for `ssh-keygen` that prints `stdout` and exits with `status`.
+    fn stand_in(dir: &Path, stdout: &str, status: u8) -> SshKeygen {
+        use std::os::unix::fs::PermissionsExt;
+        let program = dir.join(format!("keygen-{status}-{}", stdout.len()));
+        std::fs::write(
+            &program,
+            format!("#!/bin/sh\ncat >/dev/null\nprintf '%s' '{stdout}'\nexit {status}\n"),
+        )
+        .unwrap();
+        std::fs::set_permissions(&program, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let keygen = SshKeygen::at(&program).unwrap();
+        // A script just written can be "busy" while a child forked meanwhile by another test
+        // thread still holds the writer's descriptor, until that child's own exec.
+        for _ in 0..100 {
+            match keygen.sign(Path::new("/nonexistent/probe"), b"") {
+                Err(error) if error.to_string().contains("Text file busy") => {
+                    std::thread::yield_now();
+                }
+                _ => break,
+            }
+        }
+        keygen
+    }
+
+    #[test]
+    fn only_a_signature_printed_by_a_successful_run_is_taken() {
+        let dir = tempfile::tempdir().unwrap();
+        let armor = "-----BEGIN SSH SIGNATURE-----\nU1NIU0lH\n-----END SSH SIGNATURE-----\n";
+        let key = dir.path().join("key");
+        let signed = stand_in(dir.path(), armor, 0).sign(&key, b"{}").unwrap();
+        assert_eq!(signed, armor.trim());
+        for (stdout, status, says) in [
+            (armor, 1, "failed (exit status: 1)"),
+            ("", 0, "printed no signature"),
+            ("Signing file (stdin)", 0, "printed no signature"),
+        ] {
+            let error = stand_in(dir.path(), stdout, status)
+                .sign(&key, b"{}")
+                .unwrap_err();
+            assert!(matches!(error, Error::Signing(_)), "{error}");
+            assert!(error.to_string().contains(says), "{error}");
+        }
+    }
+
     #[test]
     fn a_missing_program_is_a_signing_error_naming_it() {
         let err = SshKeygen::at("/nonexistent/ssh-keygen")

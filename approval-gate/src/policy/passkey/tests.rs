@@ -70,6 +70,23 @@ fn a_high_s_signature_is_accepted_as_browsers_return_it() {
 }
 
 #[test]
+fn a_challenge_of_16_bytes_is_the_shortest_taken() {
+    let authenticator = Authenticator::new(1, RP);
+    for (length, taken) in [(16, true), (15, false), (0, false)] {
+        let challenge = vec![3; length];
+        let assertion = authenticator.assert(&authenticator.ceremony(&challenge));
+        let verified = authenticator.passkey().verify(&challenge, &assertion);
+        assert_eq!(verified.is_ok(), taken, "{length} bytes: {verified:?}");
+        if !taken {
+            assert!(
+                verified.unwrap_err().contains("at least 16"),
+                "{length} bytes"
+            );
+        }
+    }
+}
+
+#[test]
 fn step_8_client_data_that_is_not_utf8_is_refused() {
     refuses("the client data JSON is not UTF-8", |c| {
         c.client_data_json = Some(b"{\"type\":\"webauthn.get\xff\"}".to_vec());
@@ -395,6 +412,7 @@ fn rp_ids_are_domain_names_and_points_are_on_p256() {
     for (bytes, expected) in [
         (compressed.as_bytes(), "uncompressed P-256 point"),
         (&point.as_bytes()[1..], "uncompressed P-256 point"),
+        (&[][..], "uncompressed P-256 point"),
         (&off_curve[..], "not a point on P-256"),
     ] {
         let error = Passkey::from_sec1(RP, bytes).unwrap_err();
@@ -538,6 +556,9 @@ fn a_line_is_written_only_for_one_plain_principal_and_a_real_credential_id() {
             "{error}"
         );
     }
+    // The longest principal is written; one byte more is refused above.
+    let principal = "a".repeat(crate::limits::MAX_NAME_BYTES);
+    assert!(passkey.allowed_signers_line(&principal, b"id").is_ok());
     let longest = passkey
         .allowed_signers_line("alice@x", &[1; MAX_CREDENTIAL_ID_BYTES])
         .unwrap();
@@ -550,6 +571,59 @@ fn a_line_is_written_only_for_one_plain_principal_and_a_real_credential_id() {
             .unwrap()
             .len(),
         1023
+    );
+}
+
+#[test]
+fn a_credential_id_is_read_back_only_if_it_is_1_to_the_most_bytes() {
+    let now = crate::time::Timestamp::from_unix_millis(0);
+    for (id, read) in [
+        (String::new(), None),
+        (
+            Base64UrlUnpadded::encode_string(&[7; MAX_CREDENTIAL_ID_BYTES + 1]),
+            None,
+        ),
+        (
+            Base64UrlUnpadded::encode_string(&[7; MAX_CREDENTIAL_ID_BYTES]),
+            Some(vec![7; MAX_CREDENTIAL_ID_BYTES]),
+        ),
+        (Base64UrlUnpadded::encode_string(&[7]), Some(vec![7])),
+    ] {
+        let passkey = Authenticator::new(2, RP).passkey();
+        let line = format!("alice@x {} passkey:{id}", passkey.to_openssh());
+        let policy = Policy::from_allowed_signers(&line).unwrap();
+        assert_eq!(
+            policy.passkeys_of("alice@x", now),
+            [(passkey, read)],
+            "passkey:{id}"
+        );
+    }
+}
+
+#[test]
+fn an_envelope_of_the_most_bytes_is_read_and_a_full_last_line_is_taken() {
+    // The bound comes first: at the most bytes the text is read (and refused here for what it
+    // is), one byte more is refused for its size.
+    let error = Assertion::dearmor(&"x".repeat(MAX_SIGNATURE_BYTES)).unwrap_err();
+    assert!(!error.to_string().contains("bytes; at most"), "{error}");
+    let error = Assertion::dearmor(&"x".repeat(MAX_SIGNATURE_BYTES + 1)).unwrap_err();
+    assert!(error.to_string().contains("bytes; at most"), "{error}");
+    // An assertion whose Base64 fills its last line to the full width round-trips.
+    let authenticator = Authenticator::new(1, RP);
+    let mut assertion = authenticator.assert(&authenticator.ceremony(&statement_challenge()));
+    let full = (0..70)
+        .find_map(|extra| {
+            let mut longer = assertion.clone();
+            longer.credential_id.extend(std::iter::repeat_n(9, extra));
+            let armored = longer.armor(&authenticator.passkey()).unwrap();
+            let last = armored.lines().rev().nth(1).unwrap().len();
+            (last == 70).then_some((longer, armored))
+        })
+        .expect("some credential id length fills the last line");
+    assertion = full.0;
+    assert_eq!(
+        Assertion::dearmor(&full.1).unwrap(),
+        (authenticator.passkey(), assertion)
     );
 }
 
@@ -818,6 +892,11 @@ fn envelopes_whose_json_is_not_exactly_an_envelope_are_refused() {
             "without a comment",
         ),
         (with("publicKey", text(&"A".repeat(601))), "at most 600"),
+        // At the bound the text is read, and refused for what it is.
+        (
+            with("publicKey", text(&"A".repeat(600))),
+            "not an OpenSSH public key",
+        ),
         (
             with(
                 "signature",
