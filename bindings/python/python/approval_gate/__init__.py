@@ -405,18 +405,31 @@ def _rebuild(cls: Optional[type], value: Any) -> Any:
     if dataclasses.is_dataclass(cls) and isinstance(cls, type):
         if not isinstance(value, dict):
             raise TypeError(f"{cls.__name__} needs a json object, not {type(value).__name__}")
-        hints = typing.get_type_hints(cls)
         fields = {}
-        for field in dataclasses.fields(cls):
-            if field.name not in value:
+        for name, nested in _fields_of(cls):
+            if name not in value:
                 continue
-            hint = hints.get(field.name)
-            item = value[field.name]
-            if isinstance(hint, type) and (dataclasses.is_dataclass(hint) or _is_pydantic_model(hint)):
-                item = _rebuild(hint, item)
-            fields[field.name] = item
+            item = value[name]
+            if nested is not None:
+                item = _rebuild(nested, item)
+            fields[name] = item
         return cls(**fields)
     return value
+
+
+@functools.lru_cache(maxsize=256)
+def _fields_of(cls: type) -> Tuple[Tuple[str, Optional[type]], ...]:
+    """A dataclass's fields in order, each with its annotated type when that is a dataclass or
+    a pydantic model (rebuilt in turn), else ``None``. Its type hints are resolved at the first
+    rebuild that succeeds in resolving them and kept (as ``requires_approval`` keeps the body's);
+    a failure to resolve them is raised again at every rebuild, never kept."""
+    hints = typing.get_type_hints(cls)
+    plan = []
+    for field in dataclasses.fields(cls):
+        hint = hints.get(field.name)
+        nested = hint if isinstance(hint, type) and (dataclasses.is_dataclass(hint) or _is_pydantic_model(hint)) else None
+        plan.append((field.name, nested))
+    return tuple(plan)
 
 
 def _payload_type(func: Callable[..., Any], name: str) -> Optional[type]:
