@@ -59,6 +59,38 @@ R = TypeVar("R")
 _NO_PAYLOAD: Any = object()
 
 
+# The types `dataclasses.asdict` returns as they are (its `copy.deepcopy` of them is the object
+# itself), by exact type: a subclass (an enum over str, say) goes the general way.
+_ATOMS = frozenset({str, int, float, bool, type(None)})
+
+
+@dataclasses.dataclass
+class _Box:
+    """One value, for ``dataclasses.asdict`` to convert it as it converts a field's."""
+
+    value: Any
+
+
+def _fields_form(value: Any) -> Any:
+    """``dataclasses.asdict``'s conversion of ``value``, made here for what payloads are made of
+    (dataclass instances, exact ``dict``, ``list`` and ``tuple``, ``str``, ``int``, ``float``,
+    ``bool``, ``None``) without ``asdict``'s deep copy of every leaf, and left to ``asdict``
+    itself for anything else (a namedtuple, a subclass of a container, a set, ...). A cycle
+    raises ``RecursionError``, as in ``asdict``."""
+    kind = type(value)
+    if kind in _ATOMS:
+        return value
+    if hasattr(kind, "__dataclass_fields__"):
+        return {field.name: _fields_form(getattr(value, field.name)) for field in dataclasses.fields(value)}
+    if kind is list:
+        return [_fields_form(item) for item in value]
+    if kind is tuple:
+        return tuple([_fields_form(item) for item in value])
+    if kind is dict:
+        return {_fields_form(key): _fields_form(item) for key, item in value.items()}
+    return dataclasses.asdict(_Box(value))["value"]
+
+
 def json_form(value: Any) -> Any:
     """The JSON value a payload stands for.
 
@@ -68,7 +100,7 @@ def json_form(value: Any) -> Any:
     ``bool``, ``None``), checked when it is canonicalized.
     """
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return dataclasses.asdict(value)
+        return _fields_form(value)
     dump = getattr(type(value), "model_dump", None)
     if dump is not None and callable(dump) and hasattr(type(value), "model_validate"):
         return value.model_dump(mode="json")
