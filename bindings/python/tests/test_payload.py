@@ -8,11 +8,15 @@ independent pure-Python RFC 8785 implementation (``jcs.py``) and the ``blake3`` 
 
 from __future__ import annotations
 
+import collections
+import dataclasses
+import enum
 import json
 import math
 import os
 import random
 import string
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -220,3 +224,135 @@ def test_tuples_are_arrays_and_dataclasses_their_fields():
 
     assert ag.canonicalize((1, "a"))[0] == '[1,"a"]'
     assert ag.canonicalize(Point(1, 0.5)) == ag.canonicalize({"y": 0.5, "x": 1})
+
+
+# `json_form` of a dataclass is `dataclasses.asdict`'s result, exactly: the same types at every
+# level (1, 1.0 and True are told apart), the same key order, fresh containers. It converts what
+# payloads are made of itself and leaves anything else to `asdict`; both ways are pinned here.
+
+
+@dataclasses.dataclass
+class Pair:
+    left: Any
+    right: Any
+
+
+@dataclasses.dataclass(frozen=True)
+class Tagged:
+    tag: str
+    pairs: list
+    more: Any = None
+
+
+Spot = collections.namedtuple("Spot", "x y")
+
+
+class Items(list):
+    pass
+
+
+class Colour(str, enum.Enum):
+    RED = "red"
+
+
+def same(a: Any, b: Any) -> bool:
+    """Equal, and of the same type at every level, containers in the same order."""
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, float):
+        return a == b or (math.isnan(a) and math.isnan(b))
+    if isinstance(a, dict):
+        return len(a) == len(b) and all(
+            same(ka, kb) and same(va, vb) for (ka, va), (kb, vb) in zip(a.items(), b.items())
+        )
+    if isinstance(a, (list, tuple)):
+        return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b))
+    return a == b
+
+
+@dataclasses.dataclass(frozen=True)
+class Key:
+    k: int
+
+
+def outcome(convert: Any, value: Any) -> Any:
+    try:
+        return convert(value)
+    except Exception as error:  # asdict's own failures (a dataclass as a key: unhashable)
+        return (type(error), str(error))
+
+
+def as_asdict(value: Any) -> bool:
+    return same(outcome(ag.json_form, value), outcome(dataclasses.asdict, value))
+
+
+atoms = st.one_of(
+    st.none(), st.booleans(), st.integers(), st.floats(), st.text(max_size=4),
+)
+unusual = st.one_of(
+    st.builds(Spot, atoms, atoms),
+    st.lists(atoms, max_size=3).map(Items),
+    st.frozensets(st.integers(), max_size=3),
+    st.just(Colour.RED),
+    st.binary(max_size=3),
+)
+
+
+def containers(children):
+    return st.one_of(
+        st.lists(children, max_size=3),
+        st.lists(children, max_size=3).map(tuple),
+        st.dictionaries(
+            st.one_of(st.text(max_size=3), st.integers(), st.tuples(st.integers()), st.builds(Key, st.integers())),
+            children,
+            max_size=3,
+        ),
+        st.builds(Pair, children, children),
+        st.builds(Tagged, st.text(max_size=3), st.lists(st.builds(Pair, children, children), max_size=2), children),
+    )
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.recursive(st.one_of(atoms, unusual), containers, max_leaves=16), st.recursive(atoms, containers, max_leaves=16))
+def test_the_json_form_of_a_dataclass_is_what_asdict_gives(anything, plain):
+    assert as_asdict(Pair(anything, plain))
+    assert as_asdict(Pair(plain, plain))
+    assert as_asdict(Tagged("t", [Pair(plain, anything)], {"k": Pair(plain, [plain])}))
+
+
+def test_the_json_form_of_nested_dataclasses_in_lists_tuples_and_dicts():
+    value = Tagged(
+        "order",
+        [Pair(1, 1.0), Pair(True, None)],
+        {"first": Pair((Pair("a", [1, 2]),), {"n": Tagged("in", [])}), 2: [Pair(Spot(1, 2), Items([3]))]},
+    )
+    form = ag.json_form(value)
+    assert same(form, dataclasses.asdict(value))
+    assert form == {
+        "tag": "order",
+        "pairs": [{"left": 1, "right": 1.0}, {"left": True, "right": None}],
+        "more": {
+            "first": {"left": ({"left": "a", "right": [1, 2]},), "right": {"n": {"tag": "in", "pairs": [], "more": None}}},
+            2: [{"left": Spot(1, 2), "right": Items([3])}],
+        },
+    }
+    # Fresh containers, never the caller's.
+    assert form["pairs"] is not value.pairs and form["more"] is not value.more
+    assert ag.canonicalize(Tagged("t", [Pair(1, "x")])) == ag.canonicalize(
+        {"tag": "t", "pairs": [{"left": 1, "right": "x"}], "more": None}
+    )
+
+
+def test_the_json_form_of_deep_and_cyclic_dataclasses_is_what_asdict_does():
+    deep: Any = 0
+    for n in range(60):
+        deep = Pair(n, [deep])
+    assert same(ag.json_form(deep), dataclasses.asdict(deep))
+    with pytest.raises(ag.InvalidPayload, match="deeper than 32"):
+        ag.canonicalize(deep)
+    cycle = Pair(1, [])
+    cycle.right.append(cycle)
+    with pytest.raises(RecursionError):
+        dataclasses.asdict(cycle)
+    with pytest.raises(RecursionError):
+        ag.json_form(cycle)

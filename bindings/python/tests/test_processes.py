@@ -1,8 +1,10 @@
 """Many processes and crashes: one approval runs once, whoever races for it, and a process
-killed between the consume and the outcome leaves the approval spent and the outcome unknown."""
+killed between the consume and the outcome (in the body, or after the claim before the body is
+entered) leaves the approval spent and the outcome unknown."""
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import signal
 import subprocess
@@ -10,6 +12,7 @@ import sys
 import textwrap
 
 import approval_gate as ag
+from approval_gate import Claim, Grant, requires_approval
 from conftest import events
 
 RACERS = 16
@@ -123,3 +126,103 @@ def test_a_process_killed_mid_execution_leaves_the_approval_spent_and_the_outcom
         raise AssertionError("a crashed execution's approval was usable again")
     assert ran == []
     assert gate.recover() == []  # idempotent: nothing left to repair
+
+
+# Killed after the claim and the start written ahead, before the body is entered. No failpoint:
+# the wrapper rebuilds the body's copy of a dataclass payload from the bytes the claim returned,
+# inside the library's execute_approved (after the consume and `execution_started`, before the
+# body). The faithfulness check builds the type once before the consume (the caller passes JSON
+# values, so it builds none), so the second construction in the process is the body's copy:
+# that one says so and parks on stdin.
+CLAIM_CRASHER = textwrap.dedent(
+    """
+    import dataclasses
+    import sys
+    import approval_gate as ag
+    from approval_gate import Claim, Grant, requires_approval
+
+    store, id, marker = sys.argv[1:4]
+    built = 0
+
+    @dataclasses.dataclass(frozen=True)
+    class Build:
+        number: int
+
+        def __post_init__(self) -> None:
+            global built
+            built += 1
+            if built == 2:  # the body's copy, rebuilt after the claim
+                print("claimed", flush=True)
+                sys.stdin.readline()  # killed here, before the body runs
+
+    @requires_approval(operation="deploy.production")
+    def deploy(build: Build, grant: Grant) -> None:
+        with open(marker, "w") as f:
+            f.write("the body ran")
+
+    deploy({"number": 42}, Claim(ag.Gate.open(store), id, "deploy build 42"))
+    """
+)
+
+
+@dataclasses.dataclass(frozen=True)
+class Build:
+    number: int
+
+
+def test_a_process_killed_after_the_claim_before_the_body_leaves_the_approval_spent_and_the_outcome_unknown(
+    any_store, tmp_path
+):
+    store = any_store
+    gate = ag.Gate.open(store)
+    id = approve(gate, "deploy build 42", "deploy.production", {"number": 42})
+    marker = tmp_path / "body-ran"
+    crasher = subprocess.Popen(
+        [sys.executable, "-c", CLAIM_CRASHER, store, id, str(marker)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert crasher.stdout.readline().strip() == "claimed"
+        # Parked at the point: the claim is made and the start written ahead, nothing finished.
+        # (This gate was opened before the crasher started: reading runs no recovery.)
+        assert events(gate, id) == ["requested", "approved", "consumed", "execution_started"]
+        assert gate.check(id).status == "consumed"
+    finally:
+        os.kill(crasher.pid, signal.SIGKILL)
+        crasher.wait(timeout=60)
+    assert crasher.returncode == -signal.SIGKILL
+    assert not marker.exists(), "the body ran"
+    assert events(gate, id)[-1] == "execution_started"  # the kill wrote nothing
+
+    # The next open recovers: the outcome is recorded as unknown, never retried.
+    gate = ag.Gate.open(store)
+    assert events(gate, id)[-3:] == ["consumed", "execution_started", "execution_finished"]
+    finished = [r for r in gate.audit_records() if r["id"] == id and r["event"] == "execution_finished"]
+    assert finished[0]["outcome"] == "unknown"
+    assert gate.check(id).status == "consumed"
+
+    # Spent: neither the decorator nor a bare consume gets it again.
+    ran = []
+
+    @requires_approval(operation="deploy.production")
+    def deploy(build: Build, grant: Grant) -> None:
+        ran.append(build)
+
+    try:
+        deploy(Build(42), Claim(gate, id, "deploy build 42"))
+    except ag.AlreadyConsumed:
+        pass
+    else:
+        raise AssertionError("an approval claimed by a killed process was usable again")
+    try:
+        gate.consume(id, "deploy build 42", operation="deploy.production", payload={"number": 42})
+    except ag.AlreadyConsumed:
+        pass
+    else:
+        raise AssertionError("an approval claimed by a killed process was consumed again")
+    assert ran == [] and not marker.exists()
+    assert events(gate, id)[-2:] == ["consume_replayed", "consume_replayed"]
+    assert gate.recover() == []  # idempotent: nothing left to repair
+    assert gate.verify_audit() > 0

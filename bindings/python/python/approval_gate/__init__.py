@@ -59,6 +59,38 @@ R = TypeVar("R")
 _NO_PAYLOAD: Any = object()
 
 
+# The types `dataclasses.asdict` returns as they are (its `copy.deepcopy` of them is the object
+# itself), by exact type: a subclass (an enum over str, say) goes the general way.
+_ATOMS = frozenset({str, int, float, bool, type(None)})
+
+
+@dataclasses.dataclass
+class _Box:
+    """One value, for ``dataclasses.asdict`` to convert it as it converts a field's."""
+
+    value: Any
+
+
+def _fields_form(value: Any) -> Any:
+    """``dataclasses.asdict``'s conversion of ``value``, made here for what payloads are made of
+    (dataclass instances, exact ``dict``, ``list`` and ``tuple``, ``str``, ``int``, ``float``,
+    ``bool``, ``None``) without ``asdict``'s deep copy of every leaf, and left to ``asdict``
+    itself for anything else (a namedtuple, a subclass of a container, a set, ...). A cycle
+    raises ``RecursionError``, as in ``asdict``."""
+    kind = type(value)
+    if kind in _ATOMS:
+        return value
+    if hasattr(kind, "__dataclass_fields__"):
+        return {field.name: _fields_form(getattr(value, field.name)) for field in dataclasses.fields(value)}
+    if kind is list:
+        return [_fields_form(item) for item in value]
+    if kind is tuple:
+        return tuple([_fields_form(item) for item in value])
+    if kind is dict:
+        return {_fields_form(key): _fields_form(item) for key, item in value.items()}
+    return dataclasses.asdict(_Box(value))["value"]
+
+
 def json_form(value: Any) -> Any:
     """The JSON value a payload stands for.
 
@@ -68,7 +100,7 @@ def json_form(value: Any) -> Any:
     ``bool``, ``None``), checked when it is canonicalized.
     """
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return dataclasses.asdict(value)
+        return _fields_form(value)
     dump = getattr(type(value), "model_dump", None)
     if dump is not None and callable(dump) and hasattr(type(value), "model_validate"):
         return value.model_dump(mode="json")
@@ -405,18 +437,31 @@ def _rebuild(cls: Optional[type], value: Any) -> Any:
     if dataclasses.is_dataclass(cls) and isinstance(cls, type):
         if not isinstance(value, dict):
             raise TypeError(f"{cls.__name__} needs a json object, not {type(value).__name__}")
-        hints = typing.get_type_hints(cls)
         fields = {}
-        for field in dataclasses.fields(cls):
-            if field.name not in value:
+        for name, nested in _fields_of(cls):
+            if name not in value:
                 continue
-            hint = hints.get(field.name)
-            item = value[field.name]
-            if isinstance(hint, type) and (dataclasses.is_dataclass(hint) or _is_pydantic_model(hint)):
-                item = _rebuild(hint, item)
-            fields[field.name] = item
+            item = value[name]
+            if nested is not None:
+                item = _rebuild(nested, item)
+            fields[name] = item
         return cls(**fields)
     return value
+
+
+@functools.lru_cache(maxsize=256)
+def _fields_of(cls: type) -> Tuple[Tuple[str, Optional[type]], ...]:
+    """A dataclass's fields in order, each with its annotated type when that is a dataclass or
+    a pydantic model (rebuilt in turn), else ``None``. Its type hints are resolved at the first
+    rebuild that succeeds in resolving them and kept (as ``requires_approval`` keeps the body's);
+    a failure to resolve them is raised again at every rebuild, never kept."""
+    hints = typing.get_type_hints(cls)
+    plan = []
+    for field in dataclasses.fields(cls):
+        hint = hints.get(field.name)
+        nested = hint if isinstance(hint, type) and (dataclasses.is_dataclass(hint) or _is_pydantic_model(hint)) else None
+        plan.append((field.name, nested))
+    return tuple(plan)
 
 
 def _payload_type(func: Callable[..., Any], name: str) -> Optional[type]:
