@@ -8,6 +8,10 @@
 //! - `execute_approved`: consume + `execution_started` + closure + `execution_finished`, end to
 //!   end; it performs 8 fsyncs (claim file and directory, then each of 3 audit lines and its
 //!   anchor).
+//! - `execute_approved_payload`: the same with an operation and a small struct payload, the
+//!   binding (the payload's canonical form and digest) made inside the timing and the body
+//!   given the frozen copy: what `#[requires_approval]` does, and the Rust side of the Python
+//!   decorator's comparison (`bindings/python/bench/execute.py`).
 //! - `execute_approved_signed`: the same under a quorum policy of 0 (none), 1 and 3
 //!   signatures, each verified in-process by the consume.
 //! - `list_pending_among_finished`: 20 pending requests among 1k, 10k, 100k finished ones;
@@ -106,6 +110,49 @@ fn execute_approved(bencher: Bencher) {
         .bench_local_values(|(id, binding): (RequestId, Binding)| {
             gate.execute_approved(id, &binding, |run: &Grant<()>| {
                 run.assert_active()?;
+                Ok::<_, Error>(())
+            })
+            .unwrap();
+        });
+}
+
+#[derive(serde::Serialize, serde::Deserialize)]
+struct Email {
+    to: String,
+    subject: String,
+}
+
+#[divan::bench(sample_count = 50)]
+fn execute_approved_payload(bencher: Bencher) {
+    let tmp = tempfile::tempdir_in(bench_root()).unwrap();
+    let gate = Gate::open(tmp.path().join("gate")).unwrap();
+    let mut n = 0u64;
+    bencher
+        .with_inputs(|| {
+            n += 1;
+            let action = format!("bench {n}");
+            let email = Email {
+                to: "alice@example.com".into(),
+                subject: format!("n{n}"),
+            };
+            let payload =
+                approval_gate::CanonicalPayload::from_value(&serde_json::to_value(&email).unwrap())
+                    .unwrap();
+            let ask = NewRequest::new(&action, "bench")
+                .operation("bench.email")
+                .payload(payload);
+            let id = gate.request_approval(ask).unwrap().request.id();
+            gate.approve(id, &Decision::by("bench")).unwrap();
+            (id, action, email)
+        })
+        .bench_local_values(|(id, action, email): (RequestId, String, Email)| {
+            let binding = Binding::new(action)
+                .operation("bench.email")
+                .payload_of(&email)
+                .unwrap();
+            gate.execute_approved(id, &binding, |run: &Grant<Email>| {
+                run.assert_active()?;
+                divan::black_box(&run.payload().to);
                 Ok::<_, Error>(())
             })
             .unwrap();
