@@ -501,15 +501,11 @@ fn strptime_number(field: &[u8], smallest: i64, largest: i64) -> Option<i64> {
     if digits.is_empty() || !digits.iter().all(u8::is_ascii_digit) {
         return None;
     }
-    let mut value = 0_i64;
-    for (read, &digit) in digits.iter().enumerate() {
-        // strptime stops early once another digit would pass the largest value; what is
-        // left then fails to match.
-        if read > 0 && value * 10 > largest {
-            return None;
-        }
-        value = value * 10 + i64::from(digit - b'0');
-    }
+    // strptime stops reading once another digit would pass the largest value, and what is
+    // left then fails to match: the same refusal as a value out of range, checked here once.
+    let value = digits
+        .iter()
+        .fold(0_i64, |value, &digit| value * 10 + i64::from(digit - b'0'));
     (smallest..=largest).contains(&value).then_some(value)
 }
 
@@ -665,6 +661,11 @@ mod tests {
             ),
             (format!("a@x valid-before=\"20300101\" {ED}"), "local time"),
             (format!("a@x valid-before=\"2030Z\" {ED}"), "not YYYYMMDD"),
+            // A field of blanks alone has no digit: not a year 0 (which is before 1970).
+            (
+                format!("a@x valid-before=\"    0101Z\" {ED}"),
+                "not YYYYMMDD",
+            ),
             // What ssh-keygen refuses too (issue 22): options twice, the epoch, bad dates,
             // a window that ends before it starts, a trailing comma.
             (
