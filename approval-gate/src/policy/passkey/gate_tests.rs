@@ -344,3 +344,69 @@ fn one_passkey_listed_for_two_principals_counts_once() {
         }
     }
 }
+
+#[test]
+fn a_short_quorum_is_refused_for_a_bad_signature_first_then_an_untrusted_key() {
+    let alice = SshApprover::new("alice@example.com", 1);
+    let bob = SshApprover::new("bob@example.com", 2);
+    let stranger = Authenticator::new(9, RP);
+    let lines = format!("{}\n{}\n", alice.line(), bob.line());
+    let setup = Setup::new(&lines, 3);
+    let request = setup.file("agent-1");
+    let statement = request.decision_statement("alice@example.com").unwrap();
+    setup
+        .gate
+        .approve(
+            request.id(),
+            &Decision::by("alice").signed("alice@example.com", alice.sign(&statement)),
+        )
+        .unwrap();
+    let stored = setup.gate.status(request.id()).unwrap().request().clone();
+    let json = serde_json::to_value(&stored).unwrap();
+    let approved = json["approvals"][0].clone();
+    let approval = |principal: &str, signature: String| {
+        let mut approval = approved.clone();
+        approval["principal"] = principal.into();
+        approval["signature"] = signature.into();
+        approval
+    };
+    // Carol is no approver: a passkey's assertion over her statement verifies, untrusted.
+    let untrusted = approval(
+        "carol@example.com",
+        passkey_approval(&stranger, &stored, "carol@example.com"),
+    );
+    // Bob is one, and signed something else: a bad signature.
+    let bad = approval("bob@example.com", bob.sign(b"another statement"));
+    let with = |approvals: Vec<Value>| -> Request {
+        let mut json = json.clone();
+        json["approvals"] = Value::Array(approvals);
+        serde_json::from_value(json).unwrap()
+    };
+    let policy = Policy::from_allowed_signers(&lines)
+        .and_then(|p| p.require("payments.*", 3))
+        .unwrap();
+    let now = Timestamp::parse_rfc3339("2026-12-01T10:00:00Z").unwrap();
+    let refused = |approvals: Vec<Value>| policy.verify(&with(approvals), 3, now).unwrap_err();
+    assert!(
+        matches!(
+            refused(vec![approved.clone()]),
+            Error::InsufficientApprovals {
+                valid: 1,
+                required: 3,
+                ..
+            }
+        ),
+        "one of three"
+    );
+    let error = refused(vec![approved.clone(), untrusted.clone()]);
+    assert!(matches!(error, Error::UntrustedSigner { .. }), "{error}");
+    // The bad signature is named, wherever it stands among the approvals.
+    for approvals in [
+        vec![approved.clone(), untrusted.clone(), bad.clone()],
+        vec![bad.clone(), untrusted.clone(), approved.clone()],
+        vec![approved.clone(), bad.clone()],
+    ] {
+        let error = refused(approvals);
+        assert!(matches!(error, Error::BadSignature { .. }), "{error}");
+    }
+}
