@@ -498,6 +498,27 @@ mod tests {
     }
 
     #[test]
+    fn standings_have_stable_names_details_and_trust() {
+        let cases = [
+            (Standing::Counts, "counts", None, true),
+            (Standing::Repeat, "repeat", None, true),
+            (Standing::Bad("p".into()), "bad_signature", Some("p"), false),
+            (
+                Standing::Untrusted("k".into()),
+                "untrusted",
+                Some("k"),
+                false,
+            ),
+            (Standing::Unjudged("u".into()), "unjudged", Some("u"), false),
+        ];
+        for (standing, name, detail, trusted) in cases {
+            assert_eq!(standing.as_str(), name);
+            assert_eq!(standing.detail(), detail, "{name}");
+            assert_eq!(standing.is_trusted(), trusted, "{name}");
+        }
+    }
+
+    #[test]
     fn a_quorum_table_must_say_what_operations_it_does_not_name_need() {
         let policy = || Policy::from_allowed_signers(&format!("a@x {ED}")).unwrap();
         assert!(policy().check_quorum_table().is_ok());

@@ -410,3 +410,42 @@ fn a_short_quorum_is_refused_for_a_bad_signature_first_then_an_untrusted_key() {
         assert!(matches!(error, Error::BadSignature { .. }), "{error}");
     }
 }
+
+#[test]
+fn a_message_verifies_only_by_a_trusted_key_for_its_principal_in_the_namespace() {
+    let alice = SshApprover::new("alice@example.com", 1);
+    let bob = SshApprover::new("bob@example.com", 2);
+    let stranger = SshApprover::new("alice@example.com", 3);
+    let policy =
+        Policy::from_allowed_signers(&format!("{}\n{}\n", alice.line(), bob.line())).unwrap();
+    let now = Timestamp::parse_rfc3339("2026-12-01T10:00:00Z").unwrap();
+    let signed = alice.sign(b"release 1.2");
+    assert!(policy.verifies_message("alice@example.com", b"release 1.2", &signed, now));
+    assert!(!policy.verifies_message("alice@example.com", b"release 1.3", &signed, now));
+    assert!(!policy.verifies_message("bob@example.com", b"release 1.2", &signed, now));
+    let by_stranger = stranger.sign(b"release 1.2");
+    assert!(!policy.verifies_message("alice@example.com", b"release 1.2", &by_stranger, now));
+    let other_namespace = alice
+        .key
+        .sign("git", HashAlg::Sha512, b"release 1.2")
+        .unwrap()
+        .to_pem(LineEnding::LF)
+        .unwrap();
+    assert!(!policy.verifies_message("alice@example.com", b"release 1.2", &other_namespace, now));
+    assert!(!policy.verifies_message("alice@example.com", b"release 1.2", "garbage", now));
+    // find-principals reads only the key, in any namespace.
+    assert_eq!(
+        policy.find_principals(&signed, now).as_deref(),
+        Some("alice@example.com")
+    );
+    assert_eq!(
+        policy.find_principals(&bob.sign(b"x"), now).as_deref(),
+        Some("bob@example.com")
+    );
+    assert_eq!(
+        policy.find_principals(&other_namespace, now).as_deref(),
+        Some("alice@example.com")
+    );
+    assert_eq!(policy.find_principals(&by_stranger, now), None);
+    assert_eq!(policy.find_principals("garbage", now), None);
+}
