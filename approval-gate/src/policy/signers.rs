@@ -691,6 +691,11 @@ mod tests {
                 "not later than valid-after",
             ),
             (format!("a@x namespaces=\"git\", {ED}"), "end with a comma"),
+            // A backslash escapes a quote only: before a blank it is the options' last byte.
+            (
+                format!("a@x namespaces=\"git\"\\ {ED}"),
+                "malformed option at \"\\\\\"",
+            ),
             (format!("a@x namespaces=\"git {ED}"), "never closed"),
             (format!("a@x\tcomment\r x {ED}"), "carriage return"),
             (
