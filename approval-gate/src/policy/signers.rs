@@ -666,6 +666,11 @@ mod tests {
                 format!("a@x valid-before=\"    0101Z\" {ED}"),
                 "not YYYYMMDD",
             ),
+            // A letter in a field is no digit (read as one, `x` would make the year 2727).
+            (
+                format!("a@x valid-before=\"20x70101Z\" {ED}"),
+                "not YYYYMMDD",
+            ),
             // What ssh-keygen refuses too (issue 22): options twice, the epoch, bad dates,
             // a window that ends before it starts, a trailing comma.
             (
