@@ -99,12 +99,7 @@ fn execute_approved(bencher: Bencher) {
         .with_inputs(|| {
             n += 1;
             let action = format!("bench {n}");
-            let id = gate
-                .request_approval(NewRequest::new(&action, "bench"))
-                .unwrap()
-                .request
-                .id();
-            gate.approve(id, &Decision::by("bench")).unwrap();
+            let id = approved(&gate, NewRequest::new(&action, "bench"));
             (id, Binding::new(action))
         })
         .bench_local_values(|(id, binding): (RequestId, Binding)| {
@@ -114,6 +109,13 @@ fn execute_approved(bencher: Bencher) {
             })
             .unwrap();
         });
+}
+
+/// Files `ask` and approves it, untimed: what each execution bench consumes.
+fn approved(gate: &Gate, ask: NewRequest) -> RequestId {
+    let id = gate.request_approval(ask).unwrap().request.id();
+    gate.approve(id, &Decision::by("bench")).unwrap();
+    id
 }
 
 #[derive(serde::Serialize, serde::Deserialize)]
@@ -141,9 +143,7 @@ fn execute_approved_payload(bencher: Bencher) {
             let ask = NewRequest::new(&action, "bench")
                 .operation("bench.email")
                 .payload(payload);
-            let id = gate.request_approval(ask).unwrap().request.id();
-            gate.approve(id, &Decision::by("bench")).unwrap();
-            (id, action, email)
+            (approved(&gate, ask), action, email)
         })
         .bench_local_values(|(id, action, email): (RequestId, String, Email)| {
             let binding = Binding::new(action)

@@ -100,6 +100,17 @@ CRASHER = textwrap.dedent(
 )
 
 
+def reopened_with_the_outcome_unknown(store: str, id: str) -> ag.Gate:
+    """The store opened again after a crash mid-execution: its recovery has recorded the
+    execution's outcome as unknown, and the approval stays spent."""
+    gate = ag.Gate.open(store)
+    assert events(gate, id)[-3:] == ["consumed", "execution_started", "execution_finished"]
+    finished = [r for r in gate.audit_records() if r["id"] == id and r["event"] == "execution_finished"]
+    assert finished[0]["outcome"] == "unknown"
+    assert gate.check(id).status == "consumed"
+    return gate
+
+
 def test_a_process_killed_mid_execution_leaves_the_approval_spent_and_the_outcome_unknown(any_store):
     store = any_store
     id = approve(ag.Gate.open(store), "deploy build 42", "deploy.production", {"build": 42})
@@ -112,11 +123,7 @@ def test_a_process_killed_mid_execution_leaves_the_approval_spent_and_the_outcom
     assert crasher.returncode == -signal.SIGKILL
 
     # The next open recovers: the execution's outcome is recorded as unknown, never retried.
-    gate = ag.Gate.open(store)
-    assert events(gate, id)[-3:] == ["consumed", "execution_started", "execution_finished"]
-    finished = [r for r in gate.audit_records() if r["id"] == id and r["event"] == "execution_finished"]
-    assert finished[0]["outcome"] == "unknown"
-    assert gate.check(id).status == "consumed"
+    gate = reopened_with_the_outcome_unknown(store, id)
     ran = []
     try:
         gate.execute_approved(id, "deploy build 42", ran.append, operation="deploy.production", payload={"build": 42})
@@ -197,11 +204,7 @@ def test_a_process_killed_after_the_claim_before_the_body_leaves_the_approval_sp
     assert events(gate, id)[-1] == "execution_started"  # the kill wrote nothing
 
     # The next open recovers: the outcome is recorded as unknown, never retried.
-    gate = ag.Gate.open(store)
-    assert events(gate, id)[-3:] == ["consumed", "execution_started", "execution_finished"]
-    finished = [r for r in gate.audit_records() if r["id"] == id and r["event"] == "execution_finished"]
-    assert finished[0]["outcome"] == "unknown"
-    assert gate.check(id).status == "consumed"
+    gate = reopened_with_the_outcome_unknown(store, id)
 
     # Spent: neither the decorator nor a bare consume gets it again.
     ran = []
