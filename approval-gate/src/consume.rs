@@ -131,7 +131,6 @@ impl Gate {
     where
         T: DeserializeOwned + Serialize,
     {
-        self.load_live(id)?;
         let lock = self.store().lock(id)?;
         let now = self.now();
         let Refreshed { request, claimed } = self.refresh_locked(id, now)?;

@@ -131,7 +131,6 @@ impl Gate {
         shown: Option<&Request>,
     ) -> Result<StatusReport, Error> {
         decision.validate()?;
-        self.load_live(id)?;
         let _lock = self.store().lock(id)?;
         let now = self.now();
         let Refreshed {

@@ -336,9 +336,16 @@ impl Gate {
     /// Re-reads a request under its lock, recording its expiry if due, with whether its
     /// approval was claimed.
     pub(crate) fn refresh_locked(&self, id: RequestId, now: Timestamp) -> Result<Refreshed, Error> {
-        let request = self.expire_if_due(self.load_live(id)?, now)?;
-        let claimed = self.store().marks(id)?.claimed;
-        Ok(Refreshed { request, claimed })
+        let (request, marks) = match self.store().load_marked(id)? {
+            (Some(request), marks) => (request, marks),
+            (None, marks) if marks.archived => return Err(Error::Archived(id)),
+            (None, _) => return Err(Error::NotFound(id)),
+        };
+        let request = self.expire_if_due(request, now)?;
+        Ok(Refreshed {
+            request,
+            claimed: marks.claimed,
+        })
     }
 
     /// The report of `request`, as of `now`.

@@ -37,11 +37,12 @@ pub const ENV: &str = "APPROVAL_GATE_STORE_TRACE";
 /// Every method of the store's two traits (`Store`, then `Chain`), by name.
 #[cfg(any(test, feature = "store-trace"))]
 #[cfg_attr(not(feature = "store-trace"), allow(unreachable_pub))]
-pub const STEPS: [&str; 20] = [
+pub const STEPS: [&str; 21] = [
     "about",
     "load",
     "concerns_record_only",
     "marks",
+    "load_marked",
     "scan",
     "lock",
     "file",
@@ -149,6 +150,9 @@ impl Store for Traced {
     }
     fn marks(&self, id: RequestId) -> Result<Marks, Error> {
         self.step("marks", Some(id), || self.0.marks(id))
+    }
+    fn load_marked(&self, id: RequestId) -> Result<(Option<Request>, Marks), Error> {
+        self.step("load_marked", Some(id), || self.0.load_marked(id))
     }
     fn scan(&self, scope: Scope) -> Result<Vec<Loaded>, Error> {
         self.step("scan", None, || self.0.scan(scope))

@@ -124,6 +124,10 @@ impl Store for PgStore {
         })
     }
 
+    fn load_marked(&self, id: RequestId) -> Result<(Option<Request>, Marks), Error> {
+        self.load_live_marked(id)
+    }
+
     fn scan(&self, scope: Scope) -> Result<Vec<Loaded>, Error> {
         // The pending index is the request's own status.
         self.loaded(match scope {

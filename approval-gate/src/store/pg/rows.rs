@@ -9,7 +9,7 @@ use crate::audit::AuditEvent;
 use crate::error::Error;
 use crate::id::RequestId;
 use crate::request::Request;
-use crate::store::Loaded;
+use crate::store::{Loaded, Marks};
 
 /// A stored row's record with its payload spliced back in: the request's JSON record.
 pub(super) fn compose(record: &str, payload: Option<&str>) -> Vec<u8> {
@@ -61,6 +61,33 @@ impl PgStore {
         let payload: Option<String> = row.get(1);
         Request::decode(id, &compose(&record, payload.as_deref()))
             .map(Some)
+            .map_err(|problem| Error::Unreadable { id, problem })
+    }
+
+    /// The live record of `id` and its marks, in one read (an archived one's marks only).
+    pub(super) fn load_live_marked(&self, id: RequestId) -> Result<(Option<Request>, Marks), Error> {
+        let row = self.read("load", Some(id), |client| {
+            client.query_opt(
+                "SELECT record::text, payload, claimed_ms IS NOT NULL, executing, archived
+                 FROM approval_gate.requests WHERE id = $1",
+                &[&id.as_str()],
+            )
+        })?;
+        let Some(row) = row else {
+            return Ok((None, Marks::default()));
+        };
+        let marks = Marks {
+            claimed: row.get(2),
+            executing: row.get(3),
+            archived: row.get(4),
+        };
+        if marks.archived {
+            return Ok((None, marks));
+        }
+        let record: String = row.get(0);
+        let payload: Option<String> = row.get(1);
+        Request::decode(id, &compose(&record, payload.as_deref()))
+            .map(|request| (Some(request), marks))
             .map_err(|problem| Error::Unreadable { id, problem })
     }
 
