@@ -175,10 +175,7 @@ pub(crate) trait Store: Chain + Send + Sync + fmt::Debug {
     /// The live record of `id` (as [`load`](Store::load) gives it) and its
     /// [`marks`](Store::marks): the lifecycle's read of a request under its lock. A store that
     /// can read both at once does so in one read.
-    fn load_marked(&self, id: RequestId) -> Result<(Option<Request>, Marks), Error> {
-        let request = self.load(id, Shelf::Live)?;
-        Ok((request, self.marks(id)?))
-    }
+    fn load_marked(&self, id: RequestId) -> Result<(Option<Request>, Marks), Error>;
     /// Each id in `scope` with its live record as [`load`](Store::load) gives it, in no order.
     fn scan(&self, scope: Scope) -> Result<Vec<Loaded>, Error>;
 

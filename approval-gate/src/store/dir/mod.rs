@@ -348,6 +348,11 @@ impl Store for DirStore {
         })
     }
 
+    fn load_marked(&self, id: RequestId) -> Result<(Option<Request>, Marks), Error> {
+        let request = self.load(id, Shelf::Live)?;
+        Ok((request, self.marks(id)?))
+    }
+
     fn scan(&self, scope: Scope) -> Result<Vec<Loaded>, Error> {
         let ids = match scope {
             Scope::Pending => self.pending_ids()?,
