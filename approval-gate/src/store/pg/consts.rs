@@ -2,7 +2,12 @@
 //! and the classes of its advisory locks. Below every other file of the store.
 
 /// The schema version this build creates and uses.
-pub const SCHEMA_VERSION: u32 = 2;
+pub const SCHEMA_VERSION: u32 = 3;
+
+/// `wake` seals the audit rows committed since the last seal only if that seal is at least
+/// this old: steps at a person's pace are each sealed at once, and a burst of steps shares
+/// one seal a period instead of paying one each.
+pub(super) const SEAL_EVERY_MS: u32 = 20;
 
 /// Advisory lock class of a request's decisions and consume (`hashtext(id)` is the key).
 pub(super) const LOCK_REQUEST: i32 = 1_095_192_400;

@@ -60,7 +60,7 @@ use consts::{LOCK_EXECUTION, LOCK_REQUEST};
 use errors::{Failed, failed, is_wrong_state, map_error, sqlstate};
 use lock::{AdvisoryLock, Executing};
 use pool::{Pool, Retry, off_runtime, pool_for};
-use rows::{details_text, event_name, split};
+use rows::{compose, details_text, event_name, split};
 pub use schema::{SCHEMA_VERSION, init, init_with_limits};
 
 /// The PostgreSQL store.
@@ -216,20 +216,20 @@ impl Store for PgStore {
         let details = details_text(entry.details);
         let event = event_name(entry.event);
         let ts = entry.ts.unix_millis();
-        self.step(operation, id, entry.ts, |client| {
-            let done = client.execute(
-                "SELECT approval_gate.decide($1, $2, $3, $4::text::jsonb, $5::text::jsonb, $6)",
-                &[&id.as_str(), &operation, &event, &record, &details, &ts],
-            )?;
+        let stored: String = self.step(operation, id, entry.ts, |client| {
+            let stored = client
+                .query_one(
+                    "SELECT approval_gate.decide($1, $2, $3, $4::text::jsonb, $5::text::jsonb, $6)",
+                    &[&id.as_str(), &operation, &event, &record, &details, &ts],
+                )?
+                .get(0);
             client.wake(id.as_str());
-            Ok(done)
+            Ok(stored)
         })?;
-        // The database set the decision's time and name (its clock, its session user): what
-        // it holds, or, if it cannot be read back now, what was handed to it.
-        Ok(match self.load(id, Shelf::Live) {
-            Ok(Some(stored)) => stored,
-            _ => request.clone(),
-        })
+        // The database set the decision's time and name (its clock, its session user): the
+        // record it stored, or, should that not read as one, what was handed to it.
+        let payload = request.payload().map(|p| p.as_str());
+        Ok(Request::decode(id, &compose(&stored, payload)).unwrap_or_else(|_| request.clone()))
     }
 
     fn spend(&self, id: RequestId, entry: &Entry<'_>) -> Result<Spent, Error> {

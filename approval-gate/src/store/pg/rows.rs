@@ -65,7 +65,10 @@ impl PgStore {
     }
 
     /// The live record of `id` and its marks, in one read (an archived one's marks only).
-    pub(super) fn load_live_marked(&self, id: RequestId) -> Result<(Option<Request>, Marks), Error> {
+    pub(super) fn load_live_marked(
+        &self,
+        id: RequestId,
+    ) -> Result<(Option<Request>, Marks), Error> {
         let row = self.read("load", Some(id), |client| {
             client.query_opt(
                 "SELECT record::text, payload, claimed_ms IS NOT NULL, executing, archived

@@ -15,7 +15,9 @@ pub(super) fn schema_sql() -> String {
         MAX_DETAILS_DEPTH, MAX_NAME_BYTES, MAX_OPERATION_BYTES, MAX_PAYLOAD_BYTES, MAX_QUORUM,
         MAX_REASON_BYTES, MAX_SAFE_INTEGER, MAX_SIGNATURE_BYTES, MAX_TTL, MIN_TTL,
     };
-    let bounds: [(&str, String); 18] = [
+    let bounds: [(&str, String); 20] = [
+        ("SCHEMA_VERSION", SCHEMA_VERSION.to_string()),
+        ("SEAL_EVERY_MS", super::consts::SEAL_EVERY_MS.to_string()),
         ("FORMAT_VERSION", crate::request::FORMAT_VERSION.to_string()),
         ("DEFAULT_MAX_PENDING", DEFAULT_MAX_PENDING.to_string()),
         ("DEFAULT_MAX_REQUESTS", DEFAULT_MAX_REQUESTS.to_string()),

@@ -91,6 +91,10 @@ CREATE TABLE IF NOT EXISTS approval_gate.audit_head (
 INSERT INTO approval_gate.audit_head (one, seq, hash)
     VALUES (true, 0, '0000000000000000000000000000000000000000000000000000000000000000')
     ON CONFLICT DO NOTHING;
+-- When a seal last sealed rows (the database's clock): `wake` seals at most once in
+-- {{SEAL_EVERY_MS}} ms, so that many steps a second share one seal. Added by version 3.
+ALTER TABLE approval_gate.audit_head
+    ADD COLUMN IF NOT EXISTS sealed_at timestamptz NOT NULL DEFAULT '-infinity';
 
 -- Filing slots: a filing holds one (its row lock) until it commits, so at most as many
 -- filings as there are slots are ever in flight, and while the queue is far from its caps a
@@ -140,7 +144,9 @@ INSERT INTO approval_gate.settled (part, settled)
 -- Version 2 (from 1): filing bounds the pending requests with counters (`pending` in each
 -- filing slot's part, `settled` below) instead of counting rows, and a step's audit row is
 -- sealed after the step commits (by `wake`, or the next read of the chain), not in it.
-INSERT INTO approval_gate.meta (key, value) VALUES ('schema_version', '2')
+-- Version 3 (from 2): `wake` seals at most once in {{SEAL_EVERY_MS}} ms (`audit_head.sealed_at`),
+-- and `decide` returns the record it stored.
+INSERT INTO approval_gate.meta (key, value) VALUES ('schema_version', '{{SCHEMA_VERSION}}')
     ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value;
 
 -- The store's own limits, set by its owner (`db init` from the operator's settings, or
@@ -350,7 +356,8 @@ BEGIN
         v_sealed := v_sealed + 1;
     END LOOP;
     IF v_sealed > 0 THEN
-        UPDATE approval_gate.audit_head SET seq = v_seq, hash = v_prev WHERE one;
+        UPDATE approval_gate.audit_head SET seq = v_seq, hash = v_prev, sealed_at = clock_timestamp()
+            WHERE one;
     END IF;
     RETURN v_sealed;
 END
@@ -406,11 +413,20 @@ $$;
 -- waiting for the disk: a lost seal is sealed again by the next one, a lost wake-up is covered
 -- by the waiters' fallback timer, and NOTIFY in a durable step would make every step's commit
 -- wait for the one before it.
+--
+-- It seals only if no seal sealed rows in the last {{SEAL_EVERY_MS}} ms: at a person's pace every
+-- step is sealed by its own wake, and at hundreds of steps a second one seal takes the rows
+-- of many (each seal locks the head row and checks the chain's end before it seals). A row
+-- left for the next wake is sealed by it, or by the next read of the chain, which seals
+-- everything committed before it reads.
 CREATE OR REPLACE FUNCTION approval_gate.wake(rid text) RETURNS void
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
 BEGIN
     PERFORM set_config('synchronous_commit', 'off', true);
-    PERFORM approval_gate.seal(false);
+    IF EXISTS (SELECT FROM approval_gate.audit_head h
+               WHERE h.one AND h.sealed_at < clock_timestamp() - interval '{{SEAL_EVERY_MS}} milliseconds') THEN
+        PERFORM approval_gate.seal(false);
+    END IF;
     PERFORM pg_notify('approval_gate', rid);
 END
 $$;
@@ -804,9 +820,19 @@ $$;
 -- A decision on one request: `approve` (approvers), `deny` (agents and approvers), `revoke`
 -- (approvers), `expire` (anyone, once the clock is past the expiry). `record` is the record
 -- as the caller means it to be; only the decision's fields may differ from what is stored,
--- and only in the way the step allows.
+-- and only in the way the step allows. Returns the record as stored (with the database's
+-- clock and session user where it set them), so the caller need not read it back.
+DO $drop$
+BEGIN
+    IF (SELECT p.prorettype FROM pg_catalog.pg_proc p
+        WHERE p.oid = to_regprocedure('approval_gate.decide(text, text, text, jsonb, jsonb, bigint)'))
+       = 'bigint'::regtype THEN
+        DROP FUNCTION approval_gate.decide(text, text, text, jsonb, jsonb, bigint); -- version 2's
+    END IF;
+END
+$drop$;
 CREATE OR REPLACE FUNCTION approval_gate.decide(rid text, step text, event text, record jsonb, details jsonb, given_ms bigint)
-RETURNS bigint
+RETURNS text
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
     r approval_gate.requests;
@@ -871,7 +897,7 @@ BEGIN
                 PERFORM approval_gate.wrong_state('expire', rid, r.status);
             END IF;
             IF v_now <= r.expires_ms THEN
-                RETURN 0; -- not due by this clock: nothing to record
+                RETURN r.record::text; -- not due by this clock: nothing to record
             END IF;
             IF v_status <> 'expired' OR event <> 'expired' THEN
                 RAISE EXCEPTION USING ERRCODE = 'AG005', MESSAGE = 'an expiry makes a request expired';
@@ -935,7 +961,8 @@ BEGIN
         SELECT d.part INTO v_part FROM approval_gate.settled d ORDER BY d.part FOR UPDATE SKIP LOCKED LIMIT 1;
         UPDATE approval_gate.settled SET settled = settled + 1 WHERE part = coalesce(v_part, 0);
     END IF;
-    RETURN approval_gate.append(v_now, event, rid, v_details);
+    PERFORM approval_gate.append(v_now, event, rid, v_details);
+    RETURN v_new::text;
 END
 $$;
 
