@@ -228,7 +228,7 @@ impl Store for PgStore {
         })?;
         // The database set the decision's time and name (its clock, its session user): the
         // record it stored, or, should that not read as one, what was handed to it.
-        let payload = request.payload().map(|p| p.as_str());
+        let payload = request.payload().map(crate::CanonicalPayload::as_str);
         Ok(Request::decode(id, &compose(&stored, payload)).unwrap_or_else(|_| request.clone()))
     }
 
