@@ -809,3 +809,63 @@ fn an_executor_whose_session_is_cut_mid_execution_is_recorded_unknown_and_never_
     assert!(gate.recover().unwrap().is_empty(), "recovered once");
     gate.verify_audit().unwrap();
 }
+
+fn unsealed(store: &Store) -> String {
+    Postgres::query(
+        store,
+        "SELECT count(*) FROM approval_gate.audit WHERE seq IS NULL",
+    )[0][0]
+        .clone()
+        .expect("a count")
+}
+
+/// A step's `wake` seals the step's row unless a seal sealed rows a moment ago (schema
+/// version 3: a burst of steps shares one seal); a row it leaves is sealed by the next read
+/// of the chain. The last seal's time is set by hand, far in the past or in the future, so
+/// that nothing here depends on how fast the machine is.
+#[test]
+fn a_wake_seals_its_step_unless_a_seal_just_ran_and_a_read_seals_what_is_left() {
+    let s = Subject::new(&Postgres);
+    let _ = Postgres::query(
+        &s.store,
+        "UPDATE approval_gate.audit_head SET sealed_at = '-infinity'",
+    );
+    let id = s.ask("deploy a", None, None);
+    assert_eq!(unsealed(&s.store), "0", "sealed by the filing's own wake");
+
+    let _ = Postgres::query(
+        &s.store,
+        "UPDATE approval_gate.audit_head SET sealed_at = clock_timestamp() + interval '1 hour'",
+    );
+    s.gate.deny(id, &Decision::by("tester")).unwrap();
+    let _ = s.ask("deploy b", None, None);
+    assert_eq!(unsealed(&s.store), "2", "left to a later seal");
+
+    let summary = s.gate.verify_audit().expect("a whole chain");
+    assert_eq!(summary.lines, 3);
+    assert_eq!(unsealed(&s.store), "0", "the read sealed them");
+    assert_eq!(
+        Postgres::query(
+            &s.store,
+            "SELECT (sealed_at <= clock_timestamp())::text FROM approval_gate.audit_head"
+        )[0][0]
+            .as_deref(),
+        Some("true"),
+        "the seal noted its time"
+    );
+    let events: Vec<AuditEvent> = s
+        .gate
+        .audit_records()
+        .unwrap()
+        .iter()
+        .map(|record| record.event)
+        .collect();
+    assert_eq!(
+        events,
+        [
+            AuditEvent::Requested,
+            AuditEvent::Denied,
+            AuditEvent::Requested
+        ]
+    );
+}
