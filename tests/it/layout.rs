@@ -31,6 +31,22 @@ fn a_fresh_store_is_private_whatever_the_umask() {
 }
 
 #[test]
+fn a_store_is_opened_where_its_parent_directories_do_not_exist_yet() {
+    // `Gate::open("/var/lib/app/gate")` on a fresh machine: the directories above the store
+    // are made (with the process's umask; the store's own are 0700, as above).
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("var").join("lib").join("gate");
+    let gate = Gate::open(&dir).unwrap();
+    let id = gate
+        .request_approval(approval_gate::NewRequest::new("pay", "q"))
+        .unwrap()
+        .request
+        .id();
+    assert!(dir.join("requests").is_dir());
+    assert!(gate.status(id).is_ok());
+}
+
+#[test]
 fn a_symlinked_state_directory_is_refused() {
     let tmp = tempfile::tempdir().unwrap();
     let real = tmp.path().join("real");

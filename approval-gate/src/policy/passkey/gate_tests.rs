@@ -106,6 +106,27 @@ fn passkey_line(authenticator: &Authenticator, principal: &str) -> String {
 }
 
 #[test]
+fn the_report_says_who_recorded_each_approval_and_when() {
+    // The principal is who signed; `decidedBy` and `decidedAt` are who the store saw record
+    // the approval, and when: what a reviewer reads beside the signature.
+    let alice = Authenticator::new(1, RP);
+    let setup = Setup::new(&passkey_line(&alice, "alice@example.com"), 1);
+    let request = setup.file("agent-1");
+    let signature = passkey_approval(&alice, &request, "alice@example.com");
+    let report = setup
+        .gate
+        .approve(
+            request.id(),
+            &Decision::by("ops-desk").signed("alice@example.com", &signature),
+        )
+        .unwrap();
+    let approval = &serde_json::to_value(&report).unwrap()["approvals"][0];
+    assert_eq!(approval["principal"], "alice@example.com");
+    assert_eq!(approval["decidedBy"], "ops-desk");
+    assert_eq!(approval["decidedAt"], "2026-12-01T10:00:00.000Z");
+}
+
+#[test]
 fn a_passkey_approval_is_taken_by_the_executors_consume() {
     let alice = Authenticator::new(1, RP);
     let setup = Setup::new(&passkey_line(&alice, "alice@example.com"), 1);

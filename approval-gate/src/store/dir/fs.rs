@@ -637,6 +637,72 @@ mod tests {
     }
 
     #[test]
+    fn a_path_that_cannot_be_inspected_is_an_error_not_an_absence() {
+        // `exists` answers whether a claim, an execution marker or an archived record is
+        // there: an inspection that fails (here ENOTDIR, a path through a file) must not read
+        // as "not there", which would show a spent approval as unspent.
+        let tmp = tempfile::tempdir().unwrap();
+        let file = tmp.path().join("f");
+        fs::write(&file, b"").unwrap();
+        assert!(exists(&file).unwrap());
+        assert!(!exists(&tmp.path().join("missing")).unwrap());
+        assert!(matches!(
+            exists(&file.join("x")),
+            Err(Error::Io {
+                op: "inspecting",
+                ..
+            })
+        ));
+    }
+
+    #[test]
+    fn still_at_tells_the_held_file_from_a_replacement_and_reports_what_it_cannot_inspect() {
+        // An execution marker is locked, then checked to be still at its name: only then is
+        // the lock the one every other executor takes.
+        let tmp = tempfile::tempdir().unwrap();
+        let path = tmp.path().join("m");
+        fs::write(&path, b"").unwrap();
+        let held = fs::symlink_metadata(&path).unwrap();
+        assert!(still_at(&held, &path).unwrap());
+        // Another file on the same device, then that file renamed over the name.
+        let other = tmp.path().join("other");
+        fs::write(&other, b"").unwrap();
+        assert!(!still_at(&held, &other).unwrap());
+        fs::rename(&other, &path).unwrap();
+        assert!(!still_at(&held, &path).unwrap());
+        fs::remove_file(&path).unwrap();
+        assert!(!still_at(&held, &path).unwrap());
+        // A path through a file (ENOTDIR) is an error, not "another file is there now".
+        fs::write(&other, b"").unwrap();
+        assert!(matches!(
+            still_at(&held, &other.join("x")),
+            Err(Error::Io {
+                op: "inspecting",
+                ..
+            })
+        ));
+    }
+
+    #[test]
+    fn remove_if_exists_is_quiet_about_a_missing_file_only() {
+        let tmp = tempfile::tempdir().unwrap();
+        let file = tmp.path().join("f");
+        fs::write(&file, b"").unwrap();
+        remove_if_exists(&file).unwrap();
+        assert!(!file.exists());
+        remove_if_exists(&file).unwrap();
+        // What cannot be removed (a directory: EISDIR, root included) is an error, not
+        // "already gone": an execution marker left in place must not be reported removed.
+        let dir = tmp.path().join("d");
+        fs::create_dir(&dir).unwrap();
+        assert!(matches!(
+            remove_if_exists(&dir),
+            Err(Error::Io { op: "removing", .. })
+        ));
+        assert!(dir.is_dir());
+    }
+
+    #[test]
     fn writable_by_others_is_refused() {
         let tmp = tempfile::tempdir().unwrap();
         let dir = tmp.path().join("state");
