@@ -584,7 +584,10 @@ impl Backend for Postgres {
     fn cut_audit_tail(&self, store: &Store) {
         let _ = Self::query(
             store,
-            "DELETE FROM approval_gate.audit WHERE seq = (SELECT max(seq) FROM approval_gate.audit)",
+            // Sealed first, as a read would: the last line is the last step's, even when a
+            // burst of steps left its row to a later seal.
+            "SELECT approval_gate.seal(true);
+             DELETE FROM approval_gate.audit WHERE seq = (SELECT max(seq) FROM approval_gate.audit)",
         );
     }
 
