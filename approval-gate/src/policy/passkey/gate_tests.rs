@@ -11,7 +11,7 @@ use super::challenge;
 use crate::policy::{self, Policy, Standing};
 use crate::request::{Binding, Decision, NewRequest, Request, SIGNATURE_NAMESPACE};
 use crate::time::{ManualClock, Timestamp};
-use crate::{CanonicalPayload, Error, Gate};
+use crate::{CanonicalPayload, Error, Gate, StatusReport};
 
 const RP: &str = "approvals.example.com";
 const ACTION: &str = "wire 1200 EUR to ACME Ltd";
@@ -105,10 +105,9 @@ fn passkey_line(authenticator: &Authenticator, principal: &str) -> String {
         .unwrap()
 }
 
-#[test]
-fn the_report_says_who_recorded_each_approval_and_when() {
-    // The principal is who signed; `decidedBy` and `decidedAt` are who the store saw record
-    // the approval, and when: what a reviewer reads beside the signature.
+/// A store trusting alice's passkey, a request filed there, her armored approval of it, and
+/// the report of approving it with that signature as `decided_by`.
+fn approved_by_alice(decided_by: &str) -> (Setup, Request, String, StatusReport) {
     let alice = Authenticator::new(1, RP);
     let setup = Setup::new(&passkey_line(&alice, "alice@example.com"), 1);
     let request = setup.file("agent-1");
@@ -117,9 +116,17 @@ fn the_report_says_who_recorded_each_approval_and_when() {
         .gate
         .approve(
             request.id(),
-            &Decision::by("ops-desk").signed("alice@example.com", &signature),
+            &Decision::by(decided_by).signed("alice@example.com", &signature),
         )
         .unwrap();
+    (setup, request, signature, report)
+}
+
+#[test]
+fn the_report_says_who_recorded_each_approval_and_when() {
+    // The principal is who signed; `decidedBy` and `decidedAt` are who the store saw record
+    // the approval, and when: what a reviewer reads beside the signature.
+    let (_, _, _, report) = approved_by_alice("ops-desk");
     let approval = &serde_json::to_value(&report).unwrap()["approvals"][0];
     assert_eq!(approval["principal"], "alice@example.com");
     assert_eq!(approval["decidedBy"], "ops-desk");
@@ -128,17 +135,7 @@ fn the_report_says_who_recorded_each_approval_and_when() {
 
 #[test]
 fn a_passkey_approval_is_taken_by_the_executors_consume() {
-    let alice = Authenticator::new(1, RP);
-    let setup = Setup::new(&passkey_line(&alice, "alice@example.com"), 1);
-    let request = setup.file("agent-1");
-    let signature = passkey_approval(&alice, &request, "alice@example.com");
-    let report = setup
-        .gate
-        .approve(
-            request.id(),
-            &Decision::by("alice").signed("alice@example.com", &signature),
-        )
-        .unwrap();
+    let (setup, request, signature, report) = approved_by_alice("alice");
     assert_eq!(report.standings(), [Standing::Counts]);
     assert_eq!(report.request().approvals()[0].signature(), signature);
     let payload = setup.consume(&request).unwrap();
