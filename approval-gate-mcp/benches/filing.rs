@@ -36,6 +36,8 @@ const PENDING: [usize; 3] = [0, 100, 1_000];
 /// Caps high enough for the longest queue and every request a run files.
 const MAX_PENDING: usize = 2_000;
 const MAX_REQUESTS: usize = 1_000_000;
+/// Files created for the floor of file creation.
+const CREATED_FILES: usize = 2_000;
 
 fn bench_dir() -> tempfile::TempDir {
     match std::env::var_os("APPROVAL_GATE_BENCH_DIR") {
@@ -49,7 +51,7 @@ struct Server {
     client: RunningService<RoleClient, ()>,
     gate: Gate,
     filed: usize,
-    _dir: tempfile::TempDir,
+    dir: tempfile::TempDir,
 }
 
 impl Server {
@@ -85,7 +87,7 @@ impl Server {
             client,
             gate,
             filed: 0,
-            _dir: dir,
+            dir,
         }
     }
 
@@ -111,9 +113,13 @@ impl Server {
         (took, id)
     }
 
-    fn stop(self) {
+    /// Stops the server; its store is handed back, to be removed only once every run is
+    /// done (removing thousands of files frees as many inodes, which on ext4 without a
+    /// journal slow the file creations of the next run for half a minute).
+    fn stop(self) -> tempfile::TempDir {
         self.runtime
             .block_on(async { self.client.cancel().await.unwrap() });
+        self.dir
     }
 }
 
@@ -142,33 +148,7 @@ fn filing(c: &mut Criterion) {
             total
         });
     });
-    // Creating a file costs more than an fsync on some disks (on this machine's, from 15 µs
-    // to 0.9 ms depending on where the directory's inodes are allocated), and a filing
-    // creates one (its record's temporary file).
-    let created = floor_dir.path().join("created");
-    std::fs::create_dir(&created).unwrap();
-    let mut n = 0u64;
-    group.bench_function("floor/create", |b| {
-        b.iter_custom(|iterations| {
-            let mut total = Duration::ZERO;
-            for _ in 0..iterations {
-                n += 1;
-                let path = created.join(n.to_string());
-                let started = Instant::now();
-                drop(
-                    std::fs::OpenOptions::new()
-                        .write(true)
-                        .create_new(true)
-                        .open(&path)
-                        .unwrap(),
-                );
-                let took = started.elapsed();
-                CREATES.lock().unwrap().push(took);
-                total += took;
-            }
-            total
-        });
-    });
+    let mut stores = Vec::new();
     for pending in PENDING {
         let mut server = Server::start(pending);
         group.bench_with_input(
@@ -187,9 +167,30 @@ fn filing(c: &mut Criterion) {
                 });
             },
         );
-        server.stop();
+        stores.push(server.stop());
+    }
+    // Creating a file costs more than an fsync on some disks (on this machine's, from 15 µs
+    // to 0.9 ms depending on where the directory's inodes are allocated), and a filing
+    // creates one (its record's temporary file). A fixed number, timed one by one after the
+    // servers have run: criterion would make a few hundred thousand on a fast disk, whose
+    // removal at the end frees as many inodes, and on ext4 without a journal each inode freed
+    // in the last half minute slows every creation after it (the next run's filings too).
+    let created = floor_dir.path().join("created");
+    std::fs::create_dir(&created).unwrap();
+    for n in 0..CREATED_FILES {
+        let path = created.join(n.to_string());
+        let started = Instant::now();
+        drop(
+            std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .open(&path)
+                .unwrap(),
+        );
+        CREATES.lock().unwrap().push(started.elapsed());
     }
     group.finish();
+    drop(stores);
 }
 
 criterion_group! {
