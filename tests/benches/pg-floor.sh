@@ -8,8 +8,10 @@
 #
 # With a git revision, the same cycles run on a second database of the same cluster made by
 # that revision's `db init` (its CLI built from `git archive`, in `target/pg-floor-before`), the
-# two taking turns at each number of clients: before and after, same run. Each line gives the
-# busy CPU of the whole machine (every process, whatever else runs) and of the database's
+# two taking turns at each number of clients: before and after, same run. With `unchecked`
+# instead, the second database is this tree's schema with the checks its steps make for
+# authority replaced by no-ops (`pg-unchecked.sql`): what those checks cost. Each line gives
+# the busy CPU of the whole machine (every process, whatever else runs) and of the database's
 # processes alone (the postmaster and its children, from /proc).
 #
 # docs/benchmarks.md has the figures. Needs Debian's postgresql (pgbench) and cargo.
@@ -25,7 +27,9 @@ url=$(AG_PG_DURABLE=1 bash .ci/postgres start "$dir" "$port")
 bindir=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1)
 psql=("$bindir/psql" -X -q -h 127.0.0.1 -p "$port" -U postgres)
 dbs=(floor)
-if [[ -n $before ]]; then
+if [[ $before == unchecked ]]; then
+  dbs=(unchecked floor)
+elif [[ -n $before ]]; then
   git archive --format=tar "$before" | tar -x -C "$src"
   dbs=(before floor)
 fi
@@ -60,7 +64,12 @@ BEGIN
 END $$;
 SQL
 }
-[[ -z $before ]] || setup before "$src" "$target/pg-floor-before"
+if [[ $before == unchecked ]]; then
+  setup unchecked "$PWD" "$target"
+  "${psql[@]}" -d unchecked -f tests/benches/pg-unchecked.sql
+elif [[ -n $before ]]; then
+  setup before "$src" "$target/pg-floor-before"
+fi
 setup floor "$PWD" "$target"
 script="$dir/cycle.sql"
 cat >"$script" <<'PGBENCH'
@@ -95,7 +104,7 @@ for clients in 1 4 16; do
     tps=$(sed -n 's/^tps = \([0-9.]*\).*/\1/p' <<<"$out")
     ms() { awk -v b="$1" -v a="$2" -v c="$cycles" -v t="$ticks" 'BEGIN { printf "%.2f ms", (a - b) / t * 1000 / c }'; }
     label=""
-    [[ ${#dbs[@]} == 1 ]] || label="$([[ $db == before ]] && echo "before ($before)" || echo "after"): "
+    [[ ${#dbs[@]} == 1 ]] || label="$(case $db in before) echo "before ($before)" ;; unchecked) echo unchecked ;; *) echo after ;; esac): "
     echo "$label$clients clients: $tps cycles/s; busy CPU (all cores, every process) $(
       ms "$before_all" "$after_all") a cycle, of which the database $(ms "$before_db" "$after_db")"
   done
