@@ -1,0 +1,188 @@
+"""``requires_approval``: the decorator that runs a body only inside an approved, single-use
+execution, and the :class:`Claim` a caller passes in the grant's place."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import functools
+import inspect
+import json
+import typing
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Tuple, TypeVar
+
+from . import _native
+from ._native import Grant
+from ._payload import _is_pydantic_model, _rebuild, json_form
+from .errors import ApprovalGateError
+
+if TYPE_CHECKING:
+    from . import Gate
+
+R = TypeVar("R")
+
+
+@dataclasses.dataclass(frozen=True)
+class Claim:
+    """The approval a caller claims to hold: which gate, which request, and the exact action
+    text the human approved.
+
+    It proves nothing by itself: a function under :func:`requires_approval` consumes it, bound
+    to the function's operation and the payload passed alongside, and runs its body only if
+    that consume succeeds.
+    """
+
+    gate: Gate
+    id: str
+    action: str
+
+
+
+def _payload_type(func: Callable[..., Any], name: str) -> Optional[type]:
+    """The body's payload type from its annotation, if it is a dataclass or a pydantic model."""
+    try:
+        hint = typing.get_type_hints(func).get(name)
+    except Exception as error:
+        # Refused rather than guessed: the body would get json values where it declared a type.
+        raise TypeError(
+            f"{func.__qualname__}: cannot resolve the annotation of {name!r} ({error}); define the "
+            "payload type at module level, or leave the parameter unannotated for json values"
+        ) from error
+    if isinstance(hint, type) and (dataclasses.is_dataclass(hint) or _is_pydantic_model(hint)):
+        return hint
+    return None
+
+
+def _faithful(gate: Gate, id: str, cls: Optional[type], approved_text: str) -> None:
+    """Refuses, before anything is consumed, a payload type that would not carry the approved
+    bytes exactly (a field it drops or defaults, a value it converts): the Rust library's
+    ``payload_type`` refusal, recorded as one."""
+    if cls is None:
+        return
+    problem = None
+    try:
+        rebuilt = _rebuild(cls, json.loads(approved_text))
+        echo, _ = _native.canonicalize(json_form(rebuilt))
+        if echo != approved_text:
+            problem = (
+                f"{cls.__name__} changes the payload: serializing it again gives {echo!r}, not the "
+                "approved bytes; use a type that keeps every field and value exactly"
+            )
+    except ApprovalGateError as error:
+        problem = f"{cls.__name__} cannot carry the payload: {error}"
+    except Exception as error:  # any failure to rebuild is a refusal, never a pass
+        problem = f"{cls.__name__} cannot be rebuilt from the payload: {type(error).__name__}: {error}"
+    if problem is not None:
+        raise gate._native.refuse_payload_type(id, problem)
+
+
+def requires_approval(*, operation: str) -> Callable[[Callable[..., R]], Callable[..., R]]:
+    """Runs a function's body only inside an approved, single-use execution, on the payload a
+    human approved: the Python form of the Rust attribute ``#[requires_approval]``.
+
+    The guarded function's last two parameters are the payload and the grant::
+
+        @requires_approval(operation="smtp.send")
+        def send(email: Email, grant: Grant) -> str:
+            grant.assert_active()          # immediately before the side effect
+            return smtp.send(email)
+
+        send(email, Claim(gate, request_id, action))
+
+    The caller passes the payload it means to run and a :class:`Claim` in the grant's place.
+    The wrapper consumes the approval bound to exactly this operation, the claim's action
+    text and the payload's canonical JSON (``Gate.execute_approved``), writes the start ahead,
+    calls the body with a copy of the payload rebuilt from the approved bytes (as the
+    annotated dataclass or pydantic model, else as JSON values; never the caller's object) and
+    a grant live only during the call, and records the outcome (an exception is an ``error``
+    outcome, raised again). Any refusal raises its exception and the body never runs.
+
+    An ``async def`` body is awaited on the caller's event loop while the consume and the
+    records run on a worker thread, so the loop is never blocked.
+    """
+    if not isinstance(operation, str):
+        raise TypeError("operation must be a string")
+    _native.check_operation_name(operation)
+
+    def decorate(func: Callable[..., R]) -> Callable[..., R]:
+        signature = inspect.signature(func)
+        params = [
+            p
+            for p in signature.parameters.values()
+            if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+        ]
+        if len(params) < 2 or len(params) != len(signature.parameters):
+            raise TypeError(
+                f"{func.__qualname__}: a function under requires_approval takes its other "
+                "arguments, then the payload, then the grant, all positional (no *args or "
+                "keyword-only parameters)"
+            )
+        payload_name, grant_name = params[-2].name, params[-1].name
+        resolved: List[Optional[type]] = []  # the declared payload type, resolved at the first call
+
+        def declared_type() -> Optional[type]:
+            if not resolved:
+                resolved.append(_payload_type(func, payload_name))
+            return resolved[0]
+
+        def prepare(args: Tuple[Any, ...], kwargs: Dict[str, Any]) -> Tuple[inspect.BoundArguments, Claim, Any, Optional[type], str]:
+            bound = signature.bind(*args, **kwargs)
+            claim = bound.arguments[grant_name]
+            if not isinstance(claim, Claim):
+                raise TypeError(
+                    f"{func.__qualname__}: pass a Claim(gate, request_id, action) as {grant_name!r}, "
+                    f"not {type(claim).__name__}: only a consume makes a grant"
+                )
+            payload = bound.arguments[payload_name]
+            cls = declared_type()
+            if cls is None and (
+                (dataclasses.is_dataclass(payload) and not isinstance(payload, type))
+                or _is_pydantic_model(type(payload))
+            ):
+                cls = type(payload)
+            value = json_form(payload)
+            try:
+                text, _ = _native.canonicalize(value)
+            except ApprovalGateError:
+                text = ""  # the consume below refuses it, and records the refusal
+            return bound, claim, value, cls, text
+
+        def run(bound: inspect.BoundArguments, claim: Claim, value: Any, cls: Optional[type], text: str,
+                call: Callable[[inspect.BoundArguments], R]) -> R:
+            if text:
+                _faithful(claim.gate, claim.id, cls, text)
+
+            def body(grant: Grant) -> R:
+                copy = _rebuild(cls, grant.payload)
+                arguments = bound.arguments.copy()
+                arguments[payload_name] = copy
+                arguments[grant_name] = grant
+                return call(inspect.BoundArguments(signature, arguments))
+
+            return claim.gate._native.execute_approved(
+                claim.id, claim.action, body, operation=operation, payload=value
+            )
+
+        if inspect.iscoroutinefunction(func):
+
+            @functools.wraps(func)
+            async def guarded_async(*args: Any, **kwargs: Any) -> Any:
+                bound, claim, value, cls, text = prepare(args, kwargs)
+                loop = asyncio.get_running_loop()
+
+                def call(arguments: inspect.BoundArguments) -> Any:
+                    coro = func(*arguments.args, **arguments.kwargs)
+                    return asyncio.run_coroutine_threadsafe(coro, loop).result()
+
+                return await loop.run_in_executor(None, run, bound, claim, value, cls, text, call)
+
+            return guarded_async  # type: ignore[return-value]
+
+        @functools.wraps(func)
+        def guarded(*args: Any, **kwargs: Any) -> R:
+            bound, claim, value, cls, text = prepare(args, kwargs)
+            return run(bound, claim, value, cls, text, lambda a: func(*a.args, **a.kwargs))
+
+        return guarded
+
+    return decorate
