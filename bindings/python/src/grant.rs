@@ -1,6 +1,7 @@
 //! The grant: proof of a consume, live only during the call it was made for.
 
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use approval_gate::{Error, Gate, Grant, PayloadDigest, RequestId, Timestamp};
 use pyo3::exceptions::{PyTypeError, PyValueError};
@@ -27,6 +28,8 @@ pub(crate) struct Live {
 #[pyclass(module = "approval_gate._native", name = "Grant", frozen)]
 pub(crate) struct PyGrant {
     live: Mutex<Option<Live>>,
+    /// Whether a sealed body has run under this grant: one body per grant.
+    body_ran: AtomicBool,
 }
 
 impl PyGrant {
@@ -40,7 +43,30 @@ impl PyGrant {
                 expires_at: grant.expires_at(),
                 payload,
             })),
+            body_ran: AtomicBool::new(false),
         }
+    }
+
+    /// Admits one run of a sealed body of `operation` under this grant: it must be live, made
+    /// for that operation, and no body may have run under it before. Returns the request and
+    /// the approved payload's digest, for the body's payload to be checked against.
+    pub(crate) fn admit(
+        &self,
+        py: Python<'_>,
+        operation: &str,
+    ) -> PyResult<(RequestId, Option<PayloadDigest>)> {
+        self.with(py, |live| {
+            if live.operation.as_deref() != Some(operation) {
+                return Err(PyTypeError::new_err(format!(
+                    "this grant is for operation {:?}, not {operation:?}",
+                    live.operation.as_deref().unwrap_or("")
+                )));
+            }
+            if self.body_ran.swap(true, Ordering::SeqCst) {
+                return Err(closed(py));
+            }
+            Ok((live.id, live.payload_digest))
+        })
     }
 
     /// Ends the grant: every method raises from now on.

@@ -10,6 +10,7 @@
 mod gate;
 mod grant;
 mod payload;
+mod sealed;
 mod wait;
 
 use std::time::Duration;
@@ -22,6 +23,7 @@ use pyo3::prelude::*;
 use gate::PyGate;
 use grant::PyGrant;
 use payload::canonical;
+use sealed::PySealedBody;
 use wait::PyAsyncWait;
 
 /// The Python exception for a library error: an instance of the class
@@ -92,6 +94,7 @@ fn _native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_class::<PyGate>()?;
     module.add_class::<PyGrant>()?;
     module.add_class::<PyAsyncWait>()?;
+    module.add_class::<PySealedBody>()?;
     module.add_function(wrap_pyfunction!(canonicalize, module)?)?;
     module.add_function(wrap_pyfunction!(error_codes, module)?)?;
     module.add_function(wrap_pyfunction!(postgres_init, module)?)?;

@@ -283,9 +283,10 @@ def test_the_annotations_are_resolved_once_not_at_every_call(gate, approved, mon
     monkeypatch.setattr(typing, "get_type_hints", counting)
     got = []
 
-    @requires_approval(operation="post.send")
-    def post(letter: Letter, grant: Grant) -> None:
+    def post_body(letter: Letter, grant: Grant) -> None:
         got.append(letter)
+
+    post = requires_approval(operation="post.send")(post_body)
 
     for n in range(3):
         letter = Letter(Address("Lyon"), f"letter {n}")
@@ -295,7 +296,7 @@ def test_the_annotations_are_resolved_once_not_at_every_call(gate, approved, mon
     assert all(type(letter.to) is Address for letter in got)
     # The body's annotation, the payload type's and its nested dataclass's: once each, for
     # three faithfulness checks and three rebuilds.
-    assert resolved.count(post.__wrapped__) == 1
+    assert resolved.count(post_body) == 1
     assert resolved.count(Letter) == 1 and resolved.count(Address) == 1
 
 

@@ -5,10 +5,8 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import functools
 import inspect
 import json
-import typing
 from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Tuple, TypeVar
 
 from . import _native
@@ -20,6 +18,7 @@ if TYPE_CHECKING:
     from . import Gate
 
 R = TypeVar("R")
+F = TypeVar("F", bound=Callable[..., Any])
 
 
 @dataclasses.dataclass(frozen=True)
@@ -38,16 +37,20 @@ class Claim:
 
 
 
-def _payload_type(func: Callable[..., Any], name: str) -> Optional[type]:
+def _payload_type(sealed: _native.SealedBody, qualname: str, name: str) -> Optional[type]:
     """The body's payload type from its annotation, if it is a dataclass or a pydantic model."""
+    problem = None
     try:
-        hint = typing.get_type_hints(func).get(name)
+        hint = sealed.type_hints().get(name)
     except Exception as error:
+        problem = f"{type(error).__name__}: {error}"
+    if problem is not None:
         # Refused rather than guessed: the body would get json values where it declared a type.
+        # Raised afresh, not chained: the failed resolution's frames hold the body.
         raise TypeError(
-            f"{func.__qualname__}: cannot resolve the annotation of {name!r} ({error}); define the "
+            f"{qualname}: cannot resolve the annotation of {name!r} ({problem}); define the "
             "payload type at module level, or leave the parameter unannotated for json values"
-        ) from error
+        )
     if isinstance(hint, type) and (dataclasses.is_dataclass(hint) or _is_pydantic_model(hint)):
         return hint
     return None
@@ -106,6 +109,7 @@ def requires_approval(*, operation: str) -> Callable[[Callable[..., R]], Callabl
 
     def decorate(func: Callable[..., R]) -> Callable[..., R]:
         signature = inspect.signature(func)
+        qualname = func.__qualname__
         params = [
             p
             for p in signature.parameters.values()
@@ -113,16 +117,21 @@ def requires_approval(*, operation: str) -> Callable[[Callable[..., R]], Callabl
         ]
         if len(params) < 2 or len(params) != len(signature.parameters):
             raise TypeError(
-                f"{func.__qualname__}: a function under requires_approval takes its other "
+                f"{qualname}: a function under requires_approval takes its other "
                 "arguments, then the payload, then the grant, all positional (no *args or "
                 "keyword-only parameters)"
             )
         payload_name, grant_name = params[-2].name, params[-1].name
+        is_async = inspect.iscoroutinefunction(func)
+        # The body, out of reach: no attribute of the function returned below, nor any closure
+        # cell of it, holds `func`; the sealed body runs it only under the grant of an approved
+        # execution of this operation, on the approved payload.
+        sealed = _native.SealedBody(func, operation, len(params) - 2)
         resolved: List[Optional[type]] = []  # the declared payload type, resolved at the first call
 
         def declared_type() -> Optional[type]:
             if not resolved:
-                resolved.append(_payload_type(func, payload_name))
+                resolved.append(_payload_type(sealed, qualname, payload_name))
             return resolved[0]
 
         def prepare(args: Tuple[Any, ...], kwargs: Dict[str, Any]) -> Tuple[inspect.BoundArguments, Claim, Any, Optional[type], str]:
@@ -130,7 +139,7 @@ def requires_approval(*, operation: str) -> Callable[[Callable[..., R]], Callabl
             claim = bound.arguments[grant_name]
             if not isinstance(claim, Claim):
                 raise TypeError(
-                    f"{func.__qualname__}: pass a Claim(gate, request_id, action) as {grant_name!r}, "
+                    f"{qualname}: pass a Claim(gate, request_id, action) as {grant_name!r}, "
                     f"not {type(claim).__name__}: only a consume makes a grant"
                 )
             payload = bound.arguments[payload_name]
@@ -148,7 +157,7 @@ def requires_approval(*, operation: str) -> Callable[[Callable[..., R]], Callabl
             return bound, claim, value, cls, text
 
         def run(bound: inspect.BoundArguments, claim: Claim, value: Any, cls: Optional[type], text: str,
-                call: Callable[[inspect.BoundArguments], R]) -> R:
+                finish: Optional[Callable[[Any], Any]]) -> R:
             if text:
                 _faithful(claim.gate, claim.id, cls, text)
 
@@ -157,32 +166,48 @@ def requires_approval(*, operation: str) -> Callable[[Callable[..., R]], Callabl
                 arguments = bound.arguments.copy()
                 arguments[payload_name] = copy
                 arguments[grant_name] = grant
-                return call(inspect.BoundArguments(signature, arguments))
+                result = sealed.call(inspect.BoundArguments(signature, arguments).args)
+                return result if finish is None else finish(result)  # type: ignore[no-any-return]
 
             return claim.gate._native.execute_approved(
                 claim.id, claim.action, body, operation=operation, payload=value
             )
 
-        if inspect.iscoroutinefunction(func):
+        if is_async:
 
-            @functools.wraps(func)
             async def guarded_async(*args: Any, **kwargs: Any) -> Any:
                 bound, claim, value, cls, text = prepare(args, kwargs)
                 loop = asyncio.get_running_loop()
 
-                def call(arguments: inspect.BoundArguments) -> Any:
-                    coro = func(*arguments.args, **arguments.kwargs)
+                def finish(coro: Any) -> Any:
                     return asyncio.run_coroutine_threadsafe(coro, loop).result()
 
-                return await loop.run_in_executor(None, run, bound, claim, value, cls, text, call)
+                return await loop.run_in_executor(None, run, bound, claim, value, cls, text, finish)
 
-            return guarded_async  # type: ignore[return-value]
+            return _dressed(guarded_async, func, signature)  # type: ignore[return-value]
 
-        @functools.wraps(func)
         def guarded(*args: Any, **kwargs: Any) -> R:
             bound, claim, value, cls, text = prepare(args, kwargs)
-            return run(bound, claim, value, cls, text, lambda a: func(*a.args, **a.kwargs))
+            return run(bound, claim, value, cls, text, None)
 
-        return guarded
+        return _dressed(guarded, func, signature)
 
     return decorate
+
+
+def _dressed(guarded: F, func: Callable[..., Any], signature: inspect.Signature) -> F:
+    """``guarded`` named, documented and signed as ``func``, as ``functools.wraps`` would, but
+    without ``__wrapped__`` (``inspect.unwrap`` and every framework following it would get the
+    raw body and call it with no approval) and without copying ``func.__dict__`` (an inner
+    decorator's ``__wrapped__`` would be there)."""
+    for name in ("__module__", "__name__", "__qualname__", "__doc__"):
+        try:
+            setattr(guarded, name, getattr(func, name))
+        except AttributeError:
+            pass
+    try:
+        guarded.__annotations__ = dict(func.__annotations__)
+    except Exception:  # an annotation that cannot be evaluated yet: the signature still tells
+        pass
+    guarded.__signature__ = signature  # type: ignore[attr-defined]
+    return guarded

@@ -1,0 +1,126 @@
+"""The decorated function is the only door: no attribute of it hands out the raw body (issue 37,
+14), and the body runs only inside the grant, on the object that was checked."""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import inspect
+import os
+import types
+from typing import Any, Callable, List, Set
+
+import pytest
+
+import approval_gate as ag
+from approval_gate import Claim, Grant, requires_approval
+from conftest import events
+
+RAN: List[object] = []
+
+
+def raw_send(payload: dict, grant: Grant) -> str:
+    RAN.append(payload)
+    return "sent"
+
+
+send = requires_approval(operation="smtp.send")(raw_send)
+
+
+@pytest.fixture(autouse=True)
+def _nothing_ran():
+    RAN.clear()
+
+
+# What a framework or a curious caller walks from a function without the gc or frames: its
+# public attributes, and the special ones that lead somewhere (closure cells, defaults,
+# `__dict__`, a bound method's `__func__` and `__self__`, code constants, `__wrapped__`).
+SPECIAL = (
+    "__wrapped__", "__closure__", "__defaults__", "__kwdefaults__", "__dict__", "__func__",
+    "__self__", "__code__", "co_consts", "__signature__", "__annotations__", "__call__", "__get__",
+)
+BUILTIN = (types.BuiltinFunctionType, types.MethodWrapperType, types.WrapperDescriptorType, types.MethodDescriptorType)
+
+
+def reachable(start: object, depth: int = 8) -> List[object]:
+    seen: Set[int] = set()
+    found: List[object] = []  # keeps everything alive, so no id is reused
+    frontier = [start]
+    for _ in range(depth):
+        following: List[object] = []
+        for obj in frontier:
+            if id(obj) in seen or isinstance(obj, (type, types.ModuleType, str, bytes, int, float)):
+                continue
+            seen.add(id(obj))
+            found.append(obj)
+            if isinstance(obj, (tuple, list, set, frozenset)):
+                following.extend(obj)
+            elif isinstance(obj, dict):
+                following.extend(obj.keys())
+                following.extend(obj.values())
+            elif isinstance(obj, types.CellType):
+                try:
+                    following.append(obj.cell_contents)
+                except ValueError:
+                    pass
+            elif isinstance(obj, BUILTIN):
+                following.append(getattr(obj, "__self__", None))
+            else:
+                for name in dir(obj):
+                    if name.startswith("__") and name not in SPECIAL:
+                        continue
+                    try:
+                        following.append(getattr(obj, name))
+                    except Exception:
+                        pass
+        frontier = following
+    return found
+
+
+def test_no_attribute_of_the_decorated_function_hands_out_the_raw_body(gate, approved):
+    assert not hasattr(send, "__wrapped__")
+    assert inspect.unwrap(send) is send
+    for obj in reachable(send):
+        assert obj is not raw_send, "the raw body is reachable from the decorated function"
+        assert obj is not raw_send.__code__, "the raw body's code is reachable from the decorated function"
+    with pytest.raises(TypeError, match="Claim"):
+        inspect.unwrap(send)({"to": "a"}, None)
+    assert RAN == []
+    # It is still the function it was: name, documentation, signature.
+    assert send.__name__ == "raw_send" and send.__qualname__ == "raw_send"
+    assert list(inspect.signature(send).parameters) == ["payload", "grant"]
+
+
+def test_an_inner_decorators_wrapped_is_not_handed_out_either(gate, approved):
+    def inner(payload: dict, grant: Grant) -> str:
+        RAN.append(payload)
+        return "sent"
+
+    @functools.wraps(inner)
+    def logged(payload: dict, grant: Grant) -> str:
+        return inner(payload, grant)
+
+    guarded = requires_approval(operation="smtp.send")(logged)
+    for obj in reachable(guarded):
+        assert obj is not inner and obj is not logged
+    id = approved("send", operation="smtp.send", payload={"to": "a"})
+    assert guarded({"to": "a"}, Claim(gate, id, "send")) == "sent"
+    assert RAN == [{"to": "a"}]
+
+
+def test_a_method_keeps_no_door_open_either(gate, approved):
+    class Mailer:
+        @requires_approval(operation="smtp.send")
+        def send(self, payload: dict, grant: Grant) -> str:
+            RAN.append(payload)
+            return "sent"
+
+    mailer = Mailer()
+    assert not hasattr(Mailer.send, "__wrapped__") and not hasattr(mailer.send, "__wrapped__")
+    assert inspect.unwrap(mailer.send.__func__) is Mailer.send
+    with pytest.raises(TypeError, match="Claim"):
+        mailer.send.__func__(mailer, {"to": "a"}, None)
+    id = approved("send", operation="smtp.send", payload={"to": "a"})
+    assert mailer.send({"to": "a"}, Claim(gate, id, "send")) == "sent"
+    assert RAN == [{"to": "a"}]
+
