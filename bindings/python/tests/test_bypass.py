@@ -124,3 +124,48 @@ def test_a_method_keeps_no_door_open_either(gate, approved):
     assert mailer.send({"to": "a"}, Claim(gate, id, "send")) == "sent"
     assert RAN == [{"to": "a"}]
 
+
+def test_a_generator_body_is_refused_when_it_is_decorated():
+    with pytest.raises(TypeError, match="generator"):
+
+        @requires_approval(operation="smtp.send")
+        def send_all(payload: dict, grant: Grant):  # type: ignore[no-untyped-def]
+            RAN.append(payload)
+            yield "sent"
+
+    with pytest.raises(TypeError, match="generator"):
+
+        @requires_approval(operation="smtp.send")
+        async def send_all_async(payload: dict, grant: Grant):  # type: ignore[no-untyped-def]
+            RAN.append(payload)
+            yield "sent"
+
+
+def test_a_body_that_returns_work_not_done_is_an_error_outcome_and_the_work_never_runs(gate, approved):
+    def later(payload: dict) -> Any:
+        RAN.append(payload)
+        yield "sent"
+
+    async def later_async(payload: dict) -> str:
+        RAN.append(payload)
+        return "sent"
+
+    # Plain functions that hand back a generator or a coroutine: nothing has run yet.
+    @requires_approval(operation="smtp.send")
+    def send_later(payload: dict, grant: Grant) -> Any:
+        return later(payload)
+
+    @requires_approval(operation="smtp.send")
+    def send_later_async(payload: dict, grant: Grant) -> Any:
+        return later_async(payload)
+
+    for guarded in (send_later, send_later_async):
+        id = approved("send", operation="smtp.send", payload={"to": "a"})
+        with pytest.raises(TypeError, match="not run"):
+            result = guarded({"to": "a"}, Claim(gate, id, "send"))
+            for _ in result:  # today: the side effect happens here, under a closed grant
+                pass
+        finished = [r for r in gate.audit_records() if r["id"] == id and r["event"] == "execution_finished"]
+        assert finished[0]["outcome"] == "error"
+    assert RAN == []
+

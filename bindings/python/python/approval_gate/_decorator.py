@@ -122,6 +122,12 @@ def requires_approval(*, operation: str) -> Callable[[Callable[..., R]], Callabl
                 "keyword-only parameters)"
             )
         payload_name, grant_name = params[-2].name, params[-1].name
+        if inspect.isgeneratorfunction(func) or inspect.isasyncgenfunction(func):
+            raise TypeError(
+                f"{qualname}: a generator function cannot be guarded: its body would run only "
+                "when iterated, after the grant is closed, and the outcome would read ok for work "
+                "not done; do the work in the body and return its results (a list, say)"
+            )
         is_async = inspect.iscoroutinefunction(func)
         # The body, out of reach: no attribute of the function returned below, nor any closure
         # cell of it, holds `func`; the sealed body runs it only under the grant of an approved
@@ -167,7 +173,9 @@ def requires_approval(*, operation: str) -> Callable[[Callable[..., R]], Callabl
                 arguments[payload_name] = copy
                 arguments[grant_name] = grant
                 result = sealed.call(inspect.BoundArguments(signature, arguments).args)
-                return result if finish is None else finish(result)  # type: ignore[no-any-return]
+                if finish is not None:
+                    result = finish(result)
+                return _done(qualname, result)  # type: ignore[no-any-return]
 
             return claim.gate._native.execute_approved(
                 claim.id, claim.action, body, operation=operation, payload=value
@@ -193,6 +201,21 @@ def requires_approval(*, operation: str) -> Callable[[Callable[..., R]], Callabl
         return _dressed(guarded, func, signature)
 
     return decorate
+
+
+def _done(qualname: str, result: Any) -> Any:
+    """``result``, unless it is work still to be done (a generator, a coroutine, an awaitable):
+    that would run after the grant is closed, with the outcome recorded as ``ok`` before it
+    ran. It is closed unstarted, and refused inside the grant: an ``error`` outcome."""
+    if inspect.isgenerator(result) or inspect.iscoroutine(result) or inspect.isasyncgen(result) or inspect.isawaitable(result):
+        close = getattr(result, "close", None)
+        if callable(close):
+            close()
+        raise TypeError(
+            f"{qualname} returned a {type(result).__name__}, whose work has not run: it would run "
+            "after the grant is closed; do the work in the body (an async body: async def)"
+        )
+    return result
 
 
 def _dressed(guarded: F, func: Callable[..., Any], signature: inspect.Signature) -> F:
