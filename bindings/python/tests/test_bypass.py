@@ -169,3 +169,34 @@ def test_a_body_that_returns_work_not_done_is_an_error_outcome_and_the_work_neve
         assert finished[0]["outcome"] == "error"
     assert RAN == []
 
+
+@dataclasses.dataclass
+class Payment:
+    to: str
+    amount: int
+
+    builds = 0
+
+    def __post_init__(self) -> None:
+        # Not deterministic: the second object built is worth a hundred times the first.
+        Payment.builds += 1
+        if Payment.builds % 2 == 0:
+            self.amount *= 100
+
+
+def test_the_body_gets_the_very_object_that_was_checked(gate, approved):
+    got: List[Payment] = []
+
+    @requires_approval(operation="payments.transfer")
+    def transfer(payment: Payment, grant: Grant) -> None:
+        got.append(payment)
+
+    approved_payload = {"to": "bob", "amount": 5}
+    id = approved("pay bob 5", operation="payments.transfer", payload=approved_payload)
+    Payment.builds = 0  # the next object built (the check's) is faithful, the one after is not
+    try:
+        transfer(approved_payload, Claim(gate, id, "pay bob 5"))
+    except ag.PayloadType:
+        assert gate.check(id).status == "approved_unconsumed"  # refused before anything is spent
+    assert all(payment.amount == 5 for payment in got), got
+

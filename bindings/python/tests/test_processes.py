@@ -136,11 +136,11 @@ def test_a_process_killed_mid_execution_leaves_the_approval_spent_and_the_outcom
 
 
 # Killed after the claim and the start written ahead, before the body is entered. No failpoint:
-# the wrapper rebuilds the body's copy of a dataclass payload from the bytes the claim returned,
-# inside the library's execute_approved (after the consume and `execution_started`, before the
-# body). The faithfulness check builds the type once before the consume (the caller passes JSON
-# values, so it builds none), so the second construction in the process is the body's copy:
-# that one says so and parks on stdin.
+# the sealed body checks, inside the library's execute_approved (after the consume and
+# `execution_started`, before the body), that the object it hands the body is the approved
+# payload, reading the dataclass's fields. The check before the consume reads them once (the
+# caller passes JSON values, so it reads none), so the second read in the process is the sealed
+# body's: that one says so and parks on stdin.
 CLAIM_CRASHER = textwrap.dedent(
     """
     import dataclasses
@@ -149,18 +149,20 @@ CLAIM_CRASHER = textwrap.dedent(
     from approval_gate import Claim, Grant, requires_approval
 
     store, id, marker = sys.argv[1:4]
-    built = 0
+    reads = 0
 
     @dataclasses.dataclass(frozen=True)
     class Build:
         number: int
 
-        def __post_init__(self) -> None:
-            global built
-            built += 1
-            if built == 2:  # the body's copy, rebuilt after the claim
-                print("claimed", flush=True)
-                sys.stdin.readline()  # killed here, before the body runs
+        def __getattribute__(self, name):
+            global reads
+            if name == "number":
+                reads += 1
+                if reads == 2:  # the sealed body's check, after the claim
+                    print("claimed", flush=True)
+                    sys.stdin.readline()  # killed here, before the body runs
+            return object.__getattribute__(self, name)
 
     @requires_approval(operation="deploy.production")
     def deploy(build: Build, grant: Grant) -> None:

@@ -56,27 +56,30 @@ def _payload_type(sealed: _native.SealedBody, qualname: str, name: str) -> Optio
     return None
 
 
-def _faithful(gate: Gate, id: str, cls: Optional[type], approved_text: str) -> None:
-    """Refuses, before anything is consumed, a payload type that would not carry the approved
-    bytes exactly (a field it drops or defaults, a value it converts): the Rust library's
-    ``payload_type`` refusal, recorded as one."""
-    if cls is None:
-        return
+def _checked(gate: Gate, id: str, cls: Optional[type], approved_text: str) -> Any:
+    """The payload the body will get, built once from the approved bytes (as ``cls``, else as
+    JSON values) and checked to carry them exactly, before anything is consumed: that very
+    object, never another build, is what the body gets. A type that would not carry the bytes
+    exactly (a field it drops or defaults, a value it converts, a constructor that does not
+    build the same object twice) is the Rust library's ``payload_type`` refusal, recorded as
+    one."""
+    name = "json values" if cls is None else cls.__name__
     problem = None
     try:
-        rebuilt = _rebuild(cls, json.loads(approved_text))
-        echo, _ = _native.canonicalize(json_form(rebuilt))
+        built = _rebuild(cls, json.loads(approved_text))
+        echo, _ = _native.canonicalize(json_form(built))
         if echo != approved_text:
             problem = (
-                f"{cls.__name__} changes the payload: serializing it again gives {echo!r}, not the "
+                f"{name} changes the payload: serializing it again gives {echo!r}, not the "
                 "approved bytes; use a type that keeps every field and value exactly"
             )
     except ApprovalGateError as error:
-        problem = f"{cls.__name__} cannot carry the payload: {error}"
+        problem = f"{name} cannot carry the payload: {error}"
     except Exception as error:  # any failure to rebuild is a refusal, never a pass
-        problem = f"{cls.__name__} cannot be rebuilt from the payload: {type(error).__name__}: {error}"
+        problem = f"{name} cannot be rebuilt from the payload: {type(error).__name__}: {error}"
     if problem is not None:
         raise gate._native.refuse_payload_type(id, problem)
+    return built
 
 
 def requires_approval(*, operation: str) -> Callable[[Callable[..., R]], Callable[..., R]]:
@@ -164,13 +167,13 @@ def requires_approval(*, operation: str) -> Callable[[Callable[..., R]], Callabl
 
         def run(bound: inspect.BoundArguments, claim: Claim, value: Any, cls: Optional[type], text: str,
                 finish: Optional[Callable[[Any], Any]]) -> R:
-            if text:
-                _faithful(claim.gate, claim.id, cls, text)
+            # Built and checked once; the consume binds the same bytes, so it is the approved
+            # payload, and the sealed body checks it is that object's digest once more.
+            checked = _checked(claim.gate, claim.id, cls, text) if text else None
 
             def body(grant: Grant) -> R:
-                copy = _rebuild(cls, grant.payload)
                 arguments = bound.arguments.copy()
-                arguments[payload_name] = copy
+                arguments[payload_name] = checked
                 arguments[grant_name] = grant
                 result = sealed.call(inspect.BoundArguments(signature, arguments).args)
                 if finish is not None:
