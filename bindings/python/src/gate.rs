@@ -12,7 +12,7 @@ use pyo3::types::PyString;
 use serde_json::Value;
 
 use crate::grant::PyGrant;
-use crate::payload::{canonical, from_value, report, to_python};
+use crate::payload::{canonical, report, to_python};
 use crate::wait::PyAsyncWait;
 use crate::{parse_id, seconds, to_py};
 
@@ -338,8 +338,7 @@ impl PyGate {
         let grant = py
             .detach(move || gate.consume::<Value>(id, &binding))
             .map_err(|e| to_py(py, &e))?;
-        let payload = from_value(py, grant.payload())?;
-        Ok(PyGrant::new(&self.gate, &grant, payload))
+        Ok(PyGrant::new(&self.gate, &grant, grant.payload().clone()))
     }
 
     /// Runs `body(grant)` exactly once for an approved request, and only then: the library's
@@ -365,8 +364,8 @@ impl PyGate {
             gate.execute_approved(id, &binding, |grant: &Grant<Value>| {
                 Python::attach(|py| {
                     let call = || -> PyResult<Py<PyAny>> {
-                        let payload = from_value(py, grant.payload())?;
-                        let live = Py::new(py, PyGrant::new(&gate, grant, payload))?;
+                        let live =
+                            Py::new(py, PyGrant::new(&gate, grant, grant.payload().clone()))?;
                         let result = body.call1(py, (live.clone_ref(py),));
                         live.get().end();
                         result

@@ -7,7 +7,9 @@ use approval_gate::{Error, Gate, Grant, PayloadDigest, RequestId, Timestamp};
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyTuple;
+use serde_json::Value;
 
+use crate::payload::from_value;
 use crate::to_py;
 
 /// What a grant knows while it is live.
@@ -17,7 +19,8 @@ pub(crate) struct Live {
     operation: Option<String>,
     payload_digest: Option<PayloadDigest>,
     expires_at: Timestamp,
-    payload: Py<PyAny>,
+    /// The approved payload, converted afresh at every read: no Python object of it is shared.
+    payload: Value,
 }
 
 /// Proof, inside this process, that an approval was consumed: made only by a successful
@@ -33,7 +36,7 @@ pub(crate) struct PyGrant {
 }
 
 impl PyGrant {
-    pub(crate) fn new<T>(gate: &Gate, grant: &Grant<T>, payload: Py<PyAny>) -> Self {
+    pub(crate) fn new<T>(gate: &Gate, grant: &Grant<T>, payload: Value) -> Self {
         Self {
             live: Mutex::new(Some(Live {
                 gate: gate.clone(),
@@ -127,10 +130,11 @@ impl PyGrant {
     }
 
     /// The approved payload as JSON values, rebuilt from the approved canonical bytes
-    /// (`None` for a request without one).
+    /// (`None` for a request without one): a fresh copy at every read, so nothing done to one
+    /// changes what the grant holds.
     #[getter]
     fn payload(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
-        self.with(py, |live| Ok(live.payload.clone_ref(py)))
+        self.with(py, |live| from_value(py, &live.payload))
     }
 
     /// Whether the grant is still live (inside its call, not closed).

@@ -200,3 +200,25 @@ def test_the_body_gets_the_very_object_that_was_checked(gate, approved):
         assert gate.check(id).status == "approved_unconsumed"  # refused before anything is spent
     assert all(payment.amount == 5 for payment in got), got
 
+
+def test_the_payload_the_grant_holds_cannot_be_changed(gate, approved):
+    seen: List[Any] = []
+
+    @requires_approval(operation="op.run")
+    def run(payload: Any, grant: Grant) -> None:
+        payload["amount"] = 500  # the body's own copy: its own business, not the grant's
+        grant.payload["amount"] = 500
+        grant.payload["items"].append(3)
+        seen.append(grant.payload)
+        seen.append(grant.payload is grant.payload)
+
+    id = approved("run", operation="op.run", payload={"amount": 5, "items": [1, 2]})
+    run({"amount": 5, "items": [1, 2]}, Claim(gate, id, "run"))
+    assert seen == [{"amount": 5, "items": [1, 2]}, False]
+
+    id = approved("run", operation="op.run", payload={"amount": 5, "items": [1, 2]})
+    with gate.consume(id, "run", operation="op.run", payload={"amount": 5, "items": [1, 2]}) as grant:
+        grant.payload["amount"] = 500
+        grant.payload["items"].clear()
+        assert grant.payload == {"amount": 5, "items": [1, 2]}
+
