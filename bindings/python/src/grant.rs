@@ -33,6 +33,8 @@ pub(crate) struct PyGrant {
     live: Mutex<Option<Live>>,
     /// Whether a sealed body has run under this grant: one body per grant.
     body_ran: AtomicBool,
+    /// The process the grant was made in: a forked child's copy of it is closed.
+    pid: u32,
 }
 
 impl PyGrant {
@@ -47,6 +49,7 @@ impl PyGrant {
                 payload,
             })),
             body_ran: AtomicBool::new(false),
+            pid: std::process::id(),
         }
     }
 
@@ -79,14 +82,20 @@ impl PyGrant {
         }
     }
 
+    /// Whether this is the process the grant was made in (not a child forked under it, whose
+    /// copy outlives the parent's call).
+    fn in_its_process(&self) -> bool {
+        std::process::id() == self.pid
+    }
+
     fn with<R>(&self, py: Python<'_>, f: impl FnOnce(&Live) -> PyResult<R>) -> PyResult<R> {
         let live = self
             .live
             .lock()
             .map_err(|_| PyValueError::new_err("the grant's lock is poisoned"))?;
         match live.as_ref() {
-            Some(live) => f(live),
-            None => Err(closed(py)),
+            Some(live) if self.in_its_process() => f(live),
+            _ => Err(closed(py)),
         }
     }
 }
@@ -96,8 +105,8 @@ pub(crate) fn closed(py: Python<'_>) -> PyErr {
     let made = || -> PyResult<PyErr> {
         let class = py.import("approval_gate.errors")?.getattr("GrantClosed")?;
         Ok(PyErr::from_value(class.call1((
-            "this grant is closed: it was live only inside the call it was made for, and \
-             authorizes nothing now",
+            "this grant is closed: it was live only inside the call it was made for, in the process \
+             that made it, and authorizes nothing now",
         ))?))
     };
     made().unwrap_or_else(|failure| failure)
@@ -140,7 +149,7 @@ impl PyGrant {
     /// Whether the grant is still live (inside its call, not closed).
     #[getter]
     fn live(&self) -> bool {
-        self.live.lock().is_ok_and(|live| live.is_some())
+        self.in_its_process() && self.live.lock().is_ok_and(|live| live.is_some())
     }
 
     /// Reads the gate's clock and raises `ApprovalExpired` once it is past the expiry (the
@@ -203,7 +212,7 @@ impl PyGrant {
 
     fn __repr__(&self) -> String {
         match self.live.lock().ok().as_deref() {
-            Some(Some(live)) => format!(
+            Some(Some(live)) if self.in_its_process() => format!(
                 "<Grant of request {} (operation {:?}), live>",
                 live.id.as_str(),
                 live.operation.as_deref().unwrap_or("")

@@ -222,3 +222,35 @@ def test_the_payload_the_grant_holds_cannot_be_changed(gate, approved):
         grant.payload["items"].clear()
         assert grant.payload == {"amount": 5, "items": [1, 2]}
 
+
+def test_a_grant_is_dead_in_a_forked_child(gate, approved):
+    go_read, go_write = os.pipe()
+    answer_read, answer_write = os.pipe()
+    children: List[int] = []
+
+    @requires_approval(operation="op.run")
+    def run(payload: dict, grant: Grant) -> None:
+        pid = os.fork()
+        if pid == 0:  # the child: waits until the parent's call has ended, then tries the grant
+            answer = b"other"
+            try:
+                os.read(go_read, 1)
+                try:
+                    grant.assert_active()
+                    _ = grant.payload
+                    answer = b"live"
+                except ag.GrantClosed:
+                    answer = b"closed" if not grant.live else b"half"
+            finally:
+                os.write(answer_write, answer)
+                os._exit(0)
+        children.append(pid)
+
+    id = approved("run", operation="op.run", payload={"n": 1})
+    run({"n": 1}, Claim(gate, id, "run"))
+    os.write(go_write, b"x")
+    answer = os.read(answer_read, 16)
+    os.waitpid(children[0], 0)
+    for fd in (go_read, go_write, answer_read, answer_write):
+        os.close(fd)
+    assert answer == b"closed"

@@ -89,7 +89,8 @@ class ApprovalGateError(Exception):
 
 
 class GrantClosed(ApprovalGateError):
-    """A grant was used after the call it was made for returned (or after ``close()``).
+    """A grant was used after the call it was made for returned (or after ``close()``, or in a
+    process forked from the one that made it).
 
     Python-side only (the Rust grant cannot outlive its call at all): a grant authorizes
     nothing once its call is over.
