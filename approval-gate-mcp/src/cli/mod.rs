@@ -47,7 +47,7 @@ pub use args::Cli;
 use args::{AuditCommand, Command, DbCommand, PasskeyCommand};
 
 use crate::display::escape;
-use crate::settings::{Settings, SettingsError};
+use crate::settings::SettingsError;
 
 /// How a command ended; the process exit code is [`Exit::code`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -213,7 +213,7 @@ fn usage_error(error: &clap::Error, args: &[OsString]) -> Exit {
 fn dispatch(cli: Cli) -> anyhow::Result<Exit> {
     let Cli { settings, command } = cli;
     // A bad setting stops every command that uses the store, before anything is opened.
-    let settings = || Settings::resolve(&settings);
+    let settings = || settings.resolve();
     let open = || -> anyhow::Result<Gate> { Ok(settings()?.open()?) };
     match command {
         Command::List(args) => list::list(&open()?, &args),

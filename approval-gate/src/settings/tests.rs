@@ -590,16 +590,13 @@ fn the_settings_open_a_gate_with_their_limits() {
     let gate = world.settings(&flags()).open().unwrap();
     assert_eq!(gate.location(), &Location::Dir(store));
     assert_eq!(gate.limits().max_pending, 1);
-    let ask = || approval_gate::NewRequest::new("one", "the test needs it");
+    let ask = || crate::NewRequest::new("one", "the test needs it");
     let filed = gate.request_approval(ask()).unwrap().request;
     let ttl = filed.created_at().millis_until(filed.expires_at());
     assert_eq!(ttl, 15 * 60 * 1000);
-    let second = gate.request_approval(approval_gate::NewRequest::new("two", "again"));
+    let second = gate.request_approval(crate::NewRequest::new("two", "again"));
     assert!(
-        matches!(
-            second,
-            Err(approval_gate::Error::QueueFull { limit: 1, .. })
-        ),
+        matches!(second, Err(crate::Error::QueueFull { limit: 1, .. })),
         "{second:?}"
     );
 }
