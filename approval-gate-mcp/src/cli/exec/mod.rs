@@ -10,24 +10,24 @@ use std::ffi::{OsStr, OsString};
 use std::fmt;
 use std::io::{self, Read, Write};
 use std::os::unix::fs::PermissionsExt;
-use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, ExitStatus, Stdio};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use approval_gate::limits::MAX_PAYLOAD_BYTES;
 use approval_gate::{Binding, CanonicalPayload, Gate, Grant, RequestId};
 use serde_json::{Value, json};
 use signal_hook::consts::{SIGALRM, SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGUSR1, SIGUSR2};
-use signal_hook::iterator::SignalsInfo;
-use signal_hook::iterator::exfiltrator::WithOrigin;
-use signal_hook::low_level::siginfo::Cause;
+
+mod end;
+mod forward;
 
 use super::args::{BindingArgs, ExecArgs};
 use super::output;
 use super::{Exit, Refusal, render};
 use crate::display::{escape, escape_truncated};
+use end::End;
+use forward::Forwarder;
 
 /// The signals `exec` passes on to its command.
 const FORWARDED: [i32; 7] = [SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGUSR1, SIGUSR2, SIGALRM];
@@ -324,74 +324,6 @@ impl fmt::Display for RunError {
     }
 }
 
-/// How the command ended, as the audit log and the exit status tell it.
-enum End {
-    Exited(ExitStatus),
-    /// A signal reached exec after the claim and before the command started.
-    Stopped(i32),
-    /// Spawning failed after the claim.
-    CouldNotStart(io::Error),
-    /// The command started, and waiting for its end failed.
-    Lost(io::Error),
-}
-
-impl End {
-    fn exit_code(&self) -> u8 {
-        match self {
-            Self::Exited(status) => match (status.code(), status.signal()) {
-                // An exit status is one byte; `code` is that byte.
-                (Some(code), _) => code.to_le_bytes()[0],
-                (None, Some(signal)) => signal_code(signal),
-                (None, None) => code::FAILED,
-            },
-            Self::Stopped(signal) => signal_code(*signal),
-            Self::CouldNotStart(error) if error.kind() == io::ErrorKind::NotFound => {
-                code::NOT_FOUND_CMD
-            }
-            Self::CouldNotStart(_) => code::CANNOT_RUN,
-            Self::Lost(_) => code::FAILED,
-        }
-    }
-
-    /// What exec says on stderr about an end the command did not report itself.
-    fn note(&self) -> Option<String> {
-        match self {
-            Self::Exited(status) if status.code().is_some() => None,
-            other => Some(format!("{other}")),
-        }
-    }
-}
-
-impl fmt::Display for End {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::Exited(status) => match (status.code(), status.signal()) {
-                (Some(code), _) => write!(f, "the command exited with status {code}"),
-                (None, Some(signal)) => {
-                    write!(f, "the command was killed by signal {signal}")?;
-                    if let Some(name) = signal_hook::low_level::signal_name(signal) {
-                        write!(f, " ({name})")?;
-                    }
-                    if status.core_dumped() {
-                        write!(f, " and dumped core")?;
-                    }
-                    Ok(())
-                }
-                (None, None) => write!(f, "the command ended ({status})"),
-            },
-            Self::Stopped(signal) => write!(
-                f,
-                "not run: exec received signal {signal} before the command started"
-            ),
-            Self::CouldNotStart(error) => write!(f, "the command could not be started: {error}"),
-            Self::Lost(error) => write!(
-                f,
-                "exec lost track of the command, whose outcome is unknown: {error}"
-            ),
-        }
-    }
-}
-
 /// The approved payload, canonical, checked against the digest the claim was made for.
 fn frozen_payload(grant: &Grant<Value>) -> Result<Option<CanonicalPayload>, approval_gate::Error> {
     let Some(digest) = grant.payload_digest() else {
@@ -407,12 +339,6 @@ fn frozen_payload(grant: &Grant<Value>) -> Result<Option<CanonicalPayload>, appr
     }
     Ok(Some(payload))
 }
-
-/// 128 + N for signal N, as a shell reports a command a signal ended.
-fn signal_code(signal: i32) -> u8 {
-    128u8.saturating_add(u8::try_from(signal).unwrap_or(u8::MAX))
-}
-
 /// The command's run inside the execution: the last check, the start, the payload on its
 /// standard input, and its end.
 fn run(
@@ -468,250 +394,5 @@ fn run(
     }
 }
 
-/// Passes signals sent to exec on to the command, and stops exec before the command starts
-/// if one comes first.
-struct Forwarder {
-    state: Arc<Mutex<Forwarding>>,
-    handle: signal_hook::iterator::Handle,
-    thread: Option<std::thread::JoinHandle<()>>,
-}
-
-#[derive(Default)]
-struct Forwarding {
-    child: Option<rustix::process::Pid>,
-    /// A signal that arrived before the command started.
-    pending: Option<i32>,
-}
-
-impl Forwarder {
-    fn install() -> io::Result<Self> {
-        let mut signals = SignalsInfo::<WithOrigin>::new(FORWARDED)?;
-        let handle = signals.handle();
-        let state = Arc::new(Mutex::new(Forwarding::default()));
-        let shared = Arc::clone(&state);
-        let thread = std::thread::Builder::new()
-            .name("exec-signals".into())
-            .spawn(move || {
-                for origin in signals.forever() {
-                    let mut state = shared.lock().unwrap_or_else(PoisonError::into_inner);
-                    let Some(child) = state.child else {
-                        state.pending.get_or_insert(origin.signal);
-                        continue;
-                    };
-                    // The terminal sends its signals to the whole foreground process group,
-                    // the command included: passing them on would deliver them twice.
-                    let from_terminal = origin.cause == Cause::Kernel;
-                    let from_child = origin
-                        .process
-                        .is_some_and(|p| p.pid == child.as_raw_nonzero().get());
-                    if from_terminal || from_child {
-                        continue;
-                    }
-                    if let Some(signal) = rustix::process::Signal::from_named_raw(origin.signal) {
-                        let _ = rustix::process::kill_process(child, signal);
-                    }
-                }
-            })?;
-        Ok(Self {
-            state,
-            handle,
-            thread: Some(thread),
-        })
-    }
-
-    /// Starts the command unless a signal came first (then `None`).
-    fn spawn(&self, command: &mut Command) -> io::Result<Option<Child>> {
-        let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
-        if state.pending.is_some() {
-            return Ok(None);
-        }
-        let child = command.spawn()?;
-        state.child = Some(rustix::process::Pid::from_child(&child));
-        Ok(Some(child))
-    }
-
-    /// Waits for the command to end without reaping it, then stops passing signals on: until
-    /// it is reaped its pid cannot be reused, so a signal passed on can only reach it.
-    fn until_ended(&self, child: &Child) {
-        let pid = rustix::process::Pid::from_child(child);
-        let options =
-            rustix::process::WaitIdOptions::EXITED | rustix::process::WaitIdOptions::NOWAIT;
-        // Ended, or not waitable at all (then the reaping wait says why); again if a signal
-        // handler interrupted it.
-        while let Err(rustix::io::Errno::INTR) =
-            rustix::process::waitid(rustix::process::WaitId::Pid(pid), options)
-        {}
-        self.state
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .child = None;
-    }
-
-    fn pending(&self) -> Option<i32> {
-        self.state
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .pending
-    }
-
-    fn close(mut self) {
-        self.handle.close();
-        if let Some(thread) = self.thread.take() {
-            let _ = thread.join();
-        }
-    }
-}
-
 #[cfg(test)]
-mod tests {
-    use approval_gate::{Error as E, Timestamp};
-
-    use super::*;
-
-    #[test]
-    fn each_refusal_has_the_documented_code_and_anything_else_is_125() {
-        let id = RequestId::parse("0123456789ab").unwrap();
-        let at = Timestamp::from_unix_millis(0);
-        let cases: Vec<(E, u8)> = vec![
-            (E::NotApproved(id), 110),
-            (E::Denied(id), 111),
-            (E::Expired(id), 112),
-            (E::ApprovalExpired { id, expired_at: at }, 112),
-            (E::ExpiredDuringConsume { id, expired_at: at }, 112),
-            (E::Revoked(id), 113),
-            (E::AlreadyConsumed(id), 114),
-            (E::ActionMismatch(id), 115),
-            (
-                E::OperationMismatch {
-                    id,
-                    expected: None,
-                    got: Some("x".into()),
-                },
-                115,
-            ),
-            (
-                E::PayloadMismatch {
-                    id,
-                    expected: "none".into(),
-                },
-                115,
-            ),
-            (
-                E::InsufficientApprovals {
-                    id,
-                    valid: 0,
-                    required: 1,
-                },
-                116,
-            ),
-            (
-                E::BadSignature {
-                    id,
-                    principal: "a".into(),
-                    problem: "b".into(),
-                },
-                116,
-            ),
-            (
-                E::UntrustedSigner {
-                    id,
-                    principal: "a".into(),
-                    key: "k".into(),
-                },
-                116,
-            ),
-            (E::SignatureRequired { id, required: 2 }, 116),
-            (E::NotFound(id), 117),
-            (E::Archived(id), 117),
-            (
-                E::NotRecorded {
-                    id,
-                    operation: "execute",
-                    source: Box::new(E::NoStateDir),
-                },
-                118,
-            ),
-            (
-                E::DurabilityUnknown {
-                    id,
-                    operation: "consume",
-                    source: Box::new(E::NoStateDir),
-                },
-                118,
-            ),
-            (E::NoStateDir, 125),
-            (
-                E::AuditBroken {
-                    line: 1,
-                    problem: "p".into(),
-                },
-                125,
-            ),
-        ];
-        for (error, code) in cases {
-            let shown = error.to_string();
-            let wrapped = anyhow::Error::new(error).context("exec");
-            assert_eq!(exit_code(&wrapped), code, "{shown}");
-        }
-        let own = |code, text: &str| anyhow::Error::new(Refusal::new(code, text));
-        assert_eq!(exit_code(&own("command_not_found", "x")), 127);
-        assert_eq!(exit_code(&own("command_not_executable", "x")), 126);
-        assert_eq!(exit_code(&own("usage", "x")), 125);
-        assert_eq!(exit_code(&anyhow::anyhow!("anything else")), 125);
-    }
-
-    #[test]
-    fn an_end_is_the_commands_status_or_128_plus_its_signal() {
-        let exited = |raw| End::Exited(ExitStatus::from_raw(raw));
-        assert_eq!(exited(0).exit_code(), 0);
-        assert_eq!(exited(3 << 8).exit_code(), 3);
-        assert_eq!(exited(255 << 8).exit_code(), 255);
-        assert_eq!(exited(15).exit_code(), 128 + 15);
-        assert_eq!(End::Stopped(2).exit_code(), 130);
-        let not_found = io::Error::from(io::ErrorKind::NotFound);
-        assert_eq!(End::CouldNotStart(not_found).exit_code(), 127);
-        let denied = io::Error::from(io::ErrorKind::PermissionDenied);
-        assert_eq!(End::CouldNotStart(denied).exit_code(), 126);
-        let lost = End::Lost(io::Error::from(io::ErrorKind::Other));
-        assert_eq!(lost.exit_code(), 125);
-        assert!(lost.note().unwrap().contains("outcome is unknown"));
-        assert_eq!(exited(3 << 8).note(), None);
-        assert_eq!(
-            exited(15).note().as_deref(),
-            Some("the command was killed by signal 15 (SIGTERM)")
-        );
-        assert_eq!(
-            End::Stopped(15).to_string(),
-            "not run: exec received signal 15 before the command started"
-        );
-    }
-
-    #[test]
-    fn a_signal_before_the_command_starts_stops_it_from_starting() {
-        let forward = Forwarder::install().unwrap();
-        let me = rustix::process::getpid();
-        rustix::process::kill_process(me, rustix::process::Signal::USR2).unwrap();
-        // The forwarding thread takes the signal in its own time: wait for it to say so.
-        let deadline = std::time::Instant::now() + Duration::from_secs(30);
-        while forward.pending().is_none() {
-            assert!(
-                std::time::Instant::now() < deadline,
-                "the signal never arrived"
-            );
-            std::thread::yield_now();
-        }
-        assert_eq!(forward.pending(), Some(SIGUSR2));
-        let mut command = Command::new("true");
-        assert!(forward.spawn(&mut command).unwrap().is_none());
-        forward.close();
-    }
-
-    #[test]
-    fn a_payload_longer_than_the_bound_is_refused_and_one_at_it_is_read() {
-        let at = "x".repeat(MAX_PAYLOAD_INPUT as usize);
-        assert_eq!(read_bounded(at.as_bytes()).unwrap().len(), at.len());
-        let over = format!("{at}x");
-        let error = read_bounded(over.as_bytes()).unwrap_err();
-        assert!(error.to_string().contains("longer than"), "{error}");
-    }
-}
+mod tests;
