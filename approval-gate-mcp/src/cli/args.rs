@@ -370,11 +370,14 @@ Exit status: CMD's own, 128+N if a signal N ended it, else one of
   116  signatures refused: under an approvers policy, the approval is unsigned, has too few
        valid signatures, a bad one, or one by a key the policy does not trust
   117  not found, or archived
-  118  the approval was claimed but its claim or the start could not be made durable or
-       recorded: it is spent and CMD did not run
+  118  spent, CMD did not run: the approval was claimed, but its claim or the start could
+       not be made durable or recorded, CMD failed to start (such as a missing
+       interpreter of an interpreter), or a signal stopped exec before CMD started
+  119  spent, outcome unknown: CMD started and exec lost track of it
   125  exec failed: a bad command line, a payload it cannot read, a store or audit-log error
-  126  CMD could not be run (not executable, or it failed to start after the claim)
-  127  CMD not found (nothing was spent)
+       (nothing was spent)
+  126  CMD, or the interpreter its #! line names, is not executable (nothing was spent)
+  127  CMD, or the interpreter its #! line names, was not found (nothing was spent)
 Codes 110 to 127 can also be CMD's own: the message on stderr and the audit log tell which.";
 
 const CONFIG_HELP: &str = "\

@@ -27,12 +27,10 @@ impl End {
                 (None, Some(signal)) => signal_code(signal),
                 (None, None) => code::FAILED,
             },
-            Self::Stopped(signal) => signal_code(*signal),
-            Self::CouldNotStart(error) if error.kind() == io::ErrorKind::NotFound => {
-                code::NOT_FOUND_CMD
-            }
-            Self::CouldNotStart(_) => code::CANNOT_RUN,
-            Self::Lost(_) => code::FAILED,
+            // After the claim, whatever kept the command from starting: the approval is
+            // spent, and the code must say so (never 126 or 127, which mean nothing was).
+            Self::Stopped(_) | Self::CouldNotStart(_) => code::SPENT_NOT_RUN,
+            Self::Lost(_) => code::SPENT_UNKNOWN,
         }
     }
 
@@ -40,7 +38,8 @@ impl End {
     pub(super) fn note(&self) -> Option<String> {
         match self {
             Self::Exited(status) if status.code().is_some() => None,
-            other => Some(format!("{other}")),
+            Self::Exited(_) => Some(self.to_string()),
+            other => Some(format!("{other}; the approval is spent")),
         }
     }
 }

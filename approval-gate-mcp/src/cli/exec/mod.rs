@@ -6,11 +6,10 @@
 //! check that can fail without spending anything (the payload, the command, the binding)
 //! happens before the claim.
 
-use std::ffi::{OsStr, OsString};
+use std::ffi::OsString;
 use std::fmt;
 use std::io::{self, Read, Write};
-use std::os::unix::fs::PermissionsExt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
@@ -21,6 +20,7 @@ use signal_hook::consts::{SIGALRM, SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGUSR1, SI
 
 mod end;
 mod forward;
+mod program;
 
 use super::args::{BindingArgs, ExecArgs};
 use super::output;
@@ -28,6 +28,7 @@ use super::{Exit, Refusal, render};
 use crate::display::{escape, escape_truncated};
 use end::End;
 use forward::Forwarder;
+use program::resolve;
 
 /// The signals `exec` passes on to its command.
 const FORWARDED: [i32; 7] = [SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGUSR1, SIGUSR2, SIGALRM];
@@ -56,13 +57,19 @@ pub(crate) mod code {
     pub(crate) const SIGNATURE: u8 = 116;
     /// No such request, or it is archived.
     pub(crate) const NOT_FOUND: u8 = 117;
-    /// Claimed, but the claim or the start could not be made durable or recorded.
+    /// Spent, and the command did not run: claimed, but the claim or the start could not be
+    /// made durable or recorded, the command could not be started, or a signal stopped exec
+    /// before it started.
     pub(crate) const SPENT_NOT_RUN: u8 = 118;
+    /// Spent, and the command's outcome is unknown: it started, and exec lost track of it.
+    pub(crate) const SPENT_UNKNOWN: u8 = 119;
     /// `exec` itself failed: usage, payload, store or audit-log error.
     pub(crate) const FAILED: u8 = 125;
-    /// The command could not be run.
+    /// The command (or the interpreter its `#!` line names) is not an executable file;
+    /// found before the claim, so nothing was spent.
     pub(crate) const CANNOT_RUN: u8 = 126;
-    /// The command was not found.
+    /// The command (or the interpreter its `#!` line names) was not found; found before the
+    /// claim, so nothing was spent.
     pub(crate) const NOT_FOUND_CMD: u8 = 127;
 }
 
@@ -260,45 +267,6 @@ fn read_bounded(source: impl Read) -> io::Result<String> {
         ));
     }
     Ok(text)
-}
-
-/// The path `program` names: itself if it holds a slash, else the first executable file of
-/// that name in `PATH`, as a shell would find it. Checked before the claim; running it may
-/// still fail, after the claim, and that is recorded as the execution's outcome.
-fn resolve(program: &OsStr) -> anyhow::Result<PathBuf> {
-    let shown = || escape(&program.to_string_lossy());
-    let candidates: Vec<PathBuf> = if program.as_encoded_bytes().contains(&b'/') {
-        vec![PathBuf::from(program)]
-    } else {
-        let path = std::env::var_os("PATH").unwrap_or_default();
-        std::env::split_paths(&path)
-            .map(|dir| dir.join(program))
-            .collect()
-    };
-    let mut not_executable = None;
-    for candidate in candidates {
-        match std::fs::metadata(&candidate) {
-            Ok(meta) if meta.is_file() && meta.permissions().mode() & 0o111 != 0 => {
-                return Ok(candidate);
-            }
-            Ok(_) => not_executable = Some(candidate),
-            Err(_) => {}
-        }
-    }
-    Err(match not_executable {
-        Some(path) => Refusal::new(
-            "command_not_executable",
-            format!(
-                "{} is not an executable file; nothing was consumed",
-                escape(&path.display().to_string())
-            ),
-        ),
-        None => Refusal::new(
-            "command_not_found",
-            format!("command not found: {}; nothing was consumed", shown()),
-        ),
-    }
-    .into())
 }
 
 /// Why the closure given to `execute_approved` did not end with a command that exited 0.

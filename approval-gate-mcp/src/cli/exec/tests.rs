@@ -98,20 +98,23 @@ fn each_refusal_has_the_documented_code_and_anything_else_is_125() {
 }
 
 #[test]
-fn an_end_is_the_commands_status_or_128_plus_its_signal() {
+fn an_end_is_the_commands_status_or_128_plus_its_signal_or_spent() {
     let exited = |raw| End::Exited(ExitStatus::from_raw(raw));
     assert_eq!(exited(0).exit_code(), 0);
     assert_eq!(exited(3 << 8).exit_code(), 3);
     assert_eq!(exited(255 << 8).exit_code(), 255);
     assert_eq!(exited(15).exit_code(), 128 + 15);
-    assert_eq!(End::Stopped(2).exit_code(), 130);
+    // Issue 37, finding 13: after the claim, a command that did not start is spent (118),
+    // never 126 or 127 ("nothing spent"); so is one stopped by a signal before it started.
+    assert_eq!(End::Stopped(2).exit_code(), 118);
     let not_found = io::Error::from(io::ErrorKind::NotFound);
-    assert_eq!(End::CouldNotStart(not_found).exit_code(), 127);
+    assert_eq!(End::CouldNotStart(not_found).exit_code(), 118);
     let denied = io::Error::from(io::ErrorKind::PermissionDenied);
-    assert_eq!(End::CouldNotStart(denied).exit_code(), 126);
+    assert_eq!(End::CouldNotStart(denied).exit_code(), 118);
     let lost = End::Lost(io::Error::from(io::ErrorKind::Other));
-    assert_eq!(lost.exit_code(), 125);
+    assert_eq!(lost.exit_code(), 119);
     assert!(lost.note().unwrap().contains("outcome is unknown"));
+    assert!(lost.note().unwrap().ends_with("; the approval is spent"));
     assert_eq!(exited(3 << 8).note(), None);
     assert_eq!(
         exited(15).note().as_deref(),
