@@ -5,7 +5,8 @@
 use std::path::PathBuf;
 
 pub(crate) use approval_gate::settings::{
-    SIGNING_KEY_ENV, Setting, Settings, SettingsError, Source,
+    SIGNING_KEY_ENV, SYSTEM_POLICY_ENV, SYSTEM_POLICY_PATH, Setting, Settings, SettingsError,
+    Source,
 };
 
 /// The flags both binaries take. The help text is given as attributes: it is terminal text,

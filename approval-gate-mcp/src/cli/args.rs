@@ -398,6 +398,12 @@ Each setting comes from the first of: a flag, the environment, the config file, 
                 that signs (default /usr/bin/ssh-keygen; never one found through PATH)
 The config file is TOML: --config, else APPROVAL_GATE_CONFIG, else
 $XDG_CONFIG_HOME/approval-gate/config.toml, else ~/.config/approval-gate/config.toml.
+A system policy, /etc/approval-gate/policy.toml (or the file APPROVAL_GATE_SYSTEM_POLICY
+names, in the executor's own environment), holds `approvers` and a [quorum] table that no
+user setting can lower: when it exists, its approvers are the only ones (a user's other
+approvers file is an error) and a user's quorum can only raise its numbers. It, its
+approvers file and their directories must be owned by root or another account and not
+writable by group or others.
 An unknown key or a bad value anywhere is an error (exit 2), even one overridden. config
 reads the settings only: it opens and creates nothing.";
 
@@ -450,6 +456,11 @@ pub(crate) struct ExecArgs {
     /// With --wait: wait at most this long (such as 90s or 10m).
     #[arg(long, value_name = "DURATION", requires = "wait", value_parser = humantime::parse_duration)]
     pub(crate) timeout: Option<std::time::Duration>,
+    /// Refuse to run, spending nothing, unless a system policy is in force
+    /// (/etc/approval-gate/policy.toml, or the file APPROVAL_GATE_SYSTEM_POLICY names): one
+    /// the account running exec cannot change or remove.
+    #[arg(long)]
+    pub(crate) require_policy: bool,
     /// The command to run and its arguments (after `--`).
     #[arg(required = true, last = true, value_name = "CMD")]
     pub(crate) command: Vec<OsString>,

@@ -234,7 +234,7 @@ fn dispatch(cli: Cli) -> anyhow::Result<Exit> {
         Command::Revoke { id, reason, json } => {
             decide::revoke(&open()?, id, &reason.join(" "), json)
         }
-        Command::Exec(args) => exec::exec(&open()?, &args),
+        Command::Exec(args) => exec::exec(&settings()?, &args),
         Command::Consume {
             binding,
             operation,
@@ -250,7 +250,10 @@ fn dispatch(cli: Cli) -> anyhow::Result<Exit> {
             audit::reanchor(&open()?, yes, json)
         }
         Command::Watch(args) => watch::watch(&open()?, &args),
-        Command::Doctor { json } => doctor::doctor(&open()?, json),
+        Command::Doctor { json } => {
+            let settings = settings()?;
+            doctor::doctor(&settings, &settings.open()?, json)
+        }
         Command::Config { json } => config::config(&settings()?, json),
         Command::Db(DbCommand::Init { json }) => db::init(&settings()?, json),
         Command::Serve(args) => crate::web::serve(&settings()?, &args),

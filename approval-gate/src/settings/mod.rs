@@ -64,6 +64,9 @@ use read::{COUNT, FILE, LOCATION, QUORUM, Quorum, TTL, library};
 mod file;
 mod layer;
 mod read;
+mod system;
+
+pub use system::{SYSTEM_POLICY_ENV, SYSTEM_POLICY_PATH, SystemPolicy};
 
 /// The store, as `--store` reads it: a directory, a `file:` URL or a `postgres://` URL.
 pub const STORE_ENV: &str = "APPROVAL_GATE_STORE";
@@ -119,18 +122,21 @@ pub enum Source {
     Env(&'static str),
     /// The config file at this path.
     File(PathBuf),
+    /// The system policy file at this path, which no user setting overrides.
+    System(PathBuf),
     /// Nothing set it.
     Default,
 }
 
 impl Source {
-    /// `flag`, `env`, `file` or `default`.
+    /// `flag`, `env`, `file`, `system` or `default`.
     #[must_use]
     pub fn kind(&self) -> &'static str {
         match self {
             Self::Flag(_) => "flag",
             Self::Env(_) => "env",
             Self::File(_) => "file",
+            Self::System(_) => "system",
             Self::Default => "default",
         }
     }
@@ -140,7 +146,7 @@ impl Source {
     pub fn name(&self) -> Option<String> {
         match self {
             Self::Flag(name) | Self::Env(name) => Some((*name).to_owned()),
-            Self::File(path) => Some(path.to_string_lossy().into_owned()),
+            Self::File(path) | Self::System(path) => Some(path.to_string_lossy().into_owned()),
             Self::Default => None,
         }
     }
@@ -151,6 +157,7 @@ impl Source {
         SettingsError(match self {
             Self::Flag(name) | Self::Env(name) => format!("{name}: {problem}"),
             Self::File(path) => format!("config file {}: {problem}", path.display()),
+            Self::System(path) => format!("system policy {}: {problem}", path.display()),
             Self::Default => problem.to_string(),
         })
     }
@@ -212,7 +219,11 @@ pub struct Settings {
     pub signing_key: Setting<Option<PathBuf>>,
     /// The `ssh-keygen` that signs: an absolute path, the system's unless set.
     pub ssh_keygen: Setting<Option<PathBuf>>,
-    /// The policy the approvers and the quorum make, read and checked when resolving.
+    /// The system policy in force, if any: its approvers are [`approvers`](Self::approvers),
+    /// and its quorum table is added to [`quorum`](Self::quorum)'s in [`policy`](Self::policy).
+    pub system_policy: Option<SystemPolicy>,
+    /// The policy the approvers and the quorum make (the system policy's, raised by the
+    /// user's quorum), read and checked when resolving.
     pub policy: Option<Policy>,
 }
 
@@ -240,6 +251,8 @@ impl Settings {
         flags: &Flags,
         env: &dyn Fn(&str) -> Option<OsString>,
     ) -> Result<Self, SettingsError> {
+        // First: a system policy that is in force but unusable stops everything.
+        let system_policy = system::find(env)?;
         let mut p = Places { env, file: None };
         let config = p.config_file(flags)?;
         if let (Some(path), true) = (&config.path, config.found) {
@@ -290,6 +303,7 @@ impl Settings {
             )?,
             signing_key: p.get(SIGNING_KEY_ENV, "signing_key", &FILE, None)?,
             ssh_keygen: p.get(SSH_KEYGEN_ENV, "ssh_keygen", &FILE, None)?,
+            system_policy,
             policy: None,
         };
         if let Some(program) = &settings.ssh_keygen.value {
@@ -298,7 +312,14 @@ impl Settings {
                 SettingsError(format!("{SSH_KEYGEN_ENV} ({source}): {e}"))
             })?;
         }
-        settings.policy = policy(&settings.approvers, &settings.quorum)?;
+        if let Some(system) = &settings.system_policy {
+            settings.approvers = system::approvers(system, &settings.approvers)?;
+        }
+        settings.policy = policy(
+            &settings.approvers,
+            &settings.quorum,
+            settings.system_policy.as_ref(),
+        )?;
         Ok(settings)
     }
 
@@ -335,10 +356,13 @@ impl Settings {
     }
 }
 
-/// The policy of the approvers file and the quorum; none without approvers.
+/// The policy of the approvers file and the quorum; none without approvers. Under a system
+/// policy, its approvers (which must be unchangeable by this account) and its quorum table,
+/// to which the user's adds: where several patterns match, the largest number applies.
 fn policy(
     approvers: &Setting<Option<PathBuf>>,
     quorum: &Setting<Quorum>,
+    system: Option<&SystemPolicy>,
 ) -> Result<Option<Policy>, SettingsError> {
     let Some(path) = &approvers.value else {
         if quorum.value.is_empty() {
@@ -362,15 +386,30 @@ fn policy(
     if !metadata.is_file() {
         return Err(fail(&"is not a regular file"));
     }
-    check_owner(&metadata).map_err(|problem| fail(&problem))?;
+    match system {
+        Some(_) => system::unchangeable(path),
+        None => check_owner(&metadata),
+    }
+    .map_err(|problem| fail(&problem))?;
     let text = std::fs::read_to_string(path).map_err(|e| fail(&e))?;
-    let mut policy = Policy::from_allowed_signers(&text).map_err(|e| fail(&library(e)))?;
+    let trusted = Policy::from_allowed_signers(&text).map_err(|e| fail(&library(e)))?;
+    let mut policy = trusted.clone();
+    if let Some(system) = system {
+        let system_error = |e| system.error(&format_args!("quorum: {}", library(e)));
+        for (pattern, n) in &system.quorum {
+            policy = policy.require(pattern, *n).map_err(system_error)?;
+        }
+        // The system's table says what the operations it does not name need by itself.
+        policy.check_quorum_table().map_err(system_error)?;
+    }
     let quorum_error = |e| SettingsError(format!("quorum ({}): {}", quorum.source, library(e)));
+    let mut own = trusted;
     for (pattern, n) in &quorum.value {
         policy = policy.require(pattern, *n).map_err(quorum_error)?;
+        own = own.require(pattern, *n).map_err(quorum_error)?;
     }
     // A table says what the operations it does not name need, or nothing starts.
-    policy.check_quorum_table().map_err(quorum_error)?;
+    own.check_quorum_table().map_err(quorum_error)?;
     Ok(Some(policy))
 }
 
@@ -381,5 +420,7 @@ fn home(env: &dyn Fn(&str) -> Option<OsString>) -> Option<PathBuf> {
         .map(PathBuf::from)
 }
 
+#[cfg(test)]
+mod system_tests;
 #[cfg(test)]
 mod tests;

@@ -26,6 +26,7 @@ use super::args::{BindingArgs, ExecArgs};
 use super::output;
 use super::{Exit, Refusal, render};
 use crate::display::{escape, escape_truncated};
+use crate::settings::{SYSTEM_POLICY_ENV, SYSTEM_POLICY_PATH, Settings};
 use end::End;
 use forward::Forwarder;
 use program::resolve;
@@ -146,8 +147,20 @@ pub(crate) fn consume(
 }
 
 /// `exec`: wait if asked, check everything that can be checked for free, claim, run, record.
-pub(crate) fn exec(gate: &Gate, args: &ExecArgs) -> anyhow::Result<Exit> {
+pub(crate) fn exec(settings: &Settings, args: &ExecArgs) -> anyhow::Result<Exit> {
     let id = args.binding.id;
+    // Before the store is even opened: a policy the executor was told to expect is missing.
+    if args.require_policy && settings.system_policy.is_none() {
+        return Err(Refusal::new(
+            "policy_missing",
+            format!(
+                "--require-policy: no system policy is in force ({SYSTEM_POLICY_PATH} does not \
+                 exist, and {SYSTEM_POLICY_ENV} names no other); nothing was consumed"
+            ),
+        )
+        .into());
+    }
+    let gate = &settings.open()?;
     // Found before anything is spent: a typo in CMD must not use up the approval.
     let program = resolve(&args.command[0])?;
     // Read before any wait: a payload that cannot be bound is refused now, not in ten minutes.
