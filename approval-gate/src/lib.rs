@@ -90,6 +90,8 @@ mod rules;
 mod scan;
 #[cfg(feature = "schemars")]
 mod schema;
+#[cfg(feature = "settings")]
+pub mod settings;
 mod status;
 mod store;
 mod time;

@@ -370,11 +370,14 @@ Exit status: CMD's own, 128+N if a signal N ended it, else one of
   116  signatures refused: under an approvers policy, the approval is unsigned, has too few
        valid signatures, a bad one, or one by a key the policy does not trust
   117  not found, or archived
-  118  the approval was claimed but its claim or the start could not be made durable or
-       recorded: it is spent and CMD did not run
+  118  spent, CMD did not run: the approval was claimed, but its claim or the start could
+       not be made durable or recorded, CMD failed to start (such as a missing
+       interpreter of an interpreter), or a signal stopped exec before CMD started
+  119  spent, outcome unknown: CMD started and exec lost track of it
   125  exec failed: a bad command line, a payload it cannot read, a store or audit-log error
-  126  CMD could not be run (not executable, or it failed to start after the claim)
-  127  CMD not found (nothing was spent)
+       (nothing was spent)
+  126  CMD, or the interpreter its #! line names, is not executable (nothing was spent)
+  127  CMD, or the interpreter its #! line names, was not found (nothing was spent)
 Codes 110 to 127 can also be CMD's own: the message on stderr and the audit log tell which.";
 
 const CONFIG_HELP: &str = "\
@@ -395,6 +398,12 @@ Each setting comes from the first of: a flag, the environment, the config file, 
                 that signs (default /usr/bin/ssh-keygen; never one found through PATH)
 The config file is TOML: --config, else APPROVAL_GATE_CONFIG, else
 $XDG_CONFIG_HOME/approval-gate/config.toml, else ~/.config/approval-gate/config.toml.
+A system policy, /etc/approval-gate/policy.toml (or the file APPROVAL_GATE_SYSTEM_POLICY
+names, in the executor's own environment), holds `approvers` and a [quorum] table that no
+user setting can lower: when it exists, its approvers are the only ones (a user's other
+approvers file is an error) and a user's quorum can only raise its numbers. It, its
+approvers file and their directories must be owned by root or another account and not
+writable by group or others.
 An unknown key or a bad value anywhere is an error (exit 2), even one overridden. config
 reads the settings only: it opens and creates nothing.";
 
@@ -447,6 +456,11 @@ pub(crate) struct ExecArgs {
     /// With --wait: wait at most this long (such as 90s or 10m).
     #[arg(long, value_name = "DURATION", requires = "wait", value_parser = humantime::parse_duration)]
     pub(crate) timeout: Option<std::time::Duration>,
+    /// Refuse to run, spending nothing, unless a system policy is in force
+    /// (/etc/approval-gate/policy.toml, or the file APPROVAL_GATE_SYSTEM_POLICY names): one
+    /// the account running exec cannot change or remove.
+    #[arg(long)]
+    pub(crate) require_policy: bool,
     /// The command to run and its arguments (after `--`).
     #[arg(required = true, last = true, value_name = "CMD")]
     pub(crate) command: Vec<OsString>,

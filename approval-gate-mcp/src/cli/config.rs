@@ -8,7 +8,7 @@ use super::Exit;
 use super::output;
 use super::render;
 use crate::display::escape;
-use crate::settings::{Setting, Settings, Source};
+use crate::settings::{SYSTEM_POLICY_PATH, Setting, Settings, Source};
 
 pub(crate) fn config(settings: &Settings, json: bool) -> anyhow::Result<Exit> {
     let text = if json {
@@ -47,6 +47,14 @@ fn as_json(settings: &Settings) -> Value {
             &settings.ssh_keygen,
             json!(settings.signer().program().to_string_lossy()),
         ),
+        "systemPolicy": settings.system_policy.as_ref().map(|system| json!({
+            "path": system.path.to_string_lossy(),
+            "source": system.source.kind(),
+            "approvers": system.approvers.to_string_lossy(),
+            "quorum": Value::Object(
+                system.quorum.iter().map(|(p, n)| (p.clone(), json!(n))).collect(),
+            ),
+        })),
     })
 }
 
@@ -95,8 +103,16 @@ fn as_text(settings: &Settings) -> String {
         (Source::Default, false) => "default, not found".to_owned(),
         (source, _) => source.to_string(),
     };
+    let (system, system_source) = match &settings.system_policy {
+        Some(system) => (system.path.display().to_string(), system.source.to_string()),
+        None => (
+            SYSTEM_POLICY_PATH.to_owned(),
+            "default, not found".to_owned(),
+        ),
+    };
     let rows = [
         ("config", config, config_source),
+        ("system", system, system_source),
         (
             "store",
             settings.store.value.to_string(),

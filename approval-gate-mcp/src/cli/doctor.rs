@@ -9,8 +9,9 @@ use super::Exit;
 use super::output;
 use super::render;
 use crate::display::escape;
+use crate::settings::Settings;
 
-pub(crate) fn doctor(gate: &Gate, json: bool) -> anyhow::Result<Exit> {
+pub(crate) fn doctor(_settings: &Settings, gate: &Gate, json: bool) -> anyhow::Result<Exit> {
     let report = gate.check_health()?;
     let text = if json {
         render::json(&as_json(gate, &report))?

@@ -47,7 +47,7 @@ pub use args::Cli;
 use args::{AuditCommand, Command, DbCommand, PasskeyCommand};
 
 use crate::display::escape;
-use crate::settings::{Settings, SettingsError};
+use crate::settings::SettingsError;
 
 /// How a command ended; the process exit code is [`Exit::code`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -213,7 +213,7 @@ fn usage_error(error: &clap::Error, args: &[OsString]) -> Exit {
 fn dispatch(cli: Cli) -> anyhow::Result<Exit> {
     let Cli { settings, command } = cli;
     // A bad setting stops every command that uses the store, before anything is opened.
-    let settings = || Settings::resolve(&settings);
+    let settings = || settings.resolve();
     let open = || -> anyhow::Result<Gate> { Ok(settings()?.open()?) };
     match command {
         Command::List(args) => list::list(&open()?, &args),
@@ -234,7 +234,7 @@ fn dispatch(cli: Cli) -> anyhow::Result<Exit> {
         Command::Revoke { id, reason, json } => {
             decide::revoke(&open()?, id, &reason.join(" "), json)
         }
-        Command::Exec(args) => exec::exec(&open()?, &args),
+        Command::Exec(args) => exec::exec(&settings()?, &args),
         Command::Consume {
             binding,
             operation,
@@ -250,7 +250,10 @@ fn dispatch(cli: Cli) -> anyhow::Result<Exit> {
             audit::reanchor(&open()?, yes, json)
         }
         Command::Watch(args) => watch::watch(&open()?, &args),
-        Command::Doctor { json } => doctor::doctor(&open()?, json),
+        Command::Doctor { json } => {
+            let settings = settings()?;
+            doctor::doctor(&settings, &settings.open()?, json)
+        }
         Command::Config { json } => config::config(&settings()?, json),
         Command::Db(DbCommand::Init { json }) => db::init(&settings()?, json),
         Command::Serve(args) => crate::web::serve(&settings()?, &args),

@@ -69,7 +69,7 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use self::log::ClientLog;
 use self::server::Server;
 use self::transport::StrictTransport;
-use crate::settings::{Flags, Settings};
+use crate::settings::Flags;
 
 /// The environment variable that sets the log filter (`tracing` `EnvFilter` syntax, e.g.
 /// `debug` or `approval_gate_mcp=debug`); logs go to stderr, and only errors by default.
@@ -156,7 +156,7 @@ pub fn run(options: &Options) -> ExitCode {
     init_logging(&log);
     // The operator's settings, from this process's own flags, environment and config file;
     // no tool call can change them. A bad one is a usage error, and nothing is opened.
-    let settings = match Settings::resolve(&options.settings) {
+    let settings = match options.settings.resolve() {
         Ok(settings) => settings,
         Err(e) => {
             eprintln!("approval-gate-mcp: {e}");

@@ -15,31 +15,32 @@ use serde_json::Value;
 
 use crate::support::{Store, assert_exit, assert_success, json, stderr, stdout};
 
-const ACTION: &str = "send invoice 1042 to alice";
-const OP: &str = "smtp.send";
+pub(crate) const ACTION: &str = "send invoice 1042 to alice";
+pub(crate) const OP: &str = "smtp.send";
 /// As the agent filed it; the executor's copy below has other spacing and key order.
-const PAYLOAD: &str = r#"{"to":"alice@example.com","subject":"Invoice 1042","amount":12.5}"#;
+pub(crate) const PAYLOAD: &str =
+    r#"{"to":"alice@example.com","subject":"Invoice 1042","amount":12.5}"#;
 const CANONICAL: &str = r#"{"amount":12.5,"subject":"Invoice 1042","to":"alice@example.com"}"#;
 
 /// Records what it was given (stdin, the three variables) and appends a line to `runs`.
-const RECORDER: &str = r#"cat > "$OUT/stdin"
+pub(crate) const RECORDER: &str = r#"cat > "$OUT/stdin"
 printf '%s\n%s\n%s\n' "$APPROVAL_GATE_ID" "$APPROVAL_GATE_OPERATION" "${APPROVAL_GATE_PAYLOAD_DIGEST-unset}" > "$OUT/env"
 echo run >> "$OUT/runs""#;
 
-struct Exec {
-    store: Store,
-    out: PathBuf,
+pub(crate) struct Exec {
+    pub(crate) store: Store,
+    pub(crate) out: PathBuf,
 }
 
 impl Exec {
-    fn new() -> Self {
+    pub(crate) fn new() -> Self {
         let store = Store::new();
         let out = store.scratch().join("out");
         std::fs::create_dir(&out).unwrap();
         Self { store, out }
     }
 
-    fn file(&self, payload: &str) -> RequestId {
+    pub(crate) fn file(&self, payload: &str) -> RequestId {
         let ask = NewRequest::new(ACTION, "the invoice is due")
             .operation(OP)
             .payload(CanonicalPayload::from_json_text(payload).unwrap());
@@ -51,7 +52,7 @@ impl Exec {
             .id()
     }
 
-    fn approved(&self) -> RequestId {
+    pub(crate) fn approved(&self) -> RequestId {
         let id = self.file(PAYLOAD);
         self.store
             .gate()
@@ -61,7 +62,7 @@ impl Exec {
     }
 
     /// The executor's copy of the payload, in a file.
-    fn payload_file(&self, text: &str) -> PathBuf {
+    pub(crate) fn payload_file(&self, text: &str) -> PathBuf {
         let path = self.store.scratch().join("payload.json");
         std::fs::write(&path, text).unwrap();
         path
@@ -69,14 +70,14 @@ impl Exec {
 
     /// `approval-gate exec ID --operation OP --payload-file F -- sh -c SCRIPT`, F holding
     /// `payload`.
-    fn command(&self, id: RequestId, payload: &str, script: &str) -> Command {
+    pub(crate) fn command(&self, id: RequestId, payload: &str, script: &str) -> Command {
         self.payload_file(payload);
         self.argv(id, OP, &[], &["sh", "-c", script])
     }
 
     /// `approval-gate exec ID --operation OP --payload-file F FLAGS -- ARGV`, F holding the
     /// payload last written by [`Exec::payload_file`].
-    fn argv(&self, id: RequestId, op: &str, flags: &[&str], argv: &[&str]) -> Command {
+    pub(crate) fn argv(&self, id: RequestId, op: &str, flags: &[&str], argv: &[&str]) -> Command {
         let file = self.store.scratch().join("payload.json");
         let mut command = self
             .store
@@ -91,19 +92,19 @@ impl Exec {
         command
     }
 
-    fn run(&self, id: RequestId, payload: &str, script: &str) -> Output {
+    pub(crate) fn run(&self, id: RequestId, payload: &str, script: &str) -> Output {
         self.command(id, payload, script)
             .stdin(Stdio::null())
             .output()
             .unwrap()
     }
 
-    fn runs(&self) -> usize {
+    pub(crate) fn runs(&self) -> usize {
         std::fs::read_to_string(self.out.join("runs")).map_or(0, |t| t.lines().count())
     }
 
     /// The request's audit lines: event and details.
-    fn events(&self, id: RequestId) -> Vec<(AuditEvent, Value)> {
+    pub(crate) fn events(&self, id: RequestId) -> Vec<(AuditEvent, Value)> {
         self.store
             .gate()
             .audit_records()
@@ -114,7 +115,7 @@ impl Exec {
             .collect()
     }
 
-    fn finished(&self, id: RequestId) -> Value {
+    pub(crate) fn finished(&self, id: RequestId) -> Value {
         let finished: Vec<Value> = self
             .events(id)
             .into_iter()

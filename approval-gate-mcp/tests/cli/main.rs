@@ -5,6 +5,8 @@ mod damage;
 mod decide;
 mod display;
 mod exec;
+mod exec_policy;
+mod exec_spent;
 mod generate;
 mod json;
 #[cfg(not(feature = "postgres"))]

@@ -223,6 +223,7 @@ pub(crate) fn operator_settings_of_this_test_only(command: &mut Command, config_
         "APPROVAL_GATE_APPROVERS",
         "APPROVAL_GATE_QUORUM",
         "APPROVAL_GATE_SIGNING_KEY",
+        "APPROVAL_GATE_SYSTEM_POLICY",
     ] {
         command.env_remove(name);
     }
@@ -297,4 +298,26 @@ pub(crate) fn approve(command: Command) -> (i32, bool, String) {
         other => panic!("approve did not exit normally: {other:?}\n{printed}"),
     };
     (code, asked, printed)
+}
+
+/// `nobody`'s uid, and whether this process may act as it (`setpriv` needs root): tests of a
+/// second local account run only then, as in CI.
+pub(crate) fn nobody() -> Option<u32> {
+    if !rustix::process::geteuid().is_root() {
+        eprintln!("skipped: a second local account needs root (CI runs as root)");
+        return None;
+    }
+    let out = Command::new("id").args(["-u", "nobody"]).output().unwrap();
+    assert!(out.status.success(), "no user nobody");
+    Some(lossy(&out.stdout).trim().parse().unwrap())
+}
+
+/// `program` run as the account `nobody` (its own uid, gid and no groups), with this
+/// process's environment.
+pub(crate) fn as_nobody(program: impl AsRef<std::ffi::OsStr>) -> Command {
+    let mut command = Command::new("setpriv");
+    command
+        .args(["--reuid=nobody", "--regid=nogroup", "--clear-groups", "--"])
+        .arg(program);
+    command
 }

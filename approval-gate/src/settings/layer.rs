@@ -4,7 +4,7 @@
 use std::ffi::{OsStr, OsString};
 use std::path::PathBuf;
 
-use approval_gate::Location;
+use crate::Location;
 
 use super::read::Read;
 use super::{EMPTY_DIR, Setting, SettingsError, Source};

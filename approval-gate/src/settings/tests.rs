@@ -4,14 +4,14 @@ use std::path::Path;
 use super::*;
 
 /// An environment of its own, and a home with a config file in the default place.
-struct World {
+pub(super) struct World {
     _tmp: tempfile::TempDir,
-    home: PathBuf,
-    env: HashMap<String, OsString>,
+    pub(super) home: PathBuf,
+    pub(super) env: HashMap<String, OsString>,
 }
 
 impl World {
-    fn new() -> Self {
+    pub(super) fn new() -> Self {
         let tmp = tempfile::tempdir().unwrap();
         let home = tmp.path().join("home");
         std::fs::create_dir(&home).unwrap();
@@ -23,37 +23,37 @@ impl World {
         }
     }
 
-    fn default_config(&self) -> PathBuf {
+    pub(super) fn default_config(&self) -> PathBuf {
         self.home.join(".config/approval-gate/config.toml")
     }
 
-    fn write_config(&self, text: &str) -> PathBuf {
+    pub(super) fn write_config(&self, text: &str) -> PathBuf {
         let path = self.default_config();
         std::fs::create_dir_all(path.parent().unwrap()).unwrap();
         write(&path, text);
         path
     }
 
-    fn set(&mut self, name: &str, value: impl Into<OsString>) -> &mut Self {
+    pub(super) fn set(&mut self, name: &str, value: impl Into<OsString>) -> &mut Self {
         self.env.insert(name.to_owned(), value.into());
         self
     }
 
-    fn resolve(&self, flags: &Flags) -> Result<Settings, SettingsError> {
+    pub(super) fn resolve(&self, flags: &Flags) -> Result<Settings, SettingsError> {
         Settings::resolve_with(flags, &|name| self.env.get(name).cloned())
     }
 
-    fn settings(&self, flags: &Flags) -> Settings {
+    pub(super) fn settings(&self, flags: &Flags) -> Settings {
         self.resolve(flags).unwrap()
     }
 
-    fn error(&self, flags: &Flags) -> String {
+    pub(super) fn error(&self, flags: &Flags) -> String {
         self.resolve(flags).unwrap_err().to_string()
     }
 }
 
 /// Writes a config file only its owner can write, whatever the umask.
-fn write(path: &Path, text: &str) {
+pub(super) fn write(path: &Path, text: &str) {
     std::fs::write(path, text).unwrap();
     #[cfg(unix)]
     {
@@ -62,7 +62,7 @@ fn write(path: &Path, text: &str) {
     }
 }
 
-fn flags() -> Flags {
+pub(super) fn flags() -> Flags {
     Flags::default()
 }
 
@@ -360,7 +360,7 @@ fn the_signer_is_an_absolute_path_never_one_found_through_path() {
     assert!(world.error(&flags()).contains("is relative"));
 }
 
-const KEY: &str =
+pub(super) const KEY: &str =
     "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIHnZwmXVt3qbW0f6C3lbYqQ7Y1E9ifmZhhiCphQ2YUlz";
 
 #[test]
@@ -590,16 +590,13 @@ fn the_settings_open_a_gate_with_their_limits() {
     let gate = world.settings(&flags()).open().unwrap();
     assert_eq!(gate.location(), &Location::Dir(store));
     assert_eq!(gate.limits().max_pending, 1);
-    let ask = || approval_gate::NewRequest::new("one", "the test needs it");
+    let ask = || crate::NewRequest::new("one", "the test needs it");
     let filed = gate.request_approval(ask()).unwrap().request;
     let ttl = filed.created_at().millis_until(filed.expires_at());
     assert_eq!(ttl, 15 * 60 * 1000);
-    let second = gate.request_approval(approval_gate::NewRequest::new("two", "again"));
+    let second = gate.request_approval(crate::NewRequest::new("two", "again"));
     assert!(
-        matches!(
-            second,
-            Err(approval_gate::Error::QueueFull { limit: 1, .. })
-        ),
+        matches!(second, Err(crate::Error::QueueFull { limit: 1, .. })),
         "{second:?}"
     );
 }

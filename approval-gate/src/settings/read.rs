@@ -5,8 +5,8 @@ use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use approval_gate::Location;
-use approval_gate::limits::{MAX_QUORUM, MAX_TTL, MIN_TTL};
+use crate::Location;
+use crate::limits::{MAX_QUORUM, MAX_TTL, MIN_TTL};
 
 /// Operation patterns and the distinct approvers each needs, in the order given.
 pub(super) type Quorum = Vec<(String, u32)>;
@@ -143,9 +143,9 @@ fn quorum_number(pattern: &str, text: &str) -> Result<u32, String> {
 }
 
 /// The library's problem, without the field name it was given.
-pub(super) fn library(error: approval_gate::Error) -> String {
+pub(super) fn library(error: crate::Error) -> String {
     match error {
-        approval_gate::Error::InvalidInput { problem, .. } => problem,
+        crate::Error::InvalidInput { problem, .. } => problem,
         other => other.to_string(),
     }
 }

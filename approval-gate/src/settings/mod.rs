@@ -1,4 +1,9 @@
-//! The operator's settings: which store the binaries open, and the limits it enforces.
+//! The operator's settings (feature `settings`): which store a front end opens, and the
+//! limits and policy it enforces.
+//!
+//! One resolution for every front end: the `approval-gate` CLI, its web page and `exec`, the
+//! `approval-gate-mcp` server and the Python package all call [`Settings::resolve`], so the
+//! same environment and config file give each of them the same store, limits and policy.
 //!
 //! Limits and the default time to live are the operator's, never the agent's: both
 //! binaries read them here, once, from their own command line, environment and config file,
@@ -49,8 +54,8 @@ use std::fmt;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use approval_gate::limits::{DEFAULT_MAX_PENDING, DEFAULT_MAX_REQUESTS, DEFAULT_TTL};
-use approval_gate::{Gate, Limits, Location, Policy};
+use crate::limits::{DEFAULT_MAX_PENDING, DEFAULT_MAX_REQUESTS, DEFAULT_TTL};
+use crate::{Gate, Limits, Location, Policy};
 
 use file::{check_owner, read_file};
 use layer::{Places, flag, resolve, store_dir};
@@ -59,128 +64,89 @@ use read::{COUNT, FILE, LOCATION, QUORUM, Quorum, TTL, library};
 mod file;
 mod layer;
 mod read;
+mod system;
+
+pub use system::{SYSTEM_POLICY_ENV, SYSTEM_POLICY_PATH, SystemPolicy};
 
 /// The store, as `--store` reads it: a directory, a `file:` URL or a `postgres://` URL.
-pub(crate) const STORE_ENV: &str = "APPROVAL_GATE_STORE";
+pub const STORE_ENV: &str = "APPROVAL_GATE_STORE";
 /// The store directory; `APPROVAL_GATE_STORE` wins when both are set.
-pub(crate) const DIR_ENV: &str = "APPROVAL_GATE_DIR";
+pub const DIR_ENV: &str = "APPROVAL_GATE_DIR";
 /// The config file, instead of the default one.
-pub(crate) const CONFIG_ENV: &str = "APPROVAL_GATE_CONFIG";
+pub const CONFIG_ENV: &str = "APPROVAL_GATE_CONFIG";
 /// The cap of the pending queue.
-pub(crate) const MAX_PENDING_ENV: &str = "APPROVAL_GATE_MAX_PENDING";
+pub const MAX_PENDING_ENV: &str = "APPROVAL_GATE_MAX_PENDING";
 /// The cap of the requests kept in the live store.
-pub(crate) const MAX_REQUESTS_ENV: &str = "APPROVAL_GATE_MAX_REQUESTS";
+pub const MAX_REQUESTS_ENV: &str = "APPROVAL_GATE_MAX_REQUESTS";
 /// The time to live of a request that does not say, such as `30m`.
-pub(crate) const DEFAULT_TTL_ENV: &str = "APPROVAL_GATE_DEFAULT_TTL";
+pub const DEFAULT_TTL_ENV: &str = "APPROVAL_GATE_DEFAULT_TTL";
 /// The trusted approvers: an OpenSSH `allowed_signers` file.
-pub(crate) const APPROVERS_ENV: &str = "APPROVAL_GATE_APPROVERS";
+pub const APPROVERS_ENV: &str = "APPROVAL_GATE_APPROVERS";
 /// The quorum table, such as `payments.*=2,deploy.*=3`.
-pub(crate) const QUORUM_ENV: &str = "APPROVAL_GATE_QUORUM";
+pub const QUORUM_ENV: &str = "APPROVAL_GATE_QUORUM";
 /// The key `approve` signs with (a private key, or the `.pub` of a key in ssh-agent).
-pub(crate) const SIGNING_KEY_ENV: &str = "APPROVAL_GATE_SIGNING_KEY";
+pub const SIGNING_KEY_ENV: &str = "APPROVAL_GATE_SIGNING_KEY";
 /// The `ssh-keygen` that signs, by absolute path: never one found through `PATH`.
-pub(crate) const SSH_KEYGEN_ENV: &str = "APPROVAL_GATE_SSH_KEYGEN";
+pub const SSH_KEYGEN_ENV: &str = "APPROVAL_GATE_SSH_KEYGEN";
 
 /// Why an empty store directory is refused, and what to do instead.
-pub(crate) const EMPTY_DIR: &str = "the store directory is empty (from --dir or \
+pub const EMPTY_DIR: &str = "the store directory is empty (from --dir or \
     APPROVAL_GATE_DIR); give a directory, or unset APPROVAL_GATE_DIR and leave out --dir to use \
     ~/.approval-gate";
 
-/// The flags both binaries take. The help text is given as attributes: it is terminal text,
-/// not rustdoc.
-#[derive(Debug, Clone, Default, clap::Args)]
-pub(crate) struct Flags {
-    #[arg(
-        long,
-        global = true,
-        value_name = "STORE",
-        conflicts_with = "dir",
-        help = "The approval store: a directory, a file: URL or a postgres:// URL \
-                [default: $APPROVAL_GATE_STORE, else $APPROVAL_GATE_DIR, else `store` in the \
-                config file, else ~/.approval-gate]"
-    )]
-    pub(crate) store: Option<String>,
-
-    #[arg(
-        long,
-        global = true,
-        value_name = "DIR",
-        value_hint = clap::ValueHint::DirPath,
-        value_parser = path_allowing_empty(),
-        help = "The store directory (--store with a plain path)"
-    )]
-    pub(crate) dir: Option<PathBuf>,
-
-    #[arg(
-        long,
-        global = true,
-        value_name = "FILE",
-        value_hint = clap::ValueHint::FilePath,
-        value_parser = path_allowing_empty(),
-        help = "The operator's config file [default: $APPROVAL_GATE_CONFIG, else \
-                $XDG_CONFIG_HOME/approval-gate/config.toml, else \
-                ~/.config/approval-gate/config.toml]"
-    )]
-    pub(crate) config: Option<PathBuf>,
-
-    #[arg(
-        long,
-        global = true,
-        value_name = "FILE",
-        value_hint = clap::ValueHint::FilePath,
-        value_parser = path_allowing_empty(),
-        help = "The trusted approvers: an OpenSSH allowed_signers file; approvals must then be \
-                signed [default: $APPROVAL_GATE_APPROVERS, else `approvers` in the config file]"
-    )]
-    pub(crate) approvers: Option<PathBuf>,
-
-    #[arg(
-        long,
-        global = true,
-        value_name = "PATTERN=N,...",
-        help = "How many distinct approvers operations need, such as \
-                'payments.*=2,deploy.*=3,*=1' (a `*` entry is required; needs approvers) \
-                [default: $APPROVAL_GATE_QUORUM, else [quorum] in the config file, else 1]"
-    )]
-    pub(crate) quorum: Option<String>,
-}
-
-/// A path, the empty one included: it is refused when the settings are resolved, with the
-/// reason, rather than by clap with a generic "a value is required".
-fn path_allowing_empty() -> impl clap::builder::TypedValueParser<Value = PathBuf> {
-    use clap::builder::TypedValueParser as _;
-    clap::builder::OsStringValueParser::new().map(PathBuf::from)
+/// The settings a front end's command line gives, highest of the layers: each is `None`
+/// when not given. An empty value is refused when the settings are resolved, with the reason.
+///
+/// A command-line front end fills it from its own flags (`approval-gate-mcp` from clap); a
+/// library front end, such as the Python package, from its own arguments or not at all.
+#[derive(Debug, Clone, Default)]
+pub struct Flags {
+    /// `--store`: a directory, a `file:` URL or a `postgres://` URL.
+    pub store: Option<String>,
+    /// `--dir`: the store directory (`--store` with a plain path).
+    pub dir: Option<PathBuf>,
+    /// `--config`: the operator's config file, instead of the default one.
+    pub config: Option<PathBuf>,
+    /// `--approvers`: the trusted approvers, an OpenSSH `allowed_signers` file.
+    pub approvers: Option<PathBuf>,
+    /// `--quorum`: how many distinct approvers operations need, such as `payments.*=2,*=1`.
+    pub quorum: Option<String>,
 }
 
 /// Where a setting came from.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum Source {
+pub enum Source {
     /// A command-line flag, such as `--store`.
     Flag(&'static str),
     /// An environment variable.
     Env(&'static str),
     /// The config file at this path.
     File(PathBuf),
+    /// The system policy file at this path, which no user setting overrides.
+    System(PathBuf),
     /// Nothing set it.
     Default,
 }
 
 impl Source {
-    /// `flag`, `env`, `file` or `default`.
-    pub(crate) fn kind(&self) -> &'static str {
+    /// `flag`, `env`, `file`, `system` or `default`.
+    #[must_use]
+    pub fn kind(&self) -> &'static str {
         match self {
             Self::Flag(_) => "flag",
             Self::Env(_) => "env",
             Self::File(_) => "file",
+            Self::System(_) => "system",
             Self::Default => "default",
         }
     }
 
     /// The flag, variable or file; `None` for a default.
-    pub(crate) fn name(&self) -> Option<String> {
+    #[must_use]
+    pub fn name(&self) -> Option<String> {
         match self {
             Self::Flag(name) | Self::Env(name) => Some((*name).to_owned()),
-            Self::File(path) => Some(path.to_string_lossy().into_owned()),
+            Self::File(path) | Self::System(path) => Some(path.to_string_lossy().into_owned()),
             Self::Default => None,
         }
     }
@@ -191,6 +157,7 @@ impl Source {
         SettingsError(match self {
             Self::Flag(name) | Self::Env(name) => format!("{name}: {problem}"),
             Self::File(path) => format!("config file {}: {problem}", path.display()),
+            Self::System(path) => format!("system policy {}: {problem}", path.display()),
             Self::Default => problem.to_string(),
         })
     }
@@ -207,9 +174,11 @@ impl fmt::Display for Source {
 
 /// A setting's value and where it came from.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Setting<T> {
-    pub(crate) value: T,
-    pub(crate) source: Source,
+pub struct Setting<T> {
+    /// The value in force.
+    pub value: T,
+    /// Where it came from.
+    pub source: Source,
 }
 
 impl<T> Setting<T> {
@@ -220,38 +189,47 @@ impl<T> Setting<T> {
 
 /// Which config file was read.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct ConfigFile {
+pub struct ConfigFile {
     /// `None` when there is no home directory to look in.
-    pub(crate) path: Option<PathBuf>,
+    pub path: Option<PathBuf>,
     /// `--config`, `APPROVAL_GATE_CONFIG` or the default.
-    pub(crate) source: Source,
+    pub source: Source,
     /// Whether the file exists (only the default one may be missing).
-    pub(crate) found: bool,
+    pub found: bool,
 }
 
 /// Every effective setting, each with its source.
 #[derive(Debug, Clone)]
-pub(crate) struct Settings {
-    pub(crate) config: ConfigFile,
-    pub(crate) store: Setting<Location>,
-    pub(crate) max_pending: Setting<usize>,
-    pub(crate) max_requests: Setting<usize>,
-    pub(crate) default_ttl: Setting<Duration>,
+pub struct Settings {
+    /// The config file that was read, or looked for.
+    pub config: ConfigFile,
+    /// The store to open.
+    pub store: Setting<Location>,
+    /// The cap of the pending queue.
+    pub max_pending: Setting<usize>,
+    /// The cap of the requests kept in the live store.
+    pub max_requests: Setting<usize>,
+    /// The time to live of a request that does not say.
+    pub default_ttl: Setting<Duration>,
     /// The `allowed_signers` file, if any.
-    pub(crate) approvers: Setting<Option<PathBuf>>,
+    pub approvers: Setting<Option<PathBuf>>,
     /// Operation patterns and the distinct approvers each needs, in the order given.
-    pub(crate) quorum: Setting<Vec<(String, u32)>>,
+    pub quorum: Setting<Vec<(String, u32)>>,
     /// The key `approve` signs with, unless `--key` names another.
-    pub(crate) signing_key: Setting<Option<PathBuf>>,
+    pub signing_key: Setting<Option<PathBuf>>,
     /// The `ssh-keygen` that signs: an absolute path, the system's unless set.
-    pub(crate) ssh_keygen: Setting<Option<PathBuf>>,
-    /// The policy the approvers and the quorum make, read and checked when resolving.
-    pub(crate) policy: Option<Policy>,
+    pub ssh_keygen: Setting<Option<PathBuf>>,
+    /// The system policy in force, if any: its approvers are [`approvers`](Self::approvers),
+    /// and its quorum table is added to [`quorum`](Self::quorum)'s in [`policy`](Self::policy).
+    pub system_policy: Option<SystemPolicy>,
+    /// The policy the approvers and the quorum make (the system policy's, raised by the
+    /// user's quorum), read and checked when resolving.
+    pub policy: Option<Policy>,
 }
 
 /// A setting that cannot be used: a usage error, and nothing was opened.
 #[derive(Debug)]
-pub(crate) struct SettingsError(String);
+pub struct SettingsError(String);
 
 impl fmt::Display for SettingsError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -263,16 +241,18 @@ impl std::error::Error for SettingsError {}
 
 impl Settings {
     /// The settings from `flags`, this process's environment and the config file.
-    pub(crate) fn resolve(flags: &Flags) -> Result<Self, SettingsError> {
+    pub fn resolve(flags: &Flags) -> Result<Self, SettingsError> {
         Self::resolve_with(flags, &|name| std::env::var_os(name))
     }
 
     /// The settings from `flags`, the environment `env` gives, and the config file: each one
     /// from its layers, highest first, else its default.
-    fn resolve_with(
+    pub fn resolve_with(
         flags: &Flags,
         env: &dyn Fn(&str) -> Option<OsString>,
     ) -> Result<Self, SettingsError> {
+        // First: a system policy that is in force but unusable stops everything.
+        let system_policy = system::find(env)?;
         let mut p = Places { env, file: None };
         let config = p.config_file(flags)?;
         if let (Some(path), true) = (&config.path, config.found) {
@@ -323,30 +303,40 @@ impl Settings {
             )?,
             signing_key: p.get(SIGNING_KEY_ENV, "signing_key", &FILE, None)?,
             ssh_keygen: p.get(SSH_KEYGEN_ENV, "ssh_keygen", &FILE, None)?,
+            system_policy,
             policy: None,
         };
         if let Some(program) = &settings.ssh_keygen.value {
-            approval_gate::SshKeygen::at(program).map_err(|e| {
+            crate::SshKeygen::at(program).map_err(|e| {
                 let source = &settings.ssh_keygen.source;
                 SettingsError(format!("{SSH_KEYGEN_ENV} ({source}): {e}"))
             })?;
         }
-        settings.policy = policy(&settings.approvers, &settings.quorum)?;
+        if let Some(system) = &settings.system_policy {
+            settings.approvers = system::approvers(system, &settings.approvers)?;
+        }
+        settings.policy = policy(
+            &settings.approvers,
+            &settings.quorum,
+            settings.system_policy.as_ref(),
+        )?;
         Ok(settings)
     }
 
     /// The `ssh-keygen` that signs approvals: the configured absolute path, else the
     /// system's. Never one found through `PATH`.
-    pub(crate) fn signer(&self) -> approval_gate::SshKeygen {
+    #[must_use]
+    pub fn signer(&self) -> crate::SshKeygen {
         self.ssh_keygen
             .value
             .as_ref()
-            .and_then(|program| approval_gate::SshKeygen::at(program).ok())
+            .and_then(|program| crate::SshKeygen::at(program).ok())
             .unwrap_or_default()
     }
 
     /// The limits the gate enforces.
-    pub(crate) fn limits(&self) -> Limits {
+    #[must_use]
+    pub fn limits(&self) -> Limits {
         Limits::default()
             .max_pending(self.max_pending.value)
             .max_requests(self.max_requests.value)
@@ -354,7 +344,7 @@ impl Settings {
     }
 
     /// Opens (and, for a directory store, creates) the store with these limits.
-    pub(crate) fn open(&self) -> Result<Gate, approval_gate::Error> {
+    pub fn open(&self) -> Result<Gate, crate::Error> {
         let builder = Gate::builder()
             .store(self.store.value.clone())
             .limits(self.limits());
@@ -366,10 +356,13 @@ impl Settings {
     }
 }
 
-/// The policy of the approvers file and the quorum; none without approvers.
+/// The policy of the approvers file and the quorum; none without approvers. Under a system
+/// policy, its approvers (which must be unchangeable by this account) and its quorum table,
+/// to which the user's adds: where several patterns match, the largest number applies.
 fn policy(
     approvers: &Setting<Option<PathBuf>>,
     quorum: &Setting<Quorum>,
+    system: Option<&SystemPolicy>,
 ) -> Result<Option<Policy>, SettingsError> {
     let Some(path) = &approvers.value else {
         if quorum.value.is_empty() {
@@ -393,15 +386,30 @@ fn policy(
     if !metadata.is_file() {
         return Err(fail(&"is not a regular file"));
     }
-    check_owner(&metadata).map_err(|problem| fail(&problem))?;
+    match system {
+        Some(_) => system::unchangeable(path),
+        None => check_owner(&metadata),
+    }
+    .map_err(|problem| fail(&problem))?;
     let text = std::fs::read_to_string(path).map_err(|e| fail(&e))?;
-    let mut policy = Policy::from_allowed_signers(&text).map_err(|e| fail(&library(e)))?;
+    let trusted = Policy::from_allowed_signers(&text).map_err(|e| fail(&library(e)))?;
+    let mut policy = trusted.clone();
+    if let Some(system) = system {
+        let system_error = |e| system.error(&format_args!("quorum: {}", library(e)));
+        for (pattern, n) in &system.quorum {
+            policy = policy.require(pattern, *n).map_err(system_error)?;
+        }
+        // The system's table says what the operations it does not name need by itself.
+        policy.check_quorum_table().map_err(system_error)?;
+    }
     let quorum_error = |e| SettingsError(format!("quorum ({}): {}", quorum.source, library(e)));
+    let mut own = trusted;
     for (pattern, n) in &quorum.value {
         policy = policy.require(pattern, *n).map_err(quorum_error)?;
+        own = own.require(pattern, *n).map_err(quorum_error)?;
     }
     // A table says what the operations it does not name need, or nothing starts.
-    policy.check_quorum_table().map_err(quorum_error)?;
+    own.check_quorum_table().map_err(quorum_error)?;
     Ok(Some(policy))
 }
 
@@ -412,5 +420,7 @@ fn home(env: &dyn Fn(&str) -> Option<OsString>) -> Option<PathBuf> {
         .map(PathBuf::from)
 }
 
+#[cfg(test)]
+mod system_tests;
 #[cfg(test)]
 mod tests;

@@ -28,7 +28,7 @@ const KEYS: [(&str, &dyn CheckFile); 8] = [
 ];
 
 /// A key's check, for [`KEYS`].
-trait CheckFile {
+pub(super) trait CheckFile {
     /// Reads `value` only to check it.
     fn check(&self, value: &toml::Value) -> Result<(), String>;
 }
@@ -52,12 +52,23 @@ pub(super) fn default_config_path(env: &dyn Fn(&str) -> Option<OsString>) -> Opt
 /// The config file's table, each key known and its value checked.
 pub(super) fn read_file(path: &Path) -> Result<toml::Table, SettingsError> {
     let fail = |problem: &dyn fmt::Display| Source::File(path.to_owned()).error(problem);
+    read_table(path, &KEYS, &|metadata| check_owner(metadata), &fail)
+}
+
+/// A TOML file's table, after `check` of its metadata, each key one of `keys` and its value
+/// checked; every problem through `fail`, which says which file it is.
+pub(super) fn read_table(
+    path: &Path,
+    keys: &[(&str, &dyn CheckFile)],
+    check: &dyn Fn(&std::fs::Metadata) -> Result<(), String>,
+    fail: &dyn Fn(&dyn fmt::Display) -> SettingsError,
+) -> Result<toml::Table, SettingsError> {
     let file = std::fs::File::open(path).map_err(|e| fail(&e))?;
     let metadata = file.metadata().map_err(|e| fail(&e))?;
     if !metadata.is_file() {
         return Err(fail(&"is not a regular file"));
     }
-    check_owner(&metadata).map_err(|problem| fail(&problem))?;
+    check(&metadata).map_err(|problem| fail(&problem))?;
     let mut text = String::new();
     file.take(MAX_CONFIG_BYTES + 1)
         .read_to_string(&mut text)
@@ -78,9 +89,10 @@ pub(super) fn read_file(path: &Path) -> Result<toml::Table, SettingsError> {
         }
     })?;
     for (key, value) in &table {
-        let Some((_, read)) = KEYS.iter().find(|(known, _)| key == known) else {
-            let keys = KEYS.map(|(key, _)| key).join(", ");
-            return Err(fail(&format!("unknown key {key:?}: the keys are {keys}")));
+        let Some((_, read)) = keys.iter().find(|(known, _)| key == known) else {
+            let known: Vec<&str> = keys.iter().map(|(key, _)| *key).collect();
+            let known = known.join(", ");
+            return Err(fail(&format!("unknown key {key:?}: the keys are {known}")));
         };
         read.check(value)
             .map_err(|problem| fail(&format!("{key}: {problem}")))?;
