@@ -3,9 +3,10 @@
 use std::fmt;
 use std::path::PathBuf;
 
+use approval_gate::settings::{Flags, Settings};
 use approval_gate::{
-    Binding, Decision, Error, Gate, Grant, Limits, Location, NewRequest, PayloadError, Policy,
-    RequestId, StatusReport, Waited,
+    Binding, Decision, Error, Gate, Grant, Location, NewRequest, PayloadError, RequestId,
+    StatusReport, Waited,
 };
 use pyo3::prelude::*;
 use pyo3::types::PyString;
@@ -106,10 +107,12 @@ impl PyGate {
 
 #[pymethods]
 impl PyGate {
-    /// Opens a store: a directory (a path, or a `file:` URL) or a `postgres://` URL; `None`
-    /// for the default (`APPROVAL_GATE_STORE`, else `APPROVAL_GATE_DIR`, else
-    /// `~/.approval-gate`). `approvers` is an OpenSSH `allowed_signers` file and `quorum` a
-    /// list of `(operation pattern, approvals)`: together the library's `Policy`.
+    /// Opens a store with the operator's settings, resolved by the library's `settings` as
+    /// every front end resolves them (the CLI, `exec`, the MCP server): `store`, `approvers`
+    /// and `quorum` are the layer of the CLI's `--store` (`--dir` for a path object),
+    /// `--approvers` and `--quorum`; then the environment, the config file and the system
+    /// policy, which nothing here can lower. `default_ttl`, `max_pending` and `max_requests`,
+    /// when given, replace the resolved limits.
     #[staticmethod]
     #[allow(clippy::too_many_arguments)] // Python's keyword arguments, one each
     #[pyo3(signature = (store=None, *, approvers=None, quorum=None, default_ttl=None, max_pending=None, max_requests=None))]
@@ -117,19 +120,31 @@ impl PyGate {
         py: Python<'_>,
         store: Option<&Bound<'_, PyAny>>,
         approvers: Option<PathBuf>,
-        quorum: Option<Vec<(String, u32)>>,
+        quorum: Option<String>,
         default_ttl: Option<f64>,
         max_pending: Option<usize>,
         max_requests: Option<usize>,
     ) -> PyResult<Self> {
-        let location = match store {
-            None => None,
-            Some(store) if store.is_instance_of::<PyString>() => {
-                Some(Location::parse(&store.extract::<String>()?).map_err(|e| to_py(py, &e))?)
-            }
-            Some(store) => Some(Location::Dir(store.extract::<PathBuf>()?)),
+        let mut flags = Flags {
+            approvers,
+            quorum,
+            ..Flags::default()
         };
-        let mut limits = Limits::default();
+        match store {
+            None => {}
+            Some(store) if store.is_instance_of::<PyString>() => {
+                flags.store = Some(store.extract::<String>()?);
+            }
+            Some(store) => flags.dir = Some(store.extract::<PathBuf>()?),
+        }
+        let settings = py.detach(|| Settings::resolve(&flags)).map_err(|e| {
+            let refusal = Error::InvalidInput {
+                field: "settings",
+                problem: e.to_string(),
+            };
+            to_py(py, &refusal)
+        })?;
+        let mut limits = settings.limits();
         if let Some(ttl) = default_ttl {
             limits = limits.default_ttl(seconds("default_ttl", ttl)?);
         }
@@ -139,40 +154,13 @@ impl PyGate {
         if let Some(max) = max_requests {
             limits = limits.max_requests(max);
         }
-        let policy = match (approvers, quorum) {
-            (None, None) => None,
-            (None, Some(_)) => {
-                return Err(to_py(
-                    py,
-                    &Error::InvalidInput {
-                        field: "quorum",
-                        problem: "a quorum needs trusted approvers to count: give approvers, an \
-                                  OpenSSH allowed_signers file"
-                            .into(),
-                    },
-                ));
-            }
-            (Some(path), quorum) => {
-                let mut policy = Policy::load_allowed_signers(path).map_err(|e| to_py(py, &e))?;
-                for (pattern, approvals) in quorum.unwrap_or_default() {
-                    policy = policy
-                        .require(&pattern, approvals)
-                        .map_err(|e| to_py(py, &e))?;
-                }
-                // A table without `*` is refused, never completed with a silent one.
-                policy.check_quorum_table().map_err(|e| to_py(py, &e))?;
-                Some(policy)
-            }
-        };
         let opened = py.detach(move || {
-            let mut builder = Gate::builder().limits(limits);
-            if let Some(location) = location {
-                builder = builder.store(location);
+            let builder = Gate::builder().store(settings.store.value).limits(limits);
+            match settings.policy {
+                Some(policy) => builder.policy(policy),
+                None => builder,
             }
-            if let Some(policy) = policy {
-                builder = builder.policy(policy);
-            }
-            builder.open()
+            .open()
         });
         opened.map(|gate| Self { gate }).map_err(|e| to_py(py, &e))
     }

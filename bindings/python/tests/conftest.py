@@ -20,6 +20,32 @@ if HERE not in sys.path:
     sys.path.insert(0, HERE)
 
 
+# The operator's settings the library reads (issue 37, 15): none of this machine's or user's
+# may reach a test, and no test may open the real `~/.approval-gate`.
+SETTINGS_ENV = [
+    "APPROVAL_GATE_STORE",
+    "APPROVAL_GATE_DIR",
+    "APPROVAL_GATE_CONFIG",
+    "APPROVAL_GATE_APPROVERS",
+    "APPROVAL_GATE_QUORUM",
+    "APPROVAL_GATE_MAX_PENDING",
+    "APPROVAL_GATE_MAX_REQUESTS",
+    "APPROVAL_GATE_DEFAULT_TTL",
+    "APPROVAL_GATE_SIGNING_KEY",
+    "APPROVAL_GATE_SSH_KEYGEN",
+    "APPROVAL_GATE_SYSTEM_POLICY",
+]
+
+
+@pytest.fixture(autouse=True)
+def _own_settings(tmp_path_factory, monkeypatch):
+    home = tmp_path_factory.mktemp("home")
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(home / ".config"))
+    for name in SETTINGS_ENV:
+        monkeypatch.delenv(name, raising=False)
+
+
 @pytest.fixture
 def store(tmp_path) -> str:
     return str(tmp_path / "approvals")

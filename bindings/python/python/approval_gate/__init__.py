@@ -156,20 +156,19 @@ class Submitted:
     status: Status
 
 
-def _quorum(quorum: Union[None, str, Mapping[str, int], Iterable[Tuple[str, int]]]) -> Optional[List[Tuple[str, int]]]:
-    if quorum is None:
-        return None
-    if isinstance(quorum, str):
-        pairs = []
-        for item in quorum.split(","):
-            pattern, sep, number = item.partition("=")
-            if not sep or not number.strip().isdigit():
-                raise InvalidInput(f"invalid quorum: {item!r}: expected PATTERN=N, such as payments.*=2")
-            pairs.append((pattern.strip(), int(number)))
-        return pairs
-    if isinstance(quorum, Mapping):
-        return [(str(k), int(v)) for k, v in quorum.items()]
-    return [(str(k), int(v)) for k, v in quorum]
+def _quorum(quorum: Union[None, str, Mapping[str, int], Iterable[Tuple[str, int]]]) -> Optional[str]:
+    """The quorum as the binaries' text (``payments.*=2,*=1``), which the library's settings
+    read as they read ``--quorum``."""
+    if quorum is None or isinstance(quorum, str):
+        return quorum
+    pairs = quorum.items() if isinstance(quorum, Mapping) else quorum
+    items = []
+    for pattern, number in pairs:
+        pattern = str(pattern)
+        if "," in pattern or "=" in pattern:
+            raise InvalidInput(f"invalid quorum: {pattern!r}: an operation pattern has no ',' or '='")
+        items.append(f"{pattern}={int(number)}")
+    return ",".join(items)
 
 
 class Gate:
@@ -197,22 +196,34 @@ class Gate:
         max_pending: Optional[int] = None,
         max_requests: Optional[int] = None,
     ) -> "Gate":
-        """Opens a store and recovers it after any crash.
+        """Opens a store with the operator's settings and recovers it after any crash.
+
+        The settings are resolved by the Rust library exactly as the binaries resolve them
+        (``approval-gate``, ``exec``, the MCP server): each from the first of these that gives
+        it: the arguments here (as the CLI's flags), the environment (``APPROVAL_GATE_STORE``,
+        ``APPROVAL_GATE_DIR``, ``APPROVAL_GATE_APPROVERS``, ``APPROVAL_GATE_QUORUM``, ...), the
+        config file (``APPROVAL_GATE_CONFIG``, else ``~/.config/approval-gate/config.toml``),
+        else the defaults. A system policy (``/etc/approval-gate/policy.toml``) holds whatever
+        they say: its approvers cannot be replaced, its quorum only raised. So a Python executor
+        enforces the policy ``approval-gate exec`` enforces. A setting that cannot be used
+        raises :class:`InvalidInput` and opens nothing.
 
         Args:
-            store: a directory (a path, or a ``file:`` URL), or a ``postgres://`` URL. By
-                default ``APPROVAL_GATE_STORE``, else ``APPROVAL_GATE_DIR``, else
-                ``~/.approval-gate``, as the binaries read them.
-            approvers: an OpenSSH ``allowed_signers`` file. With it the gate holds a policy:
-                an approval counts only with signatures by these keys, verified in this
-                process at every consume.
-            quorum: how many distinct approvers operations need, as
+            store: a directory (a path, or a ``file:`` URL), or a ``postgres://`` URL (the
+                CLI's ``--store``; a path object is ``--dir``). By default the settings' store
+                (``~/.approval-gate`` when nothing names one).
+            approvers: an OpenSSH ``allowed_signers`` file (``--approvers``). With approvers
+                the gate holds a policy: an approval counts only with signatures by these
+                keys, verified in this process at every consume.
+            quorum: how many distinct approvers operations need (``--quorum``), as
                 ``{"payments.*": 2, "*": 1}``, pairs, or the binaries' text
                 ``"payments.*=2,*=1"``. A table must say what every other operation needs
-                with a ``*`` entry (refused otherwise). Needs ``approvers``.
-            default_ttl: seconds a request lives unless it asks for less (10 s to 7 days).
-            max_pending: the cap of the pending queue.
-            max_requests: the cap of the requests kept in the live store.
+                with a ``*`` entry (refused otherwise). Needs approvers.
+            default_ttl: seconds a request lives unless it asks for less (10 s to 7 days),
+                instead of the settings'.
+            max_pending: the cap of the pending queue, instead of the settings'.
+            max_requests: the cap of the requests kept in the live store, instead of the
+                settings'.
         """
         return cls(
             _native.Gate.open(

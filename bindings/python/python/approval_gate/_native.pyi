@@ -1,7 +1,7 @@
 """Type stubs of the extension module (the Rust side of the binding). Use the `approval_gate`
 package's API; this module is its implementation."""
 
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, TypeVar, Union
+from typing import Any, Callable, Dict, List, Optional, Tuple, TypeVar, Union
 import os
 
 R = TypeVar("R")
@@ -48,7 +48,7 @@ class Gate:
         store: Union[None, str, "os.PathLike[str]"] = None,
         *,
         approvers: Optional[str] = None,
-        quorum: Optional[Sequence[Tuple[str, int]]] = None,
+        quorum: Optional[str] = None,
         default_ttl: Optional[float] = None,
         max_pending: Optional[int] = None,
         max_requests: Optional[int] = None,
