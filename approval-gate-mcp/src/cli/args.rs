@@ -378,7 +378,12 @@ Exit status: CMD's own, 128+N if a signal N ended it, else one of
        (nothing was spent)
   126  CMD, or the interpreter its #! line names, is not executable (nothing was spent)
   127  CMD, or the interpreter its #! line names, was not found (nothing was spent)
-Codes 110 to 127 can also be CMD's own: the message on stderr and the audit log tell which.";
+Codes 110 to 127 can also be CMD's own: the message on stderr and the audit log tell which.
+
+Under a signing policy, exec warns on stderr when this account can rewrite the (directory)
+store: any process of this account can delete a claim and run a spent approval again until
+it expires, or write a revoked approval back to approved. Run exec under an OS user of its
+own that owns the store, or on PostgreSQL with the executor role.";
 
 const CONFIG_HELP: &str = "\
 Each setting comes from the first of: a flag, the environment, the config file, the default.
@@ -402,8 +407,8 @@ A system policy, /etc/approval-gate/policy.toml (or the file APPROVAL_GATE_SYSTE
 names, in the executor's own environment), holds `approvers` and a [quorum] table that no
 user setting can lower: when it exists, its approvers are the only ones (a user's other
 approvers file is an error) and a user's quorum can only raise its numbers. It, its
-approvers file and their directories must be owned by root or another account and not
-writable by group or others.
+approvers file and their directories must be owned by root (or, for a user other than
+root, by another account) and not writable by group or others.
 An unknown key or a bad value anywhere is an error (exit 2), even one overridden. config
 reads the settings only: it opens and creates nothing.";
 

@@ -11,8 +11,12 @@ use super::render;
 use crate::display::escape;
 use crate::settings::Settings;
 
-pub(crate) fn doctor(_settings: &Settings, gate: &Gate, json: bool) -> anyhow::Result<Exit> {
+pub(crate) fn doctor(settings: &Settings, gate: &Gate, json: bool) -> anyhow::Result<Exit> {
     let report = gate.check_health()?;
+    // Not a problem of the store's: a limit of the set-up, said on stderr.
+    if let Some(warning) = super::ledger::rewritable_store(settings) {
+        output::stderr_line(&format!("approval-gate: doctor: {warning}"));
+    }
     let text = if json {
         render::json(&as_json(gate, &report))?
     } else {

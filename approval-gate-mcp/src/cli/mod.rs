@@ -37,6 +37,7 @@ mod decide;
 mod doctor;
 mod exec;
 mod generate;
+mod ledger;
 mod list;
 pub(crate) mod output;
 pub(crate) mod render;

@@ -240,6 +240,15 @@ fn a_system_policy_the_account_reading_it_could_change_is_refused() {
     let chown = |path: &Path| std::os::unix::fs::chown(path, Some(uid), None).unwrap();
     chown(&system);
     assert_exit(&config(&system), 2, "is owned by you");
+    // Root, which enforces it for every account, takes it from none but root.
+    let as_root = std::process::Command::new(BIN)
+        .arg("config")
+        .env("XDG_CONFIG_HOME", tmp.path().join("xdg"))
+        .env("APPROVAL_GATE_SYSTEM_POLICY", &system)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_exit(&as_root, 2, "not root");
     std::os::unix::fs::chown(&system, Some(0), None).unwrap();
     chown(&signers);
     assert_exit(&config(&system), 2, "approvers file");

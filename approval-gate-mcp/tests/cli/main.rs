@@ -5,7 +5,10 @@ mod damage;
 mod decide;
 mod display;
 mod exec;
-mod exec_policy;
+mod exec_ledger;
+#[cfg(feature = "postgres")]
+mod exec_ledger_pg;
+pub(crate) mod exec_policy;
 mod exec_spent;
 mod generate;
 mod json;

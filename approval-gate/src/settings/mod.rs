@@ -32,6 +32,11 @@
 //! approvers file chooses who may approve, so it must be owned by this user or root and not
 //! writable by others, as the config file.
 //!
+//! Above every layer stands the system policy ([`SystemPolicy`],
+//! `/etc/approval-gate/policy.toml`), when it exists: its approvers are the only ones, and a
+//! user's quorum can only raise its numbers, so an agent running as this account cannot
+//! switch the policy off by editing its config file, environment or flags.
+//!
 //! The config file is `--config`, else `APPROVAL_GATE_CONFIG`, else
 //! `$XDG_CONFIG_HOME/approval-gate/config.toml`, else `~/.config/approval-gate/config.toml`;
 //! only the default one may be missing. Every value given is checked, even one that a

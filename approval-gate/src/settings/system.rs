@@ -9,8 +9,9 @@
 //! its sudo rule, its test). When it exists it is in force for every front end, whatever the
 //! user's file, environment or flags say: they may add requirements (a larger quorum), never
 //! lower them. It and its approvers file, and every directory above them, must be
-//! unchangeable by the account reading them: owned by root or another account, and not
-//! writable by group or others (a sticky directory such as `/tmp` aside).
+//! unchangeable by the account reading them: owned by root (or, read by an account other than
+//! root, by another account), and not writable by group or others (a sticky directory such as
+//! `/tmp` aside).
 //!
 //! Why an environment variable may name it: the default path is fixed at build time, and the
 //! tests must not write `/etc`. Whoever sets the executor's environment already runs as the
@@ -137,9 +138,10 @@ pub(super) fn approvers(
 }
 
 /// Refuses `path` unless the account reading it cannot change it: the file (symbolic links
-/// resolved) and every directory above it are owned by root or another account, and none is
-/// writable by group or others (a sticky directory, such as `/tmp`, aside: no one may replace
-/// another's entry in it). Root reads what root owns: the operator's own.
+/// resolved) and every directory above it are owned by root (or, for an account other than
+/// root, by another account than its own), and none is writable by group or others (a sticky
+/// directory, such as `/tmp`, aside: no one may replace another's entry in it). Root reads
+/// only what root owns: it enforces the policy for every account, so none may change it.
 pub(super) fn unchangeable(path: &Path) -> Result<(), String> {
     use std::os::unix::fs::MetadataExt as _;
 
@@ -156,6 +158,14 @@ pub(super) fn unchangeable(path: &Path) -> Result<(), String> {
             return Err(format!(
                 "{which} is owned by you (uid {me}), so this account could change the policy: \
                  have root (or another account) own it"
+            ));
+        }
+        // Root enforces it for everyone: no other account may be able to change it.
+        if me == 0 && metadata.uid() != 0 {
+            return Err(format!(
+                "{which} is owned by uid {}, not root, and that account could change the policy \
+                 root enforces: have root own it",
+                metadata.uid()
             ));
         }
         let sticky_dir = metadata.is_dir() && metadata.mode() & 0o1000 != 0;

@@ -161,6 +161,9 @@ pub(crate) fn exec(settings: &Settings, args: &ExecArgs) -> anyhow::Result<Exit>
         .into());
     }
     let gate = &settings.open()?;
+    if let Some(warning) = super::ledger::rewritable_store(settings) {
+        output::stderr_line(&format!("approval-gate: exec {id}: {warning}"));
+    }
     // Found before anything is spent: a typo in CMD must not use up the approval.
     let program = resolve(&args.command[0])?;
     // Read before any wait: a payload that cannot be bound is refused now, not in ten minutes.
