@@ -14,7 +14,9 @@ mod enroll;
 mod loopback;
 mod postgres;
 mod processes;
+mod same_host;
 mod server;
+mod sessions;
 mod smoke;
 mod tls;
 // The smtp example's runner and its loopback server, shared with the tests of the example.

@@ -114,6 +114,7 @@ pub(crate) fn serve(settings: &Settings, args: &ServeArgs) -> anyhow::Result<Exi
             tls,
             changes: feed(&gate),
             limiter: limit::Limiter::default(),
+            signed_out: session::SignedOut::default(),
         });
         crate::cli::output::stderr_line(&format!(
             "approval-gate: serving {} on {bound} for the store {} (Ctrl-C to stop)",
