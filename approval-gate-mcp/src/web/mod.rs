@@ -6,9 +6,10 @@
 //! escaping, and takes decisions. An approval is a WebAuthn assertion whose challenge is the
 //! digest of the request's decision statement, made by a passkey the approvers file trusts
 //! for the approver's principal; the gate verifies it before recording it, and the executor
-//! verifies it again, offline, before it counts. The server keeps nothing of its own but an
-//! in-memory sign-in rate limit: sessions are MAC'd cookies, so instances sharing a key file
-//! and a store can stand behind one load balancer.
+//! verifies it again, offline, before it counts. The server keeps nothing of its own but, in
+//! memory, the sessions signed out and a count of refused sign-ins per address: sessions are
+//! MAC'd cookies, so instances sharing a key file and a store can stand behind one load
+//! balancer (each remembers only the sign-outs it took).
 
 mod app;
 mod ceremony;
