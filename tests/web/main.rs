@@ -10,6 +10,7 @@
 mod attacks;
 mod browser;
 mod cdp;
+mod connections;
 mod enroll;
 mod loopback;
 mod postgres;

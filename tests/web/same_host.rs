@@ -192,3 +192,38 @@ fn a_session_cookie_another_port_receives_decides_nothing() {
     page.assert_no_errors();
     browser.close();
 }
+
+/// A page on another port sets 175 cookies of 4 kB for `localhost`, for a year: the browser
+/// sends them with every request to `serve`. The approver's pages still open, signed in.
+#[test]
+fn a_cookie_bomb_from_another_port_does_not_lock_the_approver_out() {
+    let Some(browser) = Browser::launch() else {
+        return;
+    };
+    let (page, _key) = approver_page(&browser);
+    let line = enroll(&page, "alice@example.com");
+    let tmp = tempfile::tempdir().unwrap();
+    let store = tmp.path().join("store");
+    let approvers = tmp.path().join("approvers");
+    std::fs::write(&approvers, line + "\n").unwrap();
+    approval_gate::Gate::open(&store).unwrap();
+    let store = store.display().to_string();
+    let served = Served::start_on(tmp, store, approvers, "*=1", &[]);
+    sign_in(&page, &served.origin);
+
+    let other = OtherPort::start(String::new());
+    page.navigate(&format!("{}/", other.origin()));
+    let set = page.eval(
+        "(() => { const value = 'x'.repeat(4000); \
+         for (let i = 0; i < 175; i++) \
+           document.cookie = `bomb${i}=${value}; max-age=31536000; path=/`; \
+         return document.cookie.length; })()",
+    );
+    assert!(set.as_u64().unwrap() > 175 * 4000, "{set}");
+
+    page.navigate(&format!("{}/", served.origin));
+    let title = page.text("h1");
+    assert!(title.contains("Pending"), "{title}");
+    page.assert_no_errors();
+    browser.close();
+}

@@ -87,7 +87,47 @@ impl Served {
         quorum: &str,
         extra: &[&str],
     ) -> Self {
-        let mut child = cli()
+        Self::launch(tmp, store, approvers, quorum, extra, cli())
+    }
+
+    /// [`Served::start`], with at most `files` open files for the server (`prlimit`), as a
+    /// machine with a low limit has.
+    pub(crate) fn start_with_open_files(
+        passkeys: &[&SoftPasskey],
+        quorum: u32,
+        files: u32,
+    ) -> Self {
+        let tmp = tempfile::tempdir().unwrap();
+        let store = tmp.path().join("store");
+        let approvers = tmp.path().join("approvers");
+        let lines: Vec<String> = passkeys.iter().map(|p| p.allowed_signers_line()).collect();
+        std::fs::write(&approvers, lines.join("\n") + "\n").unwrap();
+        Gate::open(&store).unwrap();
+        let store = store.display().to_string();
+        let plain = cli();
+        let mut limited = Command::new("prlimit");
+        limited
+            .arg(format!("--nofile={files}:{files}"))
+            .arg("--")
+            .arg(plain.get_program());
+        for (name, value) in plain.get_envs() {
+            match value {
+                Some(value) => limited.env(name, value),
+                None => limited.env_remove(name),
+            };
+        }
+        Self::launch(tmp, store, approvers, &format!("*={quorum}"), &[], limited)
+    }
+
+    fn launch(
+        tmp: tempfile::TempDir,
+        store: String,
+        approvers: PathBuf,
+        quorum: &str,
+        extra: &[&str],
+        mut command: Command,
+    ) -> Self {
+        let mut child = command
             .args(["--store", &store])
             .arg("--approvers")
             .arg(&approvers)

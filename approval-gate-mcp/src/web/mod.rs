@@ -13,6 +13,7 @@
 
 mod app;
 mod ceremony;
+mod conn;
 mod counter;
 mod enroll;
 mod guard;
