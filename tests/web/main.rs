@@ -19,6 +19,7 @@ mod same_host;
 mod server;
 mod sessions;
 mod smoke;
+mod tabs;
 mod tls;
 // The smtp example's runner and its loopback server, shared with the tests of the example.
 #[allow(dead_code)]

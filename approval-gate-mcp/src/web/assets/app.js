@@ -205,7 +205,9 @@ function setUpForms() {
 }
 
 // The pending list follows the store: each event says something changed, and the list is
-// read again from the server, already escaped there.
+// read again from the server, already escaped there. A browser opens at most six connections
+// to a host over HTTP/1.1, so one tab of this origin holds the event stream (the holder of a
+// Web Lock) and tells the others over a BroadcastChannel; when it closes, the next takes over.
 function setUpLive() {
   const region = document.getElementById("pending");
   if (!region || !window.EventSource) return;
@@ -231,14 +233,42 @@ function setUpLive() {
       }
     }
   }
-  const events = new EventSource(region.dataset.live);
-  events.addEventListener("change", refresh);
-  // Whatever changed while the stream was down (a restart, a lost connection) is read now.
-  let opened = false;
-  events.addEventListener("open", () => {
-    if (opened) refresh();
-    opened = true;
-    document.body.dataset.live = "open";
+  const channel = window.BroadcastChannel ? new BroadcastChannel("approval-gate-live") : null;
+  const changed = () => {
+    refresh();
+    if (channel) channel.postMessage("change");
+  };
+  function follow(handedOver) {
+    const events = new EventSource(region.dataset.live);
+    events.addEventListener("change", changed);
+    // Whatever changed while no stream was open (a restart, a lost connection, the tab that
+    // held it closed) is read now.
+    let opened = false;
+    events.addEventListener("open", () => {
+      if (opened || handedOver) changed();
+      opened = true;
+      document.body.dataset.live = "open";
+    });
+  }
+  if (!channel || !navigator.locks) {
+    follow(false);
+    return;
+  }
+  channel.addEventListener("message", (event) => {
+    if (event.data === "change") refresh();
+  });
+  document.body.dataset.live = "shared";
+  let waited = false;
+  navigator.locks.request("approval-gate-live", { ifAvailable: true }, (lock) => {
+    if (lock) {
+      follow(false);
+      return new Promise(() => {});
+    }
+    waited = true;
+    return navigator.locks.request("approval-gate-live", () => {
+      follow(waited);
+      return new Promise(() => {});
+    });
   });
 }
 
