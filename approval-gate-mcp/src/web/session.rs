@@ -1,9 +1,10 @@
-//! Who is signed in, without server-side state: MAC'd cookies, CSRF tokens derived from them,
-//! and sign-in challenges.
+//! Who is signed in: MAC'd cookies, page keys (CSRF tokens) derived from them, sign-in
+//! challenges, and the one thing kept on the server, the sessions signed out.
 //!
 //! Every token is text the browser holds and the server checks with a key of its own, so
 //! several instances that share the key file (`--session-key-file`) take each other's
-//! sessions, and a restart without one signs everybody out. Each use has its own key, derived
+//! sessions, and a restart without one signs everybody out. A sign-out is remembered by the
+//! instance that took it ([`SignedOut`]). Each use has its own key, derived
 //! from the session key with BLAKE3's `derive_key`: a session cookie is no CSRF token, and a
 //! CSRF token opens no session.
 
