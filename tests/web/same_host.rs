@@ -189,6 +189,19 @@ fn a_session_cookie_another_port_receives_decides_nothing() {
         served.agent().status(pending).unwrap().effective_status(),
         EffectiveStatus::Denied
     );
+    // Signing out on the page ends the session for the copy too, and leaves no key behind.
+    page.expect_navigation(|| page.click("form.who button"));
+    assert!(page.url().ends_with("/signin"), "{}", page.url());
+    assert_eq!(
+        page.eval("localStorage.length"),
+        0,
+        "the page key is gone with the session"
+    );
+    assert_eq!(
+        thief.get("/").status,
+        303,
+        "the copied cookie reads no more"
+    );
     page.assert_no_errors();
     browser.close();
 }
