@@ -120,15 +120,32 @@ impl Drop for Gone {
     }
 }
 
-/// Serves `router` on `tcp`, through TLS if `tls` is given, with at most `cap` connections;
-/// never returns.
+/// Serves `router` on every listener of `listeners` (the addresses of one origin), through
+/// TLS if `tls` is given, with at most `cap` connections over them all; never returns.
 pub(crate) async fn serve(
-    tcp: TcpListener,
+    listeners: Vec<TcpListener>,
     tls: Option<TlsAcceptor>,
     router: Router,
     cap: usize,
 ) -> std::io::Result<()> {
     let table = Arc::new(Mutex::new(Table::default()));
+    // Aborted when this future is dropped (the server stops).
+    let mut loops = tokio::task::JoinSet::new();
+    for tcp in listeners {
+        let (tls, router, table) = (tls.clone(), router.clone(), Arc::clone(&table));
+        loops.spawn(accept(tcp, tls, router, cap, table));
+    }
+    while loops.join_next().await.is_some() {}
+    Err(std::io::Error::other("no address to listen on"))
+}
+
+async fn accept(
+    tcp: TcpListener,
+    tls: Option<TlsAcceptor>,
+    router: Router,
+    cap: usize,
+    table: Arc<Mutex<Table>>,
+) {
     loop {
         let (stream, peer) = match tcp.accept().await {
             Ok(accepted) => accepted,

@@ -124,7 +124,7 @@ pub(crate) async fn serve_until<F: Future>(
 ) -> anyhow::Result<Option<F::Output>> {
     let cap = super::conn::max_connections();
     tokio::select! {
-        served = super::conn::serve(tcp, tls, router, cap) => served.map(|()| None).map_err(Into::into),
+        served = super::conn::serve(vec![tcp], tls, router, cap) => served.map(|()| None).map_err(Into::into),
         done = until => Ok(Some(done)),
     }
 }
