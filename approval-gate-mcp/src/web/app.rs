@@ -3,9 +3,9 @@
 //! Everything but the sign-in page and the static files needs a session; every state change
 //! is a POST that needs the browser's `Origin` to be ours and, once signed in, the session's
 //! page key (its CSRF token), which only the page's script holds: the session cookie, which
-//! every port of the host receives, reads but decides nothing on its own. Approving needs more than a session: a passkey assertion over the request's
-//! decision statement, which the gate verifies (and audits when refused) exactly as the
-//! executor will.
+//! every port of the host receives, reads but decides nothing on its own. Approving needs more
+//! than a session: a passkey assertion over the request's decision statement, which the gate
+//! verifies (and audits when refused) exactly as the executor will.
 
 use std::sync::Arc;
 use std::time::SystemTime;
