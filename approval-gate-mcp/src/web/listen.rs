@@ -123,8 +123,9 @@ pub(crate) async fn serve_until<F: Future>(
     until: F,
 ) -> anyhow::Result<Option<F::Output>> {
     let cap = super::conn::max_connections();
+    let served = super::conn::serve(vec![tcp], tls, router, cap);
     tokio::select! {
-        served = super::conn::serve(vec![tcp], tls, router, cap) => served.map(|()| None).map_err(Into::into),
+        served = served => served.map(|()| None).map_err(Into::into),
         done = until => Ok(Some(done)),
     }
 }
