@@ -19,11 +19,11 @@ use crate::server::{Served, enroll_link};
 use crate::smtp_run::start_with;
 use crate::smtp_sink::SmtpSink;
 
-const WAIT: Duration = Duration::from_secs(30);
+pub(crate) const WAIT: Duration = Duration::from_secs(30);
 
 /// Enrolls a passkey for `principal` with the page's virtual authenticator, as the approver
 /// would: `passkey enroll`'s link opened, the button pressed. The line it printed.
-fn enroll(page: &Page, principal: &str) -> String {
+pub(crate) fn enroll(page: &Page, principal: &str) -> String {
     let (mut child, link) = enroll_link(principal, &[]);
     page.navigate(&link);
     page.click("#enroll");
@@ -45,14 +45,14 @@ fn enroll(page: &Page, principal: &str) -> String {
 
 /// A page of its own browser context (its own cookies) with its own virtual authenticator
 /// (which stays with the page until removed).
-fn approver_page(browser: &Browser) -> (Page, Authenticator) {
+pub(crate) fn approver_page(browser: &Browser) -> (Page, Authenticator) {
     let page = browser.new_context().new_page();
     let authenticator = page.add_virtual_authenticator();
     (page, authenticator)
 }
 
 /// Signs the page in at `origin` with its passkey.
-fn sign_in(page: &Page, origin: &str) {
+pub(crate) fn sign_in(page: &Page, origin: &str) {
     page.navigate(&format!("{origin}/"));
     assert!(page.url().contains("/signin"), "{}", page.url());
     page.expect_navigation(|| page.click("#signin"));

@@ -10,12 +10,16 @@
 mod attacks;
 mod browser;
 mod cdp;
+mod connections;
 mod enroll;
 mod loopback;
 mod postgres;
 mod processes;
+mod same_host;
 mod server;
+mod sessions;
 mod smoke;
+mod tabs;
 mod tls;
 // The smtp example's runner and its loopback server, shared with the tests of the example.
 #[allow(dead_code)]

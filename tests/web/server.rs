@@ -87,7 +87,47 @@ impl Served {
         quorum: &str,
         extra: &[&str],
     ) -> Self {
-        let mut child = cli()
+        Self::launch(tmp, store, approvers, quorum, extra, cli())
+    }
+
+    /// [`Served::start`], with at most `files` open files for the server (`prlimit`), as a
+    /// machine with a low limit has.
+    pub(crate) fn start_with_open_files(
+        passkeys: &[&SoftPasskey],
+        quorum: u32,
+        files: u32,
+    ) -> Self {
+        let tmp = tempfile::tempdir().unwrap();
+        let store = tmp.path().join("store");
+        let approvers = tmp.path().join("approvers");
+        let lines: Vec<String> = passkeys.iter().map(|p| p.allowed_signers_line()).collect();
+        std::fs::write(&approvers, lines.join("\n") + "\n").unwrap();
+        Gate::open(&store).unwrap();
+        let store = store.display().to_string();
+        let plain = cli();
+        let mut limited = Command::new("prlimit");
+        limited
+            .arg(format!("--nofile={files}:{files}"))
+            .arg("--")
+            .arg(plain.get_program());
+        for (name, value) in plain.get_envs() {
+            match value {
+                Some(value) => limited.env(name, value),
+                None => limited.env_remove(name),
+            };
+        }
+        Self::launch(tmp, store, approvers, &format!("*={quorum}"), &[], limited)
+    }
+
+    fn launch(
+        tmp: tempfile::TempDir,
+        store: String,
+        approvers: PathBuf,
+        quorum: &str,
+        extra: &[&str],
+        mut command: Command,
+    ) -> Self {
+        let mut child = command
             .args(["--store", &store])
             .arg("--approvers")
             .arg(&approvers)
@@ -176,7 +216,32 @@ pub(crate) fn sign_in(client: &mut Client, passkey: &SoftPasskey) -> Response {
         .decode(begin.json()["challenge"].as_str().unwrap())
         .unwrap();
     let made = passkey.made(&client.origin.clone());
-    client.post_json("/signin/finish", &passkey.assertion(&challenge, &made), "")
+    let finished = client.post_json("/signin/finish", &passkey.assertion(&challenge, &made), "");
+    if let (Some(key), Some(session)) = (
+        finished_key(&finished),
+        client.cookies.get("__Host-approval-gate-session"),
+    ) {
+        page_keys().insert(session.clone(), key);
+    }
+    finished
+}
+
+/// The page key a successful sign-in hands to the page's script (which keeps it in the
+/// origin's own storage): never in a cookie, never in a page.
+fn finished_key(finished: &Response) -> Option<String> {
+    if finished.status != 200 {
+        return None;
+    }
+    finished.json()["key"].as_str().map(str::to_owned)
+}
+
+/// The page key of each session signed in by [`sign_in`], by session cookie: what the page's
+/// script holds in the origin's storage.
+fn page_keys() -> std::sync::MutexGuard<'static, std::collections::BTreeMap<String, String>> {
+    static KEYS: std::sync::Mutex<std::collections::BTreeMap<String, String>> =
+        std::sync::Mutex::new(std::collections::BTreeMap::new());
+    KEYS.lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 /// The value of `attribute` on the first element that has it in `html`.
@@ -186,11 +251,17 @@ pub(crate) fn attribute(html: &str, attribute: &str) -> Option<String> {
     Some(html[start..end].to_owned())
 }
 
-/// The CSRF token of the signed-in session of `client`.
+/// The page key (the CSRF token) of the signed-in session of `client`, as its page's script
+/// holds it.
 pub(crate) fn csrf(client: &mut Client) -> String {
-    let page = client.get("/");
-    assert_eq!(page.status, 200, "{}", page.body);
-    attribute(&page.body, "data-csrf").expect("a CSRF token on the page")
+    let session = client
+        .cookies
+        .get("__Host-approval-gate-session")
+        .expect("a signed-in client");
+    page_keys()
+        .get(session)
+        .expect("a session signed in by sign_in")
+        .clone()
 }
 
 /// The approve button's challenge for the signed-in approver of `client`.

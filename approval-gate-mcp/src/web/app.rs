@@ -2,9 +2,10 @@
 //!
 //! Everything but the sign-in page and the static files needs a session; every state change
 //! is a POST that needs the browser's `Origin` to be ours and, once signed in, the session's
-//! CSRF token. Approving needs more than a session: a passkey assertion over the request's
-//! decision statement, which the gate verifies (and audits when refused) exactly as the
-//! executor will.
+//! page key (its CSRF token), which only the page's script holds: the session cookie, which
+//! every port of the host receives, reads but decides nothing on its own. Approving needs more
+//! than a session: a passkey assertion over the request's decision statement, which the gate
+//! verifies (and audits when refused) exactly as the executor will.
 
 use std::sync::Arc;
 use std::time::SystemTime;
@@ -51,6 +52,8 @@ pub(crate) struct App {
     /// Bumped on every change hint of the store: what the event streams follow.
     pub(crate) changes: tokio::sync::watch::Receiver<u64>,
     pub(crate) limiter: Limiter,
+    /// Sessions signed out before they expired.
+    pub(crate) signed_out: super::session::SignedOut,
 }
 
 pub(crate) type Shared = Arc<App>;
@@ -92,10 +95,7 @@ pub(crate) struct Refused(pub(crate) StatusCode, pub(crate) String);
 
 impl IntoResponse for Refused {
     fn into_response(self) -> Response {
-        let viewer = Viewer {
-            principal: None,
-            csrf: None,
-        };
+        let viewer = Viewer { principal: None };
         // A "no" is a refusal; anything else went wrong and is said so.
         let title = if self.0.is_server_error() {
             "Error"
@@ -124,6 +124,9 @@ impl App {
     pub(crate) fn session(&self, headers: &HeaderMap) -> Option<Session> {
         let cookie = cookie(headers, SESSION_COOKIE)?;
         let principal = self.keys.principal(&cookie, SystemTime::now())?;
+        if self.signed_out.contains(&cookie) {
+            return None;
+        }
         // An approver taken out of the approvers file is signed out with it.
         if self.passkeys_of(&principal).is_empty() {
             return None;
@@ -167,11 +170,13 @@ impl App {
             )
         })?;
         let token = token
+            .filter(|token| !token.is_empty())
             .or_else(|| headers.get("x-csrf-token").and_then(|t| t.to_str().ok()))
             .unwrap_or("");
         if !self.keys.csrf_matches(&session.cookie, token) {
             return Err(forbidden(
-                "the form's CSRF token is missing or not this session's: nothing was changed",
+                "this page holds no key of this session (sign in again on this page): nothing \
+                 was changed",
             ));
         }
         Ok(session)
@@ -186,10 +191,9 @@ impl App {
             .collect()
     }
 
-    fn viewer<'a>(session: &'a Session, csrf: &'a str) -> Viewer<'a> {
+    fn viewer(session: &Session) -> Viewer<'_> {
         Viewer {
             principal: Some(&session.principal),
-            csrf: Some(csrf),
         }
     }
 
@@ -291,12 +295,11 @@ async fn list(State(app): State<Shared>, headers: HeaderMap) -> Response {
         Ok(body) => body,
         Err(refused) => return refused.into_response(),
     };
-    let csrf = app.keys.csrf(&session.cookie);
     let body = format!(
         "<h1>Pending requests</h1><section id=\"pending\" data-live=\"/events\" \
          data-fragment=\"/fragment/pending\" aria-live=\"polite\">{body}</section>"
     );
-    let page = html::page("Pending", &App::viewer(&session, &csrf), &body);
+    let page = html::page("Pending", &App::viewer(&session), &body);
     (html_type(), page).into_response()
 }
 
@@ -360,8 +363,7 @@ async fn show(State(app): State<Shared>, Path(id): Path<String>, headers: Header
     };
     let (report, now) = shown;
     let button = approve_button(&app, &report, &session.principal);
-    let csrf = app.keys.csrf(&session.cookie);
-    let viewer = App::viewer(&session, &csrf);
+    let viewer = App::viewer(&session);
     let body = html::request(&report, now, &viewer, button.as_ref());
     let page = html::page(&html::request_title(report.request()), &viewer, &body);
     (html_type(), page).into_response()
@@ -420,10 +422,9 @@ async fn audit(State(app): State<Shared>, Path(id): Path<String>, headers: Heade
         Ok(records) => records,
         Err(error) => return gate_refusal(&error).into_response(),
     };
-    let csrf = app.keys.csrf(&session.cookie);
     let page = html::page(
         &format!("Audit trail of {id}"),
-        &App::viewer(&session, &csrf),
+        &App::viewer(&session),
         &html::audit(id, &records),
     );
     (html_type(), page).into_response()

@@ -228,10 +228,7 @@ async fn page(State(enrollment): State<Arc<Enrollment>>, Path(token): Path<Strin
     if let Err(closed) = enrollment.open(&token) {
         return closed;
     }
-    let viewer = Viewer {
-        principal: None,
-        csrf: None,
-    };
+    let viewer = Viewer { principal: None };
     let body = html::enroll(&enrollment.principal, &token);
     (
         [(header::CONTENT_TYPE, "text/html; charset=utf-8")],

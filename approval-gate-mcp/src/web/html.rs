@@ -37,12 +37,11 @@ pub(crate) fn text(raw: &str) -> String {
     attr(&escape(raw))
 }
 
-/// Who is looking, for the header and the forms.
+/// Who is looking, for the header and the forms. No page carries the session's page key:
+/// a copied session cookie reads the pages, and must find no key in them.
 pub(crate) struct Viewer<'a> {
     /// The signed-in principal.
     pub(crate) principal: Option<&'a str>,
-    /// The CSRF token of the session.
-    pub(crate) csrf: Option<&'a str>,
 }
 
 /// A whole page around `body`.
@@ -58,19 +57,14 @@ pub(crate) fn page(title: &str, viewer: &Viewer<'_>, body: &str) -> String {
         "<link rel=\"stylesheet\" href=\"/static/app.css\">\
          <script src=\"/static/app.js\" defer></script></head>",
     );
-    let _ = write!(
-        out,
-        "<body data-csrf=\"{}\"><header><a class=\"home\" href=\"/\">approval-gate</a>",
-        attr(viewer.csrf.unwrap_or(""))
-    );
+    out.push_str("<body><header><a class=\"home\" href=\"/\">approval-gate</a>");
     match viewer.principal {
         Some(principal) => {
             let _ = write!(
                 out,
                 "<form class=\"who\" method=\"post\" action=\"/signout\">\
-                 <span>signed in as <b>{}</b></span>{}<button>Sign out</button></form>",
+                 <span>signed in as <b>{}</b></span><button>Sign out</button></form>",
                 text(principal),
-                csrf_field(viewer)
             );
         }
         None => out.push_str("<a class=\"who\" href=\"/signin\">Sign in</a>"),
@@ -79,13 +73,6 @@ pub(crate) fn page(title: &str, viewer: &Viewer<'_>, body: &str) -> String {
     out.push_str(body);
     out.push_str("</main></body></html>\n");
     out
-}
-
-fn csrf_field(viewer: &Viewer<'_>) -> String {
-    format!(
-        "<input type=\"hidden\" name=\"csrf\" value=\"{}\">",
-        attr(viewer.csrf.unwrap_or(""))
-    )
 }
 
 /// The pending list's body: the live region the page's script refreshes.
@@ -337,27 +324,20 @@ fn decisions(
                 attr(&button.credentials),
             );
         }
-        decision_form(out, id, "deny", "Deny", viewer);
+        decision_form(out, id, "deny", "Deny");
     }
     if status == EffectiveStatus::ApprovedUnconsumed {
-        decision_form(out, id, "revoke", "Revoke the approval", viewer);
+        decision_form(out, id, "revoke", "Revoke the approval");
     }
     out.push_str("</div>");
 }
 
-fn decision_form(
-    out: &mut String,
-    id: approval_gate::RequestId,
-    verb: &str,
-    label: &str,
-    viewer: &Viewer<'_>,
-) {
+fn decision_form(out: &mut String, id: approval_gate::RequestId, verb: &str, label: &str) {
     let _ = write!(
         out,
-        "<form class=\"{verb}\" method=\"post\" action=\"/requests/{id}/{verb}\">{}\
+        "<form class=\"{verb}\" method=\"post\" action=\"/requests/{id}/{verb}\">\
          <label>Reason <input name=\"reason\" maxlength=\"1000\" autocomplete=\"off\"></label>\
-         <button>{label}</button></form>",
-        csrf_field(viewer)
+         <button>{label}</button><output class=\"result\" role=\"status\"></output></form>"
     );
 }
 
@@ -444,7 +424,6 @@ mod tests {
     fn the_page_carries_no_inline_script_or_style() {
         let viewer = Viewer {
             principal: Some("<alice>"),
-            csrf: Some("t\"k"),
         };
         let page = page("a <title>", &viewer, "<p>body</p>");
         assert_eq!(page.matches("<script").count(), 1);
@@ -453,7 +432,7 @@ mod tests {
         assert!(!page.contains(" style="));
         assert!(!page.contains(" on"));
         assert!(page.contains("&lt;alice&gt;"));
-        assert!(page.contains("data-csrf=\"t&quot;k\""));
+        assert!(!page.contains("csrf"), "no page carries the page key");
         assert!(page.contains("<title>a &lt;title&gt; · approval-gate</title>"));
     }
 }

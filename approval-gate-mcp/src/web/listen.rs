@@ -8,18 +8,12 @@
 use std::net::SocketAddr;
 use std::path::Path;
 use std::sync::Arc;
-use std::time::Duration;
 
 use anyhow::{Context as _, bail};
-use axum::serve::Listener;
 use rustls_pki_types::pem::PemObject as _;
 use rustls_pki_types::{CertificateDer, PrivateKeyDer};
-use tokio::net::{TcpListener, TcpStream};
+use tokio::net::TcpListener;
 use tokio_rustls::TlsAcceptor;
-use tokio_rustls::server::TlsStream;
-
-/// How long a client may take over its TLS handshake.
-const HANDSHAKE: Duration = Duration::from_secs(10);
 
 /// The origin approvers open, and what follows from it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -120,82 +114,19 @@ pub(crate) fn tls_acceptor(cert: &Path, key: &Path) -> anyhow::Result<TlsAccepto
 }
 
 /// Serves `router` on `tcp` (through TLS if `tls` is given) until `until` resolves: its
-/// output, or `None` if the server stopped first.
+/// output, or `None` if the server stopped first. Connections are held to the limits of
+/// [`super::conn`].
 pub(crate) async fn serve_until<F: Future>(
     tcp: TcpListener,
     tls: Option<TlsAcceptor>,
     router: axum::Router,
     until: F,
 ) -> anyhow::Result<Option<F::Output>> {
-    use axum::serve::ListenerExt as _;
-    let service = router.into_make_service_with_connect_info::<SocketAddr>();
-    if let Some(acceptor) = tls {
-        let listener = TlsListener::new(tcp, acceptor)?.tap_io(|_| {});
-        tokio::select! {
-            served = axum::serve(listener, service) => served.map(|()| None).map_err(Into::into),
-            done = until => Ok(Some(done)),
-        }
-    } else {
-        let listener = tcp.tap_io(|_| {});
-        tokio::select! {
-            served = axum::serve(listener, service) => served.map(|()| None).map_err(Into::into),
-            done = until => Ok(Some(done)),
-        }
-    }
-}
-
-/// A listener whose connections are TLS: handshakes run in tasks of their own, so a slow
-/// client holds up nobody else.
-pub(crate) struct TlsListener {
-    ready: tokio::sync::mpsc::Receiver<(TlsStream<TcpStream>, SocketAddr)>,
-    local: SocketAddr,
-}
-
-impl TlsListener {
-    pub(crate) fn new(tcp: TcpListener, acceptor: TlsAcceptor) -> std::io::Result<Self> {
-        let local = tcp.local_addr()?;
-        let (send, ready) = tokio::sync::mpsc::channel(64);
-        tokio::spawn(async move {
-            loop {
-                let (stream, peer) = match tcp.accept().await {
-                    Ok(accepted) => accepted,
-                    Err(error) => {
-                        tracing::warn!(%error, "accept failed");
-                        tokio::time::sleep(Duration::from_millis(50)).await;
-                        continue;
-                    }
-                };
-                let acceptor = acceptor.clone();
-                let send = send.clone();
-                tokio::spawn(async move {
-                    match tokio::time::timeout(HANDSHAKE, acceptor.accept(stream)).await {
-                        Ok(Ok(tls)) => {
-                            let _ = send.send((tls, peer)).await;
-                        }
-                        Ok(Err(error)) => tracing::debug!(%peer, %error, "TLS handshake failed"),
-                        Err(_) => tracing::debug!(%peer, "TLS handshake timed out"),
-                    }
-                });
-            }
-        });
-        Ok(Self { ready, local })
-    }
-}
-
-impl Listener for TlsListener {
-    type Io = TlsStream<TcpStream>;
-    type Addr = SocketAddr;
-
-    async fn accept(&mut self) -> (Self::Io, Self::Addr) {
-        match self.ready.recv().await {
-            Some(accepted) => accepted,
-            // The accepting task never ends while the listener lives.
-            None => std::future::pending().await,
-        }
-    }
-
-    fn local_addr(&self) -> std::io::Result<Self::Addr> {
-        Ok(self.local)
+    let cap = super::conn::max_connections();
+    let served = super::conn::serve(vec![tcp], tls, router, cap);
+    tokio::select! {
+        served = served => served.map(|()| None).map_err(Into::into),
+        done = until => Ok(Some(done)),
     }
 }
 

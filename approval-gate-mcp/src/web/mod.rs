@@ -6,12 +6,14 @@
 //! escaping, and takes decisions. An approval is a WebAuthn assertion whose challenge is the
 //! digest of the request's decision statement, made by a passkey the approvers file trusts
 //! for the approver's principal; the gate verifies it before recording it, and the executor
-//! verifies it again, offline, before it counts. The server keeps nothing of its own but an
-//! in-memory sign-in rate limit: sessions are MAC'd cookies, so instances sharing a key file
-//! and a store can stand behind one load balancer.
+//! verifies it again, offline, before it counts. The server keeps nothing of its own but, in
+//! memory, the sessions signed out and a count of refused sign-ins per address: sessions are
+//! MAC'd cookies, so instances sharing a key file and a store can stand behind one load
+//! balancer (each remembers only the sign-outs it took).
 
 mod app;
 mod ceremony;
+mod conn;
 mod counter;
 mod enroll;
 mod guard;
@@ -114,6 +116,7 @@ pub(crate) fn serve(settings: &Settings, args: &ServeArgs) -> anyhow::Result<Exi
             tls,
             changes: feed(&gate),
             limiter: limit::Limiter::default(),
+            signed_out: session::SignedOut::default(),
         });
         crate::cli::output::stderr_line(&format!(
             "approval-gate: serving {} on {bound} for the store {} (Ctrl-C to stop)",

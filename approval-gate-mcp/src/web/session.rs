@@ -1,9 +1,10 @@
-//! Who is signed in, without server-side state: MAC'd cookies, CSRF tokens derived from them,
-//! and sign-in challenges.
+//! Who is signed in: MAC'd cookies, page keys (CSRF tokens) derived from them, sign-in
+//! challenges, and the one thing kept on the server, the sessions signed out.
 //!
 //! Every token is text the browser holds and the server checks with a key of its own, so
 //! several instances that share the key file (`--session-key-file`) take each other's
-//! sessions, and a restart without one signs everybody out. Each use has its own key, derived
+//! sessions, and a restart without one signs everybody out. A sign-out is remembered by the
+//! instance that took it ([`SignedOut`]). Each use has its own key, derived
 //! from the session key with BLAKE3's `derive_key`: a session cookie is no CSRF token, and a
 //! CSRF token opens no session.
 
@@ -104,7 +105,10 @@ impl Keys {
         String::from_utf8(B64.decode(principal).ok()?).ok()
     }
 
-    /// The CSRF token of a session: what every form and script posting for it must send.
+    /// The page key of a session (its CSRF token): what every state change must send, as
+    /// the `X-CSRF-Token` header. Sign-in hands it to the page's script alone, which keeps it
+    /// in the origin's own storage: a cookie reaches every port of the host (RFC 6265 §8.5),
+    /// storage does not, and no page ever shows it.
     pub(crate) fn csrf(&self, session_cookie: &str) -> String {
         B64.encode(blake3::keyed_hash(&self.csrf, session_cookie.as_bytes()).as_bytes())
     }
@@ -147,6 +151,60 @@ impl Keys {
         hasher.update(b"challenge\0");
         hasher.update(ticket.as_bytes());
         *hasher.finalize().as_bytes()
+    }
+}
+
+/// Sessions signed out before they expired: the one thing a sign-out needs remembered.
+///
+/// Held in this process's memory until each session would have expired anyway: instances
+/// sharing a key file do not learn of each other's sign-outs (a new key file ends every
+/// session everywhere).
+#[derive(Debug, Default)]
+pub(crate) struct SignedOut {
+    /// The MAC part of each session cookie signed out, with the time it expires (ms).
+    ended: std::sync::Mutex<std::collections::HashMap<String, u128>>,
+}
+
+/// Sign-outs remembered at most: each needs a session and its page key, so only approvers
+/// fill it, and an expired session is forgotten first.
+const MAX_SIGNED_OUT: usize = 100_000;
+
+impl SignedOut {
+    /// Ends `cookie` (a session cookie of ours) until it would have expired; `Err` when no
+    /// more can be remembered, so that the caller says the session did not end.
+    pub(crate) fn end(&self, cookie: &str, now: SystemTime) -> Result<(), String> {
+        let Some((until, mac)) = cookie
+            .split_once('.')
+            .and_then(|(until, _)| Some((until.parse::<u128>().ok()?, cookie.rsplit_once('.')?.1)))
+        else {
+            return Err("not a session".into());
+        };
+        let mut ended = self.lock();
+        if ended.len() >= MAX_SIGNED_OUT {
+            let now = millis(now);
+            ended.retain(|_, until| *until > now);
+        }
+        if ended.len() >= MAX_SIGNED_OUT {
+            return Err(format!(
+                "{MAX_SIGNED_OUT} sessions signed out and not expired yet; restart serve with a \
+                 new --session-key-file to end them all"
+            ));
+        }
+        ended.insert(mac.to_owned(), until);
+        Ok(())
+    }
+
+    /// Whether `cookie` was signed out.
+    pub(crate) fn contains(&self, cookie: &str) -> bool {
+        cookie
+            .rsplit_once('.')
+            .is_some_and(|(_, mac)| self.lock().contains_key(mac))
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, std::collections::HashMap<String, u128>> {
+        self.ended
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 }
 
@@ -230,6 +288,20 @@ mod tests {
         assert_eq!(keys().principal(&ticket, now), None);
         let session = keys().session("alice@example.com", now).unwrap();
         assert_eq!(keys().check_ticket(&session, now), None);
+    }
+
+    #[test]
+    fn a_signed_out_session_stays_out_and_others_stay_in() {
+        let now = SystemTime::now();
+        let out = SignedOut::default();
+        let first = keys().session("alice@example.com", now).unwrap();
+        let second = keys().session("alice@example.com", now).unwrap();
+        assert!(!out.contains(&first));
+        out.end(&first, now).unwrap();
+        assert!(out.contains(&first));
+        assert!(!out.contains(&second), "each session its own");
+        assert!(out.end("garbage", now).is_err());
+        assert!(!out.contains(""));
     }
 
     #[test]

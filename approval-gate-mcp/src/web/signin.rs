@@ -1,6 +1,6 @@
 //! Signing in and out: a passkey assertion over a challenge bound to this browser's ticket.
 
-use std::net::{IpAddr, SocketAddr};
+use std::net::SocketAddr;
 use std::time::SystemTime;
 
 use axum::Json;
@@ -18,6 +18,7 @@ use super::app::{
 };
 use super::ceremony::PostedAssertion;
 use super::html::{self, Viewer};
+use super::limit::{self, Print};
 use super::session;
 
 /// Where to go once signed in.
@@ -28,24 +29,17 @@ pub(crate) struct Next {
 }
 
 pub(crate) async fn page(State(app): State<Shared>, Query(next): Query<Next>) -> Response {
-    let viewer = Viewer {
-        principal: None,
-        csrf: None,
-    };
+    let viewer = Viewer { principal: None };
     let _ = &app;
     let page = html::page("Sign in", &viewer, &html::signin(local_next(&next.next)));
     (html_type(), page).into_response()
 }
 
 /// Starts a sign-in: a ticket in a cookie, and the challenge it stands for.
-pub(crate) async fn begin(
-    State(app): State<Shared>,
-    ConnectInfo(peer): ConnectInfo<SocketAddr>,
-    headers: HeaderMap,
-) -> Response {
+pub(crate) async fn begin(State(app): State<Shared>, headers: HeaderMap) -> Response {
+    // Stateless and cheap (a MAC over a nonce): nothing to limit, so nobody to lock out.
     let result = (|| {
         app.same_origin(&headers)?;
-        app.limiter.check(peer.ip()).map_err(too_many)?;
         let (ticket, challenge) = app.keys.signin_ticket(SystemTime::now()).map_err(|e| {
             Refused(
                 StatusCode::INTERNAL_SERVER_ERROR,
@@ -70,16 +64,6 @@ pub(crate) async fn begin(
     }
 }
 
-fn too_many(retry: std::time::Duration) -> Refused {
-    Refused(
-        StatusCode::TOO_MANY_REQUESTS,
-        format!(
-            "too many sign-in attempts from here: try again in {} s",
-            retry.as_secs().max(1)
-        ),
-    )
-}
-
 /// Finishes a sign-in: the assertion must answer this browser's ticket, be made by a passkey
 /// of the approvers file, for the principal it names, with user verification.
 pub(crate) async fn finish(
@@ -88,7 +72,7 @@ pub(crate) async fn finish(
     headers: HeaderMap,
     Json(posted): Json<PostedAssertion>,
 ) -> Response {
-    match check(&app, peer.ip(), &headers, &posted) {
+    match check(&app, &headers, &posted) {
         Ok(principal) => {
             let Ok(session) = app.keys.session(&principal, SystemTime::now()) else {
                 return (
@@ -103,25 +87,33 @@ pub(crate) async fn finish(
                     set_cookie(SESSION_COOKIE, &session, session::SESSION_TTL.as_secs()),
                     set_cookie(TICKET_COOKIE, "", 0),
                 ]),
-                Json(json!({ "ok": true, "principal": principal })),
+                // The page key goes to the page's script alone, which keeps it in the
+                // origin's storage: never in a cookie (every port of the host gets those).
+                Json(json!({
+                    "ok": true,
+                    "principal": principal,
+                    "key": app.keys.csrf(&session),
+                })),
             )
                 .into_response()
         }
         Err(Refused(status, message)) => {
-            refusal_line(&format!("sign-in from {} refused: {message}", peer.ip()));
+            let line = format!("sign-in from {} refused: {message}", peer.ip());
+            match app.limiter.refused(peer.ip()) {
+                Print::Yes => refusal_line(&line),
+                Print::Last => refusal_line(&format!(
+                    "{line} (more refused sign-ins from there within {} s are not printed)",
+                    limit::WINDOW.as_secs()
+                )),
+                Print::No => {}
+            }
             (status, Json(json!({ "ok": false, "message": message }))).into_response()
         }
     }
 }
 
-fn check(
-    app: &App,
-    peer: IpAddr,
-    headers: &HeaderMap,
-    posted: &PostedAssertion,
-) -> Result<String, Refused> {
+fn check(app: &App, headers: &HeaderMap, posted: &PostedAssertion) -> Result<String, Refused> {
     app.same_origin(headers)?;
-    app.limiter.check(peer).map_err(too_many)?;
     let refused =
         |message: &str| Refused(StatusCode::FORBIDDEN, format!("sign-in refused: {message}"));
     let ticket = cookie(headers, TICKET_COOKIE)
@@ -156,13 +148,28 @@ fn check(
     Ok(principal)
 }
 
+/// Signs out: the session ends on the server (until it would have expired), wherever its
+/// cookie was copied to, and the cookie is cleared in this browser.
 pub(crate) async fn signout(
     State(app): State<Shared>,
     headers: HeaderMap,
     Form(form): Form<DecisionForm>,
 ) -> Response {
-    match app.post_session(&headers, Some(&form.csrf)) {
-        Ok(_) => ([set_cookie(SESSION_COOKIE, "", 0)], Redirect::to("/signin")).into_response(),
+    let ended = app
+        .post_session(&headers, Some(&form.csrf))
+        .and_then(|session| {
+            // Ended here, not only in this browser: a copy of the cookie is signed out too.
+            app.signed_out
+                .end(&session.cookie, SystemTime::now())
+                .map_err(|e| {
+                    Refused(
+                        StatusCode::SERVICE_UNAVAILABLE,
+                        format!("the session could not be ended: {e}"),
+                    )
+                })
+        });
+    match ended {
+        Ok(()) => ([set_cookie(SESSION_COOKIE, "", 0)], Redirect::to("/signin")).into_response(),
         Err(refused) => refused.into_response(),
     }
 }

@@ -16,8 +16,26 @@ const b64url = {
   },
 };
 
+// The session's page key: every state change sends it as X-CSRF-Token. Sign-in hands it to
+// this script alone, and it lives in this origin's storage, which, unlike a cookie, no other
+// port of the host can read; no page carries it. So a copied session cookie decides nothing.
+const PAGE_KEY = "approval-gate-page-key";
+
 function csrf() {
-  return document.body.dataset.csrf || "";
+  try {
+    return localStorage.getItem(PAGE_KEY) || "";
+  } catch (_) {
+    return "";
+  }
+}
+
+function keep(key) {
+  try {
+    if (key) localStorage.setItem(PAGE_KEY, key);
+    else localStorage.removeItem(PAGE_KEY);
+  } catch (_) {
+    // No storage: this browser can read but not decide; the server says so.
+  }
 }
 
 function say(id, text, ok) {
@@ -101,6 +119,7 @@ function setUpSignIn() {
       const credential = await getAssertion(begin.answer.challenge, begin.answer.rpId, []);
       const { ok, answer } = await post("/signin/finish", assertionJson(credential));
       if (!ok) throw new Error(answer.message);
+      keep(answer.key);
       say("signin-result", "Signed in as " + answer.principal, true);
       location.assign(button.dataset.next || "/");
     } catch (error) {
@@ -145,8 +164,50 @@ function setUpEnroll() {
   });
 }
 
+// Deny, revoke and sign out: posted by this script, with the page key as a header, then the
+// page the server sends us to is opened. A refusal is shown beside the button.
+function setUpForms() {
+  for (const form of document.querySelectorAll("form[method=post]")) {
+    form.addEventListener("submit", async (event) => {
+      event.preventDefault();
+      const button = form.querySelector("button");
+      if (button) button.disabled = true;
+      const signOut = form.getAttribute("action") === "/signout";
+      try {
+        const response = await fetch(form.getAttribute("action"), {
+          method: "POST",
+          credentials: "same-origin",
+          headers: {
+            "Content-Type": "application/x-www-form-urlencoded",
+            "X-CSRF-Token": csrf(),
+          },
+          body: new URLSearchParams(new FormData(form)),
+        });
+        if (response.ok) {
+          if (signOut) keep("");
+          location.assign(response.url);
+          return;
+        }
+        const text = await response.text();
+        const page = new DOMParser().parseFromString(text, "text/html");
+        const problem = page.querySelector("main .error");
+        throw new Error(problem ? problem.textContent : "the server answered " + response.status);
+      } catch (error) {
+        const result = form.querySelector(".result");
+        if (result) {
+          result.textContent = "Refused: " + error.message;
+          result.className = "result error";
+        }
+        if (button) button.disabled = false;
+      }
+    });
+  }
+}
+
 // The pending list follows the store: each event says something changed, and the list is
-// read again from the server, already escaped there.
+// read again from the server, already escaped there. A browser opens at most six connections
+// to a host over HTTP/1.1, so one tab of this origin holds the event stream (the holder of a
+// Web Lock) and tells the others over a BroadcastChannel; when it closes, the next takes over.
 function setUpLive() {
   const region = document.getElementById("pending");
   if (!region || !window.EventSource) return;
@@ -172,18 +233,47 @@ function setUpLive() {
       }
     }
   }
-  const events = new EventSource(region.dataset.live);
-  events.addEventListener("change", refresh);
-  // Whatever changed while the stream was down (a restart, a lost connection) is read now.
-  let opened = false;
-  events.addEventListener("open", () => {
-    if (opened) refresh();
-    opened = true;
-    document.body.dataset.live = "open";
+  const channel = window.BroadcastChannel ? new BroadcastChannel("approval-gate-live") : null;
+  const changed = () => {
+    refresh();
+    if (channel) channel.postMessage("change");
+  };
+  function follow(handedOver) {
+    const events = new EventSource(region.dataset.live);
+    events.addEventListener("change", changed);
+    // Whatever changed while no stream was open (a restart, a lost connection, the tab that
+    // held it closed) is read now.
+    let opened = false;
+    events.addEventListener("open", () => {
+      if (opened || handedOver) changed();
+      opened = true;
+      document.body.dataset.live = "open";
+    });
+  }
+  if (!channel || !navigator.locks) {
+    follow(false);
+    return;
+  }
+  channel.addEventListener("message", (event) => {
+    if (event.data === "change") refresh();
+  });
+  document.body.dataset.live = "shared";
+  let waited = false;
+  navigator.locks.request("approval-gate-live", { ifAvailable: true }, (lock) => {
+    if (lock) {
+      follow(false);
+      return new Promise(() => {});
+    }
+    waited = true;
+    return navigator.locks.request("approval-gate-live", () => {
+      follow(waited);
+      return new Promise(() => {});
+    });
   });
 }
 
 setUpApprove();
 setUpSignIn();
 setUpEnroll();
+setUpForms();
 setUpLive();

@@ -1,0 +1,242 @@
+//! What a page on another port of the same host can do to the approver's browser, in
+//! Chromium: cookies are per host, not per port (RFC 6265 §8.5), so a listener of the test's
+//! own on `localhost:OTHER`, standing for an agent's server, receives the approver's cookies
+//! and can set cookies of its own for `localhost`.
+
+use std::io::{BufRead as _, BufReader, Write as _};
+use std::net::TcpListener;
+use std::sync::mpsc;
+
+use approval_gate::{EffectiveStatus, NewRequest, RequestId};
+
+use crate::browser::{WAIT, approver_page, enroll, sign_in};
+use crate::cdp::Browser;
+use crate::server::{Served, attribute};
+
+const SESSION: &str = "__Host-approval-gate-session";
+
+/// Another port of localhost: answers every request with `head` (extra header lines) and a
+/// short page, and hands over the head of each request it received.
+struct OtherPort {
+    port: u16,
+    heads: mpsc::Receiver<String>,
+}
+
+impl OtherPort {
+    fn start(head: String) -> Self {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let (send, heads) = mpsc::channel();
+        std::thread::spawn(move || {
+            for stream in listener.incoming() {
+                let Ok(mut stream) = stream else { return };
+                let (send, head) = (send.clone(), head.clone());
+                std::thread::spawn(move || {
+                    let _ = stream.set_read_timeout(Some(crate::cdp::TIMEOUT));
+                    let mut reader = BufReader::new(&stream);
+                    let mut received = String::new();
+                    let mut line = String::new();
+                    while reader.read_line(&mut line).is_ok_and(|n| n > 2) {
+                        received.push_str(&line);
+                        line.clear();
+                    }
+                    if received.is_empty() {
+                        return;
+                    }
+                    let body = "<!doctype html><title>elsewhere</title><p>another page";
+                    let _ = write!(
+                        stream,
+                        "HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: {}\r\n\
+                         Connection: close\r\n{head}\r\n{body}",
+                        body.len()
+                    );
+                    let _ = send.send(received);
+                });
+            }
+        });
+        Self { port, heads }
+    }
+
+    fn origin(&self) -> String {
+        format!("http://localhost:{}", self.port)
+    }
+
+    /// The head of the next request for `/`.
+    fn next_page_request(&self) -> String {
+        loop {
+            let head = self
+                .heads
+                .recv_timeout(WAIT)
+                .expect("a request on the other port");
+            if head.starts_with("GET / ") {
+                return head;
+            }
+        }
+    }
+}
+
+/// The value of cookie `name` in a request head.
+fn cookie_in(head: &str, name: &str) -> Option<String> {
+    head.lines()
+        .filter_map(|line| line.split_once(':'))
+        .filter(|(header, _)| header.eq_ignore_ascii_case("cookie"))
+        .flat_map(|(_, value)| value.split(';'))
+        .filter_map(|pair| pair.trim().split_once('='))
+        .find(|(key, _)| *key == name)
+        .map(|(_, value)| value.to_owned())
+}
+
+fn file(served: &Served, what: &str) -> RequestId {
+    served
+        .agent()
+        .request_approval(NewRequest::new(what, "test"))
+        .unwrap()
+        .request
+        .id()
+}
+
+/// The approver opens a page on another port: the browser sends it the session cookie
+/// (cookies are per host). With that cookie alone, over plain HTTP, the other port's owner
+/// may read what the approver reads, but denies, revokes and signs out nothing: every state
+/// change needs the page key, which lives in the origin's own storage. The approver, on the
+/// real page, still decides.
+#[test]
+fn a_session_cookie_another_port_receives_decides_nothing() {
+    let Some(browser) = Browser::launch() else {
+        return;
+    };
+    let (page, _key) = approver_page(&browser);
+    let line = enroll(&page, "alice@example.com");
+    let tmp = tempfile::tempdir().unwrap();
+    let store = tmp.path().join("store");
+    let approvers = tmp.path().join("approvers");
+    std::fs::write(&approvers, line + "\n").unwrap();
+    approval_gate::Gate::open(&store).unwrap();
+    let store = store.display().to_string();
+    let served = Served::start_on(tmp, store, approvers, "*=1", &[]);
+    sign_in(&page, &served.origin);
+    let pending = file(&served, "pay 5 EUR");
+
+    let other = OtherPort::start(String::new());
+    page.navigate(&format!("{}/", other.origin()));
+    let head = other.next_page_request();
+    let stolen = cookie_in(&head, SESSION).expect("the browser sends the cookie to another port");
+
+    let mut thief = served.client();
+    thief.cookies.insert(SESSION.into(), stolen);
+    // What a copied cookie still does: read.
+    let list = thief.get("/");
+    assert_eq!(list.status, 200, "{}", list.body);
+    let shown = thief.get(&format!("/requests/{pending}"));
+    assert_eq!(shown.status, 200, "{}", shown.body);
+    // Whatever token a page shows it, and none, decide nothing.
+    let mut tokens: Vec<String> = [&list.body, &shown.body]
+        .iter()
+        .filter_map(|body| attribute(body, "data-csrf"))
+        .chain(
+            shown
+                .body
+                .split("name=\"csrf\" value=\"")
+                .skip(1)
+                .filter_map(|rest| rest.split('"').next().map(str::to_owned)),
+        )
+        .collect();
+    tokens.push(String::new());
+    for token in &tokens {
+        let deny = thief.post_form(
+            &format!("/requests/{pending}/deny"),
+            &format!("csrf={token}&reason=no"),
+        );
+        assert_ne!(
+            deny.status, 303,
+            "denied with a copied cookie: {}",
+            deny.body
+        );
+        let deny = thief.send(
+            "POST",
+            &format!("/requests/{pending}/deny"),
+            &[
+                ("Origin", &served.origin),
+                ("Content-Type", "application/x-www-form-urlencoded"),
+                ("X-CSRF-Token", token),
+            ],
+            Some(b"reason=no"),
+        );
+        assert_ne!(
+            deny.status, 303,
+            "denied with a copied cookie: {}",
+            deny.body
+        );
+        let out = thief.post_form("/signout", &format!("csrf={token}"));
+        assert_ne!(
+            out.status, 303,
+            "signed out with a copied cookie: {}",
+            out.body
+        );
+    }
+    assert_eq!(
+        served.agent().status(pending).unwrap().effective_status(),
+        EffectiveStatus::Pending
+    );
+
+    // The approver, on the real page, still denies.
+    page.navigate(&format!("{}/requests/{pending}", served.origin));
+    page.fill(".deny input[name=reason]", "not this one");
+    page.expect_navigation(|| page.click(".deny button"));
+    let shown = page.text("h1");
+    assert!(shown.contains("denied"), "{shown}");
+    assert_eq!(
+        served.agent().status(pending).unwrap().effective_status(),
+        EffectiveStatus::Denied
+    );
+    // Signing out on the page ends the session for the copy too, and leaves no key behind.
+    page.expect_navigation(|| page.click("form.who button"));
+    assert!(page.url().ends_with("/signin"), "{}", page.url());
+    assert_eq!(
+        page.eval("localStorage.length"),
+        0,
+        "the page key is gone with the session"
+    );
+    assert_eq!(
+        thief.get("/").status,
+        303,
+        "the copied cookie reads no more"
+    );
+    page.assert_no_errors();
+    browser.close();
+}
+
+/// A page on another port sets 175 cookies of 4 kB for `localhost`, for a year: the browser
+/// sends them with every request to `serve`. The approver's pages still open, signed in.
+#[test]
+fn a_cookie_bomb_from_another_port_does_not_lock_the_approver_out() {
+    let Some(browser) = Browser::launch() else {
+        return;
+    };
+    let (page, _key) = approver_page(&browser);
+    let line = enroll(&page, "alice@example.com");
+    let tmp = tempfile::tempdir().unwrap();
+    let store = tmp.path().join("store");
+    let approvers = tmp.path().join("approvers");
+    std::fs::write(&approvers, line + "\n").unwrap();
+    approval_gate::Gate::open(&store).unwrap();
+    let store = store.display().to_string();
+    let served = Served::start_on(tmp, store, approvers, "*=1", &[]);
+    sign_in(&page, &served.origin);
+
+    let other = OtherPort::start(String::new());
+    page.navigate(&format!("{}/", other.origin()));
+    let set = page.eval(
+        "(() => { const value = 'x'.repeat(4000); \
+         for (let i = 0; i < 175; i++) \
+           document.cookie = `bomb${i}=${value}; max-age=31536000; path=/`; \
+         return document.cookie.length; })()",
+    );
+    assert!(set.as_u64().unwrap() > 175 * 4000, "{set}");
+
+    page.navigate(&format!("{}/", served.origin));
+    let title = page.text("h1");
+    assert!(title.contains("Pending"), "{title}");
+    page.assert_no_errors();
+    browser.close();
+}
