@@ -8,6 +8,7 @@
 //! binary.
 
 mod attacks;
+mod binding;
 mod browser;
 mod cdp;
 mod enroll;

@@ -62,6 +62,11 @@ pub(crate) fn router(app: Shared) -> Router {
             url: app.origin.clone(),
             host: app.host.clone(),
             rp_id: app.rp_id.clone(),
+            // The guard reads the URL and the host; the port is the bind's business.
+            port: url::Url::parse(&app.origin)
+                .ok()
+                .and_then(|url| url.port_or_known_default())
+                .unwrap_or_default(),
         },
         tls: app.tls,
     });

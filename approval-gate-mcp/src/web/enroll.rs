@@ -23,6 +23,7 @@ use base64::engine::general_purpose::URL_SAFE_NO_PAD as B64;
 use clap::{Args, ValueHint};
 use serde_json::json;
 
+use super::bind;
 use super::ceremony::{self, PostedRegistration};
 use super::guard::Site;
 use super::html::{self, Viewer};
@@ -112,6 +113,10 @@ pub(crate) fn enroll(args: &EnrollArgs) -> anyhow::Result<Exit> {
     check_principal(principal)?;
     let tls = args.tls_cert.is_some();
     listen::check_address(args.listen, tls)?;
+    let origin = Origin::resolve(args.public_url.as_deref(), args.listen, tls)?;
+    // Port 0 asks for any free port: the origin then names the one given.
+    let any_port = args.listen.port() == 0 && args.public_url.is_none();
+    bind::check(args.listen, &origin, any_port)?;
     let mut secret = [0u8; 48];
     getrandom::fill(&mut secret).map_err(|e| anyhow::anyhow!("no randomness: {e}"))?;
     let runtime = tokio::runtime::Builder::new_current_thread()
@@ -123,16 +128,12 @@ pub(crate) fn enroll(args: &EnrollArgs) -> anyhow::Result<Exit> {
             (Some(cert), Some(key)) => Some(listen::tls_acceptor(cert, key)?),
             _ => None,
         };
-        let tcp = tokio::net::TcpListener::bind(args.listen)
-            .await
-            .with_context(|| format!("cannot listen on {}", args.listen))?;
-        let bound = tcp.local_addr()?;
-        let listen_at = if args.listen.port() == 0 {
-            bound
+        let tcp = bind::hold(args.listen).await?;
+        let origin = if any_port {
+            Origin::resolve(None, tcp[0].local_addr()?, tls)?
         } else {
-            args.listen
+            origin
         };
-        let origin = Origin::resolve(args.public_url.as_deref(), listen_at, tls)?;
         let enrollment = Arc::new(Enrollment {
             principal: principal.to_owned(),
             token: B64.encode(&secret[..16]),

@@ -30,6 +30,8 @@ pub(crate) struct Origin {
     pub(crate) host: String,
     /// The WebAuthn RP ID: the host name.
     pub(crate) rp_id: String,
+    /// The port browsers connect to: the URL's, or its scheme's default.
+    pub(crate) port: u16,
 }
 
 impl Origin {
@@ -75,6 +77,7 @@ impl Origin {
             bail!("--public-url {text}: no user name or password in it");
         }
         let origin = url.origin().ascii_serialization();
+        let port = url.port_or_known_default().unwrap_or(443);
         let authority = match url.port() {
             Some(port) => format!("{host}:{port}"),
             None => host.clone(),
@@ -83,6 +86,7 @@ impl Origin {
             url: origin,
             host: authority,
             rp_id: host,
+            port,
         })
     }
 }
@@ -119,10 +123,10 @@ pub(crate) fn tls_acceptor(cert: &Path, key: &Path) -> anyhow::Result<TlsAccepto
     Ok(TlsAcceptor::from(Arc::new(config)))
 }
 
-/// Serves `router` on `tcp` (through TLS if `tls` is given) until `until` resolves: its
-/// output, or `None` if the server stopped first.
+/// Serves `router` on the listeners `tcp` (through TLS if `tls` is given) until `until`
+/// resolves: its output, or `None` if the server stopped first.
 pub(crate) async fn serve_until<F: Future>(
-    tcp: TcpListener,
+    tcp: Vec<TcpListener>,
     tls: Option<TlsAcceptor>,
     router: axum::Router,
     until: F,
@@ -130,13 +134,13 @@ pub(crate) async fn serve_until<F: Future>(
     use axum::serve::ListenerExt as _;
     let service = router.into_make_service_with_connect_info::<SocketAddr>();
     if let Some(acceptor) = tls {
-        let listener = TlsListener::new(tcp, acceptor)?.tap_io(|_| {});
+        let listener = TlsListener::new(tcp, &acceptor)?.tap_io(|_| {});
         tokio::select! {
             served = axum::serve(listener, service) => served.map(|()| None).map_err(Into::into),
             done = until => Ok(Some(done)),
         }
     } else {
-        let listener = tcp.tap_io(|_| {});
+        let listener = super::bind::Listeners::new(tcp).tap_io(|_| {});
         tokio::select! {
             served = axum::serve(listener, service) => served.map(|()| None).map_err(Into::into),
             done = until => Ok(Some(done)),
@@ -152,33 +156,45 @@ pub(crate) struct TlsListener {
 }
 
 impl TlsListener {
-    pub(crate) fn new(tcp: TcpListener, acceptor: TlsAcceptor) -> std::io::Result<Self> {
-        let local = tcp.local_addr()?;
+    pub(crate) fn new(tcp: Vec<TcpListener>, acceptor: &TlsAcceptor) -> std::io::Result<Self> {
+        let Some(first) = tcp.first() else {
+            return Err(std::io::ErrorKind::NotConnected.into());
+        };
+        let local = first.local_addr()?;
         let (send, ready) = tokio::sync::mpsc::channel(64);
+        for tcp in tcp {
+            tokio::spawn(accept_tls(tcp, acceptor.clone(), send.clone()));
+        }
+        Ok(Self { ready, local })
+    }
+}
+
+/// Accepts on `tcp`, each handshake in a task of its own, and sends what is done to `send`.
+async fn accept_tls(
+    tcp: TcpListener,
+    acceptor: TlsAcceptor,
+    send: tokio::sync::mpsc::Sender<(TlsStream<TcpStream>, SocketAddr)>,
+) {
+    loop {
+        let (stream, peer) = match tcp.accept().await {
+            Ok(accepted) => accepted,
+            Err(error) => {
+                tracing::warn!(%error, "accept failed");
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                continue;
+            }
+        };
+        let acceptor = acceptor.clone();
+        let send = send.clone();
         tokio::spawn(async move {
-            loop {
-                let (stream, peer) = match tcp.accept().await {
-                    Ok(accepted) => accepted,
-                    Err(error) => {
-                        tracing::warn!(%error, "accept failed");
-                        tokio::time::sleep(Duration::from_millis(50)).await;
-                        continue;
-                    }
-                };
-                let acceptor = acceptor.clone();
-                let send = send.clone();
-                tokio::spawn(async move {
-                    match tokio::time::timeout(HANDSHAKE, acceptor.accept(stream)).await {
-                        Ok(Ok(tls)) => {
-                            let _ = send.send((tls, peer)).await;
-                        }
-                        Ok(Err(error)) => tracing::debug!(%peer, %error, "TLS handshake failed"),
-                        Err(_) => tracing::debug!(%peer, "TLS handshake timed out"),
-                    }
-                });
+            match tokio::time::timeout(HANDSHAKE, acceptor.accept(stream)).await {
+                Ok(Ok(tls)) => {
+                    let _ = send.send((tls, peer)).await;
+                }
+                Ok(Err(error)) => tracing::debug!(%peer, %error, "TLS handshake failed"),
+                Err(_) => tracing::debug!(%peer, "TLS handshake timed out"),
             }
         });
-        Ok(Self { ready, local })
     }
 }
 

@@ -1,0 +1,217 @@
+//! Where `serve` and `passkey enroll` listen: every address their `http://localhost:PORT`
+//! resolves to (`127.0.0.1` and `[::1]`, which Chromium tries first), or they do not start.
+//! Another local account that holds either address first would get the human's traffic on
+//! the page's own origin.
+
+use std::io::{BufRead as _, BufReader};
+use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr, TcpListener};
+use std::os::unix::process::CommandExt as _;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+
+use approval_gate_tests::http::Client;
+use approval_gate_tests::webauthn::SoftPasskey;
+
+use crate::server::cli;
+
+/// A port free on both loopback addresses just now.
+pub(crate) fn free_port() -> u16 {
+    loop {
+        let v4 = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).unwrap();
+        let port = v4.local_addr().unwrap().port();
+        if TcpListener::bind((Ipv6Addr::LOCALHOST, port)).is_ok() {
+            return port;
+        }
+    }
+}
+
+/// Another local account's listener on `addr`: a process of its own, run as `nobody` when
+/// the tests run as root (as in CI's container), holding the address until dropped.
+struct Squatter(Child);
+
+impl Squatter {
+    fn hold(addr: SocketAddr) -> Self {
+        let script = "import socket, sys\n\
+                      host, port = sys.argv[1], int(sys.argv[2])\n\
+                      s = socket.socket(socket.AF_INET6 if ':' in host else socket.AF_INET)\n\
+                      s.bind((host, port))\n\
+                      s.listen(16)\n\
+                      print('ready', flush=True)\n\
+                      sys.stdin.read()\n";
+        let mut command = Command::new("python3");
+        command
+            .args([
+                "-c",
+                script,
+                &addr.ip().to_string(),
+                &addr.port().to_string(),
+            ])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped());
+        if rustix::process::geteuid().is_root() {
+            command.uid(65_534).gid(65_534);
+        }
+        let mut child = command.spawn().expect("python3 runs the squatter");
+        let mut ready = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut ready)
+            .unwrap();
+        assert_eq!(ready.trim(), "ready", "the squatter could not bind {addr}");
+        Self(child)
+    }
+}
+
+impl Drop for Squatter {
+    fn drop(&mut self) {
+        // Its standard input closes: the script ends.
+        drop(self.0.stdin.take());
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// An approvers file trusting one passkey, in `dir`.
+fn approvers(dir: &Path) -> std::path::PathBuf {
+    let alice = SoftPasskey::new(1, "alice@example.com", "localhost");
+    let path = dir.join("approvers");
+    std::fs::write(&path, alice.allowed_signers_line() + "\n").unwrap();
+    path
+}
+
+/// `serve` on `listen`, over a store and an approvers file in `dir`.
+fn serve(dir: &Path, listen: &str) -> Command {
+    let mut command = cli();
+    command
+        .arg("--store")
+        .arg(dir.join("store"))
+        .arg("--approvers")
+        .arg(approvers(dir))
+        .args(["serve", "--listen", listen]);
+    command
+}
+
+/// `passkey enroll` on `listen`.
+fn enroll(listen: &str) -> Command {
+    let mut command = cli();
+    command.args(["passkey", "enroll", "alice@example.com", "--listen", listen]);
+    command
+}
+
+/// Runs `command` until it says it serves (then it is returned, running) or exits (its exit
+/// code and stderr).
+#[allow(
+    clippy::zombie_processes,
+    reason = "the child is returned running, or waited for once it has ended"
+)]
+fn started(mut command: Command, says: &str) -> Result<Child, (Option<i32>, String)> {
+    let mut child = command
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    let mut printed = String::new();
+    loop {
+        let mut line = String::new();
+        if stderr.read_line(&mut line).unwrap_or(0) == 0 {
+            let code = child.wait().unwrap().code();
+            return Err((code, printed));
+        }
+        printed.push_str(&line);
+        if line.contains(says) {
+            std::thread::spawn(move || std::io::copy(&mut stderr, &mut std::io::sink()));
+            return Ok(child);
+        }
+    }
+}
+
+/// Asserts `command` refuses to start because `held` is another's.
+fn refuses(command: Command, says: &str, held: SocketAddr) {
+    match started(command, says) {
+        Ok(mut child) => {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("it started although another account holds {held}");
+        }
+        Err((code, stderr)) => {
+            assert_eq!(code, Some(2), "{stderr}");
+            assert!(stderr.contains(&held.to_string()), "{stderr}");
+            assert!(stderr.contains("in use"), "{stderr}");
+        }
+    }
+}
+
+#[test]
+fn serve_refuses_to_start_when_another_account_holds_ipv6_loopback() {
+    let dir = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let held = SocketAddr::from((Ipv6Addr::LOCALHOST, port));
+    let _squatter = Squatter::hold(held);
+    refuses(
+        serve(dir.path(), &format!("127.0.0.1:{port}")),
+        "serving ",
+        held,
+    );
+    assert!(
+        !dir.path().join("store").exists(),
+        "a refused start opens no store"
+    );
+}
+
+#[test]
+fn serve_refuses_to_start_when_another_account_holds_ipv4_loopback() {
+    let dir = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let held = SocketAddr::from((Ipv4Addr::LOCALHOST, port));
+    let _squatter = Squatter::hold(held);
+    refuses(
+        serve(dir.path(), &format!("[::1]:{port}")),
+        "serving ",
+        held,
+    );
+}
+
+#[test]
+fn enroll_refuses_to_start_when_another_account_holds_either_loopback() {
+    let port = free_port();
+    let held = SocketAddr::from((Ipv6Addr::LOCALHOST, port));
+    let squatter = Squatter::hold(held);
+    refuses(enroll(&format!("127.0.0.1:{port}")), "open this link", held);
+    drop(squatter);
+    let port = free_port();
+    let held = SocketAddr::from((Ipv4Addr::LOCALHOST, port));
+    let _squatter = Squatter::hold(held);
+    refuses(enroll(&format!("[::1]:{port}")), "open this link", held);
+}
+
+/// The page answers on both loopback addresses of its origin.
+fn answers_on_both(origin_port: u16, path: &str, status: u16) {
+    for addr in [
+        format!("127.0.0.1:{origin_port}"),
+        format!("[::1]:{origin_port}"),
+    ] {
+        let mut browser = Client::new(&format!("http://localhost:{origin_port}"));
+        browser.addr.clone_from(&addr);
+        let page = browser.get(path);
+        assert_eq!(page.status, status, "{addr}: {}", page.body);
+    }
+}
+
+#[test]
+fn serve_and_enroll_listen_on_both_loopback_addresses_of_localhost() {
+    let dir = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let mut served = started(serve(dir.path(), &format!("127.0.0.1:{port}")), "serving ")
+        .unwrap_or_else(|(code, stderr)| panic!("serve did not start ({code:?}): {stderr}"));
+    answers_on_both(port, "/signin", 200);
+    served.kill().unwrap();
+    served.wait().unwrap();
+
+    let port = free_port();
+    let mut enrolling = started(enroll(&format!("[::1]:{port}")), "open this link")
+        .unwrap_or_else(|(code, stderr)| panic!("enroll did not start ({code:?}): {stderr}"));
+    // No token: not found, from either address (the server answered, not a squatter).
+    answers_on_both(port, "/enroll/not-the-token", 404);
+    enrolling.kill().unwrap();
+    enrolling.wait().unwrap();
+}
