@@ -4,26 +4,15 @@
 //! the page's own origin.
 
 use std::io::{BufRead as _, BufReader};
-use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr, TcpListener};
+use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::os::unix::process::CommandExt as _;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 
-use approval_gate_tests::http::Client;
+use approval_gate_tests::http::{Client, free_port};
 use approval_gate_tests::webauthn::SoftPasskey;
 
 use crate::server::cli;
-
-/// A port free on both loopback addresses just now.
-pub(crate) fn free_port() -> u16 {
-    loop {
-        let v4 = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).unwrap();
-        let port = v4.local_addr().unwrap().port();
-        if TcpListener::bind((Ipv6Addr::LOCALHOST, port)).is_ok() {
-            return port;
-        }
-    }
-}
 
 /// Another local account's listener on `addr`: a process of its own, run as `nobody` when
 /// the tests run as root (as in CI's container), holding the address until dropped.
@@ -70,23 +59,24 @@ impl Drop for Squatter {
     }
 }
 
-/// An approvers file trusting one passkey, in `dir`.
-fn approvers(dir: &Path) -> std::path::PathBuf {
+/// An approvers file trusting one passkey on `http://localhost:PORT`, in `dir`.
+fn approvers(dir: &Path, port: u16) -> std::path::PathBuf {
     let alice = SoftPasskey::new(1, "alice@example.com", "localhost");
     let path = dir.join("approvers");
-    std::fs::write(&path, alice.allowed_signers_line() + "\n").unwrap();
+    let line = alice.allowed_signers_line(&format!("http://localhost:{port}"));
+    std::fs::write(&path, line + "\n").unwrap();
     path
 }
 
-/// `serve` on `listen`, over a store and an approvers file in `dir`.
-fn serve(dir: &Path, listen: &str) -> Command {
+/// `serve` on `ip` and `port`, over a store and an approvers file in `dir`.
+fn serve(dir: &Path, ip: &str, port: u16) -> Command {
     let mut command = cli();
     command
         .arg("--store")
         .arg(dir.join("store"))
         .arg("--approvers")
-        .arg(approvers(dir))
-        .args(["serve", "--listen", listen]);
+        .arg(approvers(dir, port))
+        .args(["serve", "--listen", &format!("{ip}:{port}")]);
     command
 }
 
@@ -147,11 +137,7 @@ fn serve_refuses_to_start_when_another_account_holds_ipv6_loopback() {
     let port = free_port();
     let held = SocketAddr::from((Ipv6Addr::LOCALHOST, port));
     let _squatter = Squatter::hold(held);
-    refuses(
-        serve(dir.path(), &format!("127.0.0.1:{port}")),
-        "serving ",
-        held,
-    );
+    refuses(serve(dir.path(), "127.0.0.1", port), "serving ", held);
     assert!(
         !dir.path().join("store").exists(),
         "a refused start opens no store"
@@ -164,11 +150,7 @@ fn serve_refuses_to_start_when_another_account_holds_ipv4_loopback() {
     let port = free_port();
     let held = SocketAddr::from((Ipv4Addr::LOCALHOST, port));
     let _squatter = Squatter::hold(held);
-    refuses(
-        serve(dir.path(), &format!("[::1]:{port}")),
-        "serving ",
-        held,
-    );
+    refuses(serve(dir.path(), "[::1]", port), "serving ", held);
 }
 
 #[test]
@@ -201,7 +183,7 @@ fn answers_on_both(origin_port: u16, path: &str, status: u16) {
 fn serve_and_enroll_listen_on_both_loopback_addresses_of_localhost() {
     let dir = tempfile::tempdir().unwrap();
     let port = free_port();
-    let mut served = started(serve(dir.path(), &format!("127.0.0.1:{port}")), "serving ")
+    let mut served = started(serve(dir.path(), "127.0.0.1", port), "serving ")
         .unwrap_or_else(|(code, stderr)| panic!("serve did not start ({code:?}): {stderr}"));
     answers_on_both(port, "/signin", 200);
     served.kill().unwrap();

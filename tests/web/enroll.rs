@@ -86,7 +86,11 @@ fn the_link_registers_one_passkey_and_prints_the_line_that_trusts_it() {
     assert_eq!(enrolled.status, 200, "{}", enrolled.body);
     let (code, stdout) = enrolling.finish();
     assert_eq!(code, 0, "{stdout}");
-    assert_eq!(stdout.trim(), alice.allowed_signers_line());
+    // For approving on serve's default page, which the line names.
+    assert_eq!(
+        stdout.trim(),
+        alice.allowed_signers_line("http://localhost:8470")
+    );
     // The line is one the library reads as alice's passkey.
     let policy = approval_gate::Policy::from_allowed_signers(&stdout).unwrap();
     let now = approval_gate::Timestamp::from_unix_millis(1_800_000_000_000);

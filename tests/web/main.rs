@@ -13,6 +13,7 @@ mod browser;
 mod cdp;
 mod enroll;
 mod loopback;
+mod origin;
 mod postgres;
 mod processes;
 mod server;

@@ -7,7 +7,7 @@ use std::sync::mpsc;
 use std::time::Duration;
 
 use approval_gate::{Gate, Policy, RequestId};
-use approval_gate_tests::http::{Client, Response};
+use approval_gate_tests::http::{Client, Response, free_port};
 use approval_gate_tests::webauthn::{Made, SoftPasskey};
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD as B64;
@@ -66,25 +66,33 @@ pub(crate) struct Served {
 }
 
 impl Served {
-    /// Serves a fresh store whose approvers file trusts `passkeys`, with `quorum` (`*=N`).
+    /// Serves a fresh store whose approvers file trusts `passkeys` on the page's origin,
+    /// with `quorum` (`*=N`).
     pub(crate) fn start(passkeys: &[&SoftPasskey], quorum: u32) -> Self {
         let tmp = tempfile::tempdir().unwrap();
         let store = tmp.path().join("store");
         let approvers = tmp.path().join("approvers");
-        let lines: Vec<String> = passkeys.iter().map(|p| p.allowed_signers_line()).collect();
+        let port = free_port();
+        let origin = format!("http://localhost:{port}");
+        let lines: Vec<String> = passkeys
+            .iter()
+            .map(|p| p.allowed_signers_line(&origin))
+            .collect();
         std::fs::write(&approvers, lines.join("\n") + "\n").unwrap();
         Gate::open(&store).unwrap();
         let store = store.display().to_string();
-        Self::start_on(tmp, store, approvers, &format!("*={quorum}"), &[])
+        Self::start_on(tmp, store, approvers, &format!("*={quorum}"), port, &[])
     }
 
-    /// Serves `store` with `approvers`, the `quorum` table (`smtp.send=2,*=1`), and `extra`
-    /// arguments to `serve`.
+    /// Serves `store` with `approvers`, the `quorum` table (`smtp.send=2,*=1`), on
+    /// `http://localhost:PORT` (which the approvers file names), with `extra` arguments to
+    /// `serve`.
     pub(crate) fn start_on(
         tmp: tempfile::TempDir,
         store: String,
         approvers: PathBuf,
         quorum: &str,
+        port: u16,
         extra: &[&str],
     ) -> Self {
         let mut child = cli()
@@ -92,7 +100,7 @@ impl Served {
             .arg("--approvers")
             .arg(&approvers)
             .args(["--quorum", quorum])
-            .args(["serve", "--listen", "127.0.0.1:0"])
+            .args(["serve", "--listen", &format!("127.0.0.1:{port}")])
             .args(extra)
             .stdout(Stdio::null())
             .stderr(Stdio::piped())

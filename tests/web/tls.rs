@@ -7,9 +7,9 @@ use std::process::Stdio;
 use std::sync::Arc;
 use std::time::Duration;
 
+use approval_gate_tests::http::free_port;
 use approval_gate_tests::webauthn::SoftPasskey;
 
-use crate::binding::free_port;
 use crate::server::cli;
 
 /// A certificate for `localhost` and its key, as PEM files in `dir`; the certificate's DER.
@@ -54,9 +54,10 @@ fn over_tls_the_page_is_served_with_hsts_and_plain_http_gets_nothing() {
     let der = certificate(dir.path());
     let alice = SoftPasskey::new(1, "alice@example.com", "localhost");
     let approvers = dir.path().join("approvers");
-    std::fs::write(&approvers, alice.allowed_signers_line() + "\n").unwrap();
     // A localhost origin is served on its own port, of both loopback addresses.
     let port = free_port();
+    let line = alice.allowed_signers_line(&format!("https://localhost:{port}"));
+    std::fs::write(&approvers, line + "\n").unwrap();
     let mut child = cli()
         .arg("--store")
         .arg(dir.path().join("store"))
@@ -109,7 +110,8 @@ fn serve_refuses_to_start_where_passkeys_could_not_work_or_no_approver_could_sig
     let store = dir.path().join("store");
     let alice = SoftPasskey::new(1, "alice@example.com", "localhost");
     let approvers = dir.path().join("approvers");
-    std::fs::write(&approvers, alice.allowed_signers_line() + "\n").unwrap();
+    let line = alice.allowed_signers_line("http://localhost:8470");
+    std::fs::write(&approvers, line + "\n").unwrap();
     let ssh_only = dir.path().join("ssh-only");
     std::fs::write(
         &ssh_only,

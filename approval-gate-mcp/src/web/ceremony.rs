@@ -51,6 +51,24 @@ impl PostedAssertion {
     }
 }
 
+/// Refuses an assertion the browser made on a page other than `origin`, this server's: the
+/// approvers file may trust the same passkey on other pages (other ports), whose approvals
+/// this page must not take as its own.
+pub(crate) fn made_here(assertion: &Assertion, origin: &str) -> Result<(), String> {
+    #[derive(Deserialize)]
+    struct Client {
+        origin: String,
+    }
+    match serde_json::from_slice::<Client>(&assertion.client_data_json) {
+        Ok(client) if client.origin == origin => Ok(()),
+        Ok(client) => Err(format!(
+            "passkey assertion: made on {}, not on this page ({origin}): nothing was approved",
+            crate::display::escape(&client.origin)
+        )),
+        Err(_) => Err("passkey assertion: its client data names no origin".into()),
+    }
+}
+
 /// A registration as the enrollment page posts it.
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]

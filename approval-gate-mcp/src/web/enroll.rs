@@ -47,6 +47,11 @@ pub(crate) struct EnrollArgs {
     /// The origin the link is opened at; its host name must be the one `serve` uses.
     #[arg(long, value_name = "URL")]
     pub(crate) public_url: Option<String>,
+    /// The page this passkey will approve on: serve's origin, port included, which the line
+    /// names (its approvals count on that page only). Default: serve's default,
+    /// `http://localhost:8470`, or https:// and the host name of --public-url.
+    #[arg(long, value_name = "URL")]
+    pub(crate) serve_url: Option<String>,
     /// PEM certificate chain, as for serve.
     #[arg(long, value_name = "FILE", value_hint = ValueHint::FilePath, requires = "tls_key")]
     pub(crate) tls_cert: Option<PathBuf>,
@@ -61,6 +66,8 @@ pub(crate) struct EnrollArgs {
 /// One enrollment: its secrets, and what it came to.
 struct Enrollment {
     principal: String,
+    /// The origin the printed line names: where the passkey will approve.
+    serve_origin: String,
     token: String,
     challenge: [u8; 32],
     origin: Origin,
@@ -117,6 +124,7 @@ pub(crate) fn enroll(args: &EnrollArgs) -> anyhow::Result<Exit> {
     // Port 0 asks for any free port: the origin then names the one given.
     let any_port = args.listen.port() == 0 && args.public_url.is_none();
     bind::check(args.listen, &origin, any_port)?;
+    let serve_origin = serve_origin(args.serve_url.as_deref(), &origin)?;
     let mut secret = [0u8; 48];
     getrandom::fill(&mut secret).map_err(|e| anyhow::anyhow!("no randomness: {e}"))?;
     let runtime = tokio::runtime::Builder::new_current_thread()
@@ -136,6 +144,7 @@ pub(crate) fn enroll(args: &EnrollArgs) -> anyhow::Result<Exit> {
         };
         let enrollment = Arc::new(Enrollment {
             principal: principal.to_owned(),
+            serve_origin: serve_origin.clone(),
             token: B64.encode(&secret[..16]),
             challenge: secret[16..].try_into().unwrap_or([0; 32]),
             origin: origin.clone(),
@@ -145,7 +154,8 @@ pub(crate) fn enroll(args: &EnrollArgs) -> anyhow::Result<Exit> {
         let router = router(enrollment.clone(), tls);
         output::stderr_line(&format!(
             "approval-gate: open this link in {}'s browser, once, within {}:\n    {}/enroll/{}\n\
-             (relying party {}; the line to add to the approvers file is printed here)",
+             (relying party {}; the line to add to the approvers file is printed here, for \
+             approving on {serve_origin})",
             crate::display::escape(principal),
             humantime::format_duration(args.timeout),
             origin.url,
@@ -182,6 +192,28 @@ pub(crate) fn enroll(args: &EnrollArgs) -> anyhow::Result<Exit> {
         )
         .into()),
     }
+}
+
+/// The origin the line names: `--serve-url`, or serve's default for the RP ID. It must be
+/// on the enrollment's own RP ID (a passkey works on its RP ID only).
+fn serve_origin(serve_url: Option<&str>, enrolling: &Origin) -> anyhow::Result<String> {
+    let any = SocketAddr::from(([0, 0, 0, 0], 0));
+    let default = if bind::loopback_name(&enrolling.rp_id) && enrolling.url.starts_with("http:") {
+        format!("http://{}:8470", enrolling.rp_id)
+    } else {
+        format!("https://{}", enrolling.rp_id)
+    };
+    let text = serve_url.unwrap_or(&default);
+    let origin = Origin::resolve(Some(text), any, true).context("--serve-url")?;
+    if origin.rp_id != enrolling.rp_id {
+        bail!(
+            "--serve-url {text}: the passkey is made for {} (the link's host name), so it \
+             approves on {} only; enroll on the host name serve uses",
+            enrolling.rp_id,
+            enrolling.rp_id
+        );
+    }
+    Ok(origin.url)
 }
 
 fn lock(state: &Mutex<Outcome>) -> std::sync::MutexGuard<'_, Outcome> {
@@ -281,9 +313,11 @@ async fn finish(
     let mut state = lock(&enrollment.state);
     match registered {
         Ok(registered) => {
-            let line = registered
-                .passkey
-                .allowed_signers_line(&enrollment.principal, &registered.credential_id);
+            let line = registered.passkey.allowed_signers_line(
+                &enrollment.principal,
+                &registered.credential_id,
+                &enrollment.serve_origin,
+            );
             match line {
                 Ok(line) => {
                     state.line = Some(line);

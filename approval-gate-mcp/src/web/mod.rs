@@ -94,6 +94,21 @@ pub(crate) fn serve(settings: &Settings, args: &ServeArgs) -> anyhow::Result<Exi
         .context("cannot start the server's runtime")?;
     // Every address first: a start refused for one opens no store.
     let tcp = runtime.block_on(bind::hold(args.listen))?;
+    let origin = if any_port {
+        Origin::resolve(None, tcp[0].local_addr()?, tls)?
+    } else {
+        origin
+    };
+    if !policy.has_passkeys_on(&origin.url) {
+        bail!(
+            "the approvers file trusts no passkey on {}: a passkey's line names the one page it \
+             approves on (`origin:{}`); enroll with `approval-gate passkey enroll PRINCIPAL \
+             --serve-url {}`, or serve where the lines say",
+            origin.url,
+            origin.url,
+            origin.url
+        );
+    }
     let gate = settings.open()?;
     runtime.block_on(async {
         let acceptor = match (&args.tls_cert, &args.tls_key) {
@@ -101,11 +116,6 @@ pub(crate) fn serve(settings: &Settings, args: &ServeArgs) -> anyhow::Result<Exi
             _ => None,
         };
         let bound = bind::addresses(&tcp);
-        let origin = if any_port {
-            Origin::resolve(None, tcp[0].local_addr()?, tls)?
-        } else {
-            origin
-        };
         let app = Arc::new(app::App {
             gate: gate.clone(),
             policy,
