@@ -16,7 +16,7 @@ use approval_gate_tests::http::free_port;
 use serde_json::json;
 
 use crate::cdp::{Authenticator, Browser, Page};
-use crate::server::{Served, enroll_link};
+use crate::server::{Served, enroll_link_and_code};
 use crate::smtp_run::start_with;
 use crate::smtp_sink::SmtpSink;
 
@@ -27,8 +27,10 @@ const WAIT: Duration = Duration::from_secs(30);
 /// approving on `http://localhost:PORT`.
 fn enroll(page: &Page, principal: &str, port: u16) -> String {
     let serve_url = format!("http://localhost:{port}");
-    let (mut child, link) = enroll_link(principal, &["--serve-url", &serve_url]);
+    let (mut child, link, code) = enroll_link_and_code(principal, &["--serve-url", &serve_url]);
     page.navigate(&link);
+    // The human types the code the terminal shows beside the link.
+    page.fill("#enroll-code", &code.expect("the terminal shows a code"));
     page.click("#enroll");
     page.wait_for(
         "document.querySelector('#enroll-result').textContent.includes('Passkey created')",

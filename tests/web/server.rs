@@ -29,8 +29,12 @@ pub(crate) fn cli() -> Command {
 }
 
 /// Starts `passkey enroll PRINCIPAL` on a free loopback port with `extra` arguments; the
-/// running command (stdout piped) and the link it printed. The rest of its stderr is drained.
-pub(crate) fn enroll_link(principal: &str, extra: &[&str]) -> (Child, String) {
+/// running command (stdout piped), the link it printed, and the code the terminal shows for
+/// the human to type on the page (if it shows one). The rest of its stderr is drained.
+pub(crate) fn enroll_link_and_code(
+    principal: &str,
+    extra: &[&str],
+) -> (Child, String, Option<String>) {
     let mut child = cli()
         .args(["passkey", "enroll", principal, "--listen", "127.0.0.1:0"])
         .args(extra)
@@ -50,8 +54,23 @@ pub(crate) fn enroll_link(principal: &str, extra: &[&str]) -> (Child, String) {
             break printed[at..].trim().to_owned();
         }
     };
+    // The rest of the message, up to its last line.
+    let mut code = None;
+    loop {
+        printed.clear();
+        assert!(
+            stderr.read_line(&mut printed).unwrap() > 0,
+            "the message ended early"
+        );
+        if let Some(at) = printed.find("type this code there: ") {
+            code = Some(printed[at + 22..].trim().to_owned());
+        }
+        if printed.contains("relying party") {
+            break;
+        }
+    }
     std::thread::spawn(move || std::io::copy(&mut stderr, &mut std::io::sink()));
-    (child, link)
+    (child, link, code)
 }
 
 /// A store, its approvers file, and a server over both.

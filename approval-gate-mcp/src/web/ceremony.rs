@@ -77,6 +77,9 @@ pub(crate) struct PostedRegistration {
     pub(crate) authenticator_data: String,
     #[serde(rename = "clientDataJSON")]
     pub(crate) client_data_json: String,
+    /// The code the enrollment's terminal shows, as the human typed it on the page.
+    #[serde(default)]
+    pub(crate) code: String,
 }
 
 fn field(name: &str, text: &str) -> Result<Vec<u8>, String> {
@@ -247,6 +250,7 @@ mod tests {
             credential_id: json["credentialId"].as_str().unwrap().to_owned(),
             authenticator_data: B64.encode(&auth),
             client_data_json: B64.encode(client.as_bytes()),
+            code: String::new(),
         }
     }
 
