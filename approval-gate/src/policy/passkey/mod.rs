@@ -277,7 +277,7 @@ impl super::Policy {
         self.passkeys_where(principal, at, |_| true)
     }
 
-    /// [`passkeys_of`](Policy::passkeys_of), only those whose line names `origin` (the page's
+    /// [`passkeys_of`](crate::Policy::passkeys_of), only those whose line names `origin` (the page's
     /// own, `https://approvals.example.com` or `http://localhost:8470`): the passkeys whose
     /// approvals made on that page count. What a web front end serving `origin` offers.
     #[must_use]
