@@ -18,20 +18,60 @@ use crate::server::cli;
 /// the tests run as root (as in CI's container), holding the address until dropped.
 struct Squatter(Child);
 
+/// The squatter's start: the address from its arguments.
+const SQUAT: &str = r"
+import socket, sys
+host, port = sys.argv[1], int(sys.argv[2])
+family = socket.AF_INET6 if ':' in host else socket.AF_INET
+";
+
+/// Listens, answering nothing, until its standard input closes.
+const HOLD: &str = r"
+s = socket.socket(family)
+s.bind((host, port))
+s.listen(16)
+print('ready', flush=True)
+sys.stdin.read()
+";
+
+/// Serves a page of its own, titled `squatted`, for any path.
+const PAGE: &str = r"
+import http.server
+class Server(http.server.HTTPServer):
+    address_family = family
+class Page(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        body = b'<title>squatted</title><h1>squatted</h1>'
+        self.send_response(200)
+        self.send_header('Content-Type', 'text/html')
+        self.send_header('Content-Length', str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+    def log_message(self, *args):
+        pass
+server = Server((host, port), Page)
+print('ready', flush=True)
+server.serve_forever()
+";
+
 impl Squatter {
+    /// Listens on `addr`, answering nothing.
     fn hold(addr: SocketAddr) -> Self {
-        let script = "import socket, sys\n\
-                      host, port = sys.argv[1], int(sys.argv[2])\n\
-                      s = socket.socket(socket.AF_INET6 if ':' in host else socket.AF_INET)\n\
-                      s.bind((host, port))\n\
-                      s.listen(16)\n\
-                      print('ready', flush=True)\n\
-                      sys.stdin.read()\n";
+        Self::run(addr, HOLD)
+    }
+
+    /// Serves a page of its own on `addr`.
+    fn serve(addr: SocketAddr) -> Self {
+        Self::run(addr, PAGE)
+    }
+
+    fn run(addr: SocketAddr, body: &str) -> Self {
+        let script = format!("{SQUAT}{body}");
         let mut command = Command::new("python3");
         command
             .args([
                 "-c",
-                script,
+                &script,
                 &addr.ip().to_string(),
                 &addr.port().to_string(),
             ])
@@ -196,4 +236,37 @@ fn serve_and_enroll_listen_on_both_loopback_addresses_of_localhost() {
     answers_on_both(port, "/enroll/not-the-token", 404);
     enrolling.kill().unwrap();
     enrolling.wait().unwrap();
+}
+
+/// The attack as the human meets it: another account serves a page on `[::1]:P`, `serve`
+/// is started on `127.0.0.1:P` and prints `http://localhost:P`, and the human's Chromium
+/// (which tries `[::1]` first) opens it. Either `serve` refuses to start, or what the browser
+/// shows at the printed address is `serve`'s own page; never the squatter's.
+#[test]
+fn the_humans_browser_never_reaches_a_squatter_on_the_printed_address() {
+    let Some(browser) = crate::cdp::Browser::launch() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let _squatter = Squatter::serve(SocketAddr::from((Ipv6Addr::LOCALHOST, port)));
+    match started(serve(dir.path(), "127.0.0.1", port), "serving ") {
+        Err((code, stderr)) => {
+            assert_eq!(code, Some(2), "{stderr}");
+            assert!(stderr.contains("in use"), "{stderr}");
+        }
+        Ok(mut served) => {
+            let page = browser.new_context().new_page();
+            page.navigate(&format!("http://localhost:{port}/signin"));
+            let title = page.eval("document.title");
+            let _ = served.kill();
+            let _ = served.wait();
+            assert_ne!(
+                title.as_str(),
+                Some("squatted"),
+                "the human's browser got the squatter's page at serve's address"
+            );
+        }
+    }
+    browser.close();
 }
