@@ -173,11 +173,14 @@ impl Policy {
         let named: Vec<&str> = origins.into_iter().flatten().collect();
         Err(Problem::Bad(match &signed.origin {
             Some(made_on) => format!(
-                "passkey assertion: made on {made_on}, but the approvers file trusts this passkey                  for {principal} on {} only: an approval made on another page (another port)                  does not count",
+                "passkey assertion: made on {made_on}, but the approvers file trusts this passkey \
+                 for {principal} on {} only: an approval made on another page (another port) \
+                 does not count",
                 named.join(", ")
             ),
             None => format!(
-                "a passkey's key signed outside a passkey assertion; its line trusts it on {}                  only",
+                "a passkey's key signed outside a passkey assertion; its line trusts it on {} \
+                 only",
                 named.join(", ")
             ),
         }))
