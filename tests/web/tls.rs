@@ -154,6 +154,11 @@ fn serve_refuses_to_start_where_passkeys_could_not_work_or_no_approver_could_sig
             run(Some(&approvers), &["--listen", "127.0.0.2:0"]),
             "served on 127.0.0.1 and [::1]",
         ),
+        // The file's passkey approves on port 8470 only: a page elsewhere could take nothing.
+        (
+            run(Some(&approvers), &["--listen", "127.0.0.1:0"]),
+            "trusts no passkey on http://localhost:",
+        ),
     ];
     for ((code, stderr), expected) in cases {
         assert_eq!(code, Some(2), "{expected}: {stderr}");
