@@ -161,7 +161,7 @@ pub(crate) fn enroll(args: &EnrollArgs) -> anyhow::Result<Exit> {
         output::stderr_line(&format!(
             "approval-gate: open this link in {}'s browser, once, within {}:\n    {}/enroll/{}\n\
              and type this code there: {}\n\
-             (the code is not in the link: give it to the approver another way, aloud say; \
+             (the code is not in the link: tell it to the approver another way, aloud for one; \
              relying party {}; the line to add to the approvers file is printed here, for \
              approving on {serve_origin})",
             crate::display::escape(principal),
