@@ -72,13 +72,21 @@ fn serve(pending: usize) -> Served {
     }
     let alice = SoftPasskey::new(1, "alice@example.com", "localhost");
     let approvers = dir.path().join("approvers");
-    std::fs::write(&approvers, alice.allowed_signers_line() + "\n").unwrap();
+    let port = approval_gate_tests::http::free_port();
+    let line = alice.allowed_signers_line(&format!("http://localhost:{port}"));
+    std::fs::write(&approvers, line + "\n").unwrap();
     let mut child = Command::new(env!("CARGO_BIN_EXE_approval-gate"))
         .arg("--store")
         .arg(&store)
         .arg("--approvers")
         .arg(&approvers)
-        .args(["--quorum", "*=1", "serve", "--listen", "127.0.0.1:0"])
+        .args([
+            "--quorum",
+            "*=1",
+            "serve",
+            "--listen",
+            &format!("127.0.0.1:{port}"),
+        ])
         .env("XDG_CONFIG_HOME", dir.path())
         .stderr(Stdio::piped())
         .spawn()

@@ -222,14 +222,15 @@ impl Gate {
         let Some(policy) = self.policy() else {
             return Err(Error::NoApprovers { id });
         };
-        let key = policy::check_signature(request, required, principal, signature).map_err(
+        let signed = policy::check_signature(request, required, principal, signature).map_err(
             |problem| Error::BadSignature {
                 id,
                 principal: principal.to_owned(),
                 problem,
             },
         )?;
-        policy.check_trusted(request, principal, &key, now)?;
+        policy.check_trusted(request, principal, &signed, now)?;
+        let key = signed.key;
         let judged = policy::judged(Some(policy), request, required, now);
         for (earlier, (standing, earlier_key)) in request.approvals().iter().zip(judged) {
             if !standing.is_trusted() {

@@ -8,6 +8,25 @@ use std::io::{Read as _, Write as _};
 use std::net::TcpStream;
 use std::time::Duration;
 
+/// A port free on both loopback addresses just now (`127.0.0.1` and `[::1]`, both of which
+/// `serve` holds for `http://localhost:PORT`), for a server whose origin must be known before
+/// it starts (the approvers file names it).
+///
+/// # Panics
+///
+/// If no loopback port can be bound.
+#[must_use]
+pub fn free_port() -> u16 {
+    use std::net::{Ipv4Addr, Ipv6Addr, TcpListener};
+    loop {
+        let v4 = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).expect("a loopback port");
+        let port = v4.local_addr().expect("its address").port();
+        if TcpListener::bind((Ipv6Addr::LOCALHOST, port)).is_ok() {
+            return port;
+        }
+    }
+}
+
 /// What came back.
 #[derive(Debug, Clone)]
 pub struct Response {

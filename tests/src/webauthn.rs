@@ -89,16 +89,17 @@ impl SoftPasskey {
             .to_vec()
     }
 
-    /// The `allowed_signers` line trusting it (as `passkey enroll` prints it).
+    /// The `allowed_signers` line trusting it on the page at `origin` (as `passkey enroll
+    /// --serve-url ORIGIN` prints it).
     ///
     /// # Panics
     ///
-    /// If the library refuses the key.
+    /// If the library refuses the key or the origin.
     #[must_use]
-    pub fn allowed_signers_line(&self) -> String {
+    pub fn allowed_signers_line(&self, origin: &str) -> String {
         approval_gate::passkey::Passkey::from_sec1(&self.rp_id, &self.point())
             .unwrap()
-            .allowed_signers_line(&self.principal, &self.credential_id)
+            .allowed_signers_line(&self.principal, &self.credential_id, origin)
             .unwrap()
     }
 

@@ -18,7 +18,7 @@ fn bob() -> SoftPasskey {
 }
 
 /// The agent files a request to pay `amount`.
-fn file(gate: &Gate, amount: u32) -> RequestId {
+pub(crate) fn file(gate: &Gate, amount: u32) -> RequestId {
     gate.request_approval(
         NewRequest::new(format!("pay {amount} EUR to ACME"), "invoice")
             .operation("payments.send")
@@ -31,14 +31,14 @@ fn file(gate: &Gate, amount: u32) -> RequestId {
     .id()
 }
 
-fn binding(amount: u32) -> Binding {
+pub(crate) fn binding(amount: u32) -> Binding {
     Binding::new(format!("pay {amount} EUR to ACME"))
         .operation("payments.send")
         .payload(CanonicalPayload::from_json_text(&format!(r#"{{"amount":{amount}}}"#)).unwrap())
 }
 
 /// The refusals the audit log holds for `id`: their `reason` codes.
-fn refusals(gate: &Gate, id: RequestId) -> Vec<String> {
+pub(crate) fn refusals(gate: &Gate, id: RequestId) -> Vec<String> {
     gate.audit_records()
         .unwrap()
         .into_iter()
@@ -56,7 +56,7 @@ fn executor_refusal(served: &Served, id: RequestId) -> approval_gate::Error {
         .unwrap_err()
 }
 
-fn status(gate: &Gate, id: RequestId) -> EffectiveStatus {
+pub(crate) fn status(gate: &Gate, id: RequestId) -> EffectiveStatus {
     gate.status(id).unwrap().effective_status()
 }
 

@@ -12,20 +12,25 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use approval_gate::{CanonicalPayload, EffectiveStatus, NewRequest, RequestId};
+use approval_gate_tests::http::free_port;
 use serde_json::json;
 
 use crate::cdp::{Authenticator, Browser, Page};
-use crate::server::{Served, enroll_link};
+use crate::server::{Served, enroll_link_and_code};
 use crate::smtp_run::start_with;
 use crate::smtp_sink::SmtpSink;
 
 pub(crate) const WAIT: Duration = Duration::from_secs(30);
 
 /// Enrolls a passkey for `principal` with the page's virtual authenticator, as the approver
-/// would: `passkey enroll`'s link opened, the button pressed. The line it printed.
-pub(crate) fn enroll(page: &Page, principal: &str) -> String {
-    let (mut child, link) = enroll_link(principal, &[]);
+/// would: `passkey enroll`'s link opened, the button pressed. The line it printed, for
+/// approving on `http://localhost:PORT`.
+pub(crate) fn enroll(page: &Page, principal: &str, port: u16) -> String {
+    let serve_url = format!("http://localhost:{port}");
+    let (mut child, link, code) = enroll_link_and_code(principal, &["--serve-url", &serve_url]);
     page.navigate(&link);
+    // The human types the code the terminal shows beside the link.
+    page.fill("#enroll-code", &code.expect("the terminal shows a code"));
     page.click("#enroll");
     page.wait_for(
         "document.querySelector('#enroll-result').textContent.includes('Passkey created')",
@@ -111,9 +116,10 @@ fn two_approvers_in_two_browsers_send_the_email_exactly_once() {
     };
     let (alice_page, _alice_key) = approver_page(&browser);
     let (bob_page, _bob_key) = approver_page(&browser);
+    let port = free_port();
     let lines = [
-        enroll(&alice_page, "alice@example.com"),
-        enroll(&bob_page, "bob@example.com"),
+        enroll(&alice_page, "alice@example.com", port),
+        enroll(&bob_page, "bob@example.com", port),
     ];
     let tmp = tempfile::tempdir().unwrap();
     let approvers = tmp.path().join("approvers");
@@ -132,6 +138,7 @@ fn two_approvers_in_two_browsers_send_the_email_exactly_once() {
         run.store.display().to_string(),
         approvers,
         "smtp.send=2,*=1",
+        port,
         &[],
     );
     let origin = served.origin.clone();
@@ -180,7 +187,8 @@ fn denied_on_the_page_the_executor_sends_nothing() {
         return;
     };
     let (page, _key) = approver_page(&browser);
-    let line = enroll(&page, "alice@example.com");
+    let port = free_port();
+    let line = enroll(&page, "alice@example.com", port);
     let tmp = tempfile::tempdir().unwrap();
     let approvers = tmp.path().join("approvers");
     std::fs::write(&approvers, line + "\n").unwrap();
@@ -198,6 +206,7 @@ fn denied_on_the_page_the_executor_sends_nothing() {
         run.store.display().to_string(),
         approvers,
         "*=1",
+        port,
         &[],
     );
     sign_in(&page, &served.origin);
@@ -226,14 +235,15 @@ fn a_hostile_request_arrives_live_and_renders_escaped() {
         return;
     };
     let (page, authenticator) = approver_page(&browser);
-    let line = enroll(&page, "alice@example.com");
+    let port = free_port();
+    let line = enroll(&page, "alice@example.com", port);
     let tmp = tempfile::tempdir().unwrap();
     let store = tmp.path().join("store");
     let approvers = tmp.path().join("approvers");
     std::fs::write(&approvers, line + "\n").unwrap();
     approval_gate::Gate::open(&store).unwrap();
     let store = store.display().to_string();
-    let served = Served::start_on(tmp, store, approvers, "*=1", &[]);
+    let served = Served::start_on(tmp, store, approvers, "*=1", port, &[]);
     sign_in(&page, &served.origin);
     page.wait_for("document.body.dataset.live === 'open'", WAIT);
 

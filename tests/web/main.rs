@@ -8,11 +8,13 @@
 //! binary.
 
 mod attacks;
+mod binding;
 mod browser;
 mod cdp;
 mod connections;
 mod enroll;
 mod loopback;
+mod origin;
 mod postgres;
 mod processes;
 mod same_host;

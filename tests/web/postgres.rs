@@ -5,6 +5,7 @@
 use std::os::unix::fs::PermissionsExt as _;
 
 use approval_gate::{Binding, CanonicalPayload, NewRequest};
+use approval_gate_tests::http::free_port;
 use approval_gate_tests::pg;
 use approval_gate_tests::webauthn::SoftPasskey;
 
@@ -18,18 +19,25 @@ fn two_instances_over_one_postgresql_store_share_sessions_and_decisions() {
     let alice = SoftPasskey::new(4, "alice@example.com", "localhost");
     let dir = tempfile::tempdir().unwrap();
     let approvers = dir.path().join("approvers");
-    std::fs::write(&approvers, alice.allowed_signers_line() + "\n").unwrap();
+    // Each instance is a page of its own origin here, and the file trusts the passkey on
+    // both (behind a real load balancer they share one).
+    let ports = [free_port(), free_port()];
+    let lines: Vec<String> = ports
+        .iter()
+        .map(|port| alice.allowed_signers_line(&format!("http://localhost:{port}")))
+        .collect();
+    std::fs::write(&approvers, lines.join("\n") + "\n").unwrap();
     let key = dir.path().join("session.key");
     std::fs::write(&key, "5a".repeat(32)).unwrap();
     std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o600)).unwrap();
     let key = key.to_str().unwrap();
-    let instance = || {
+    let instance = |port| {
         let extra = ["--session-key-file", key];
         let tmp = tempfile::tempdir().unwrap();
-        Served::start_on(tmp, url.clone(), approvers.clone(), "*=1", &extra)
+        Served::start_on(tmp, url.clone(), approvers.clone(), "*=1", port, &extra)
     };
-    let first = instance();
-    let second = instance();
+    let first = instance(ports[0]);
+    let second = instance(ports[1]);
 
     let id = pg::on_own_thread({
         let agent = first.agent();

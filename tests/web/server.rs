@@ -7,7 +7,7 @@ use std::sync::mpsc;
 use std::time::Duration;
 
 use approval_gate::{Gate, Policy, RequestId};
-use approval_gate_tests::http::{Client, Response};
+use approval_gate_tests::http::{Client, Response, free_port};
 use approval_gate_tests::webauthn::{Made, SoftPasskey};
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD as B64;
@@ -29,8 +29,12 @@ pub(crate) fn cli() -> Command {
 }
 
 /// Starts `passkey enroll PRINCIPAL` on a free loopback port with `extra` arguments; the
-/// running command (stdout piped) and the link it printed. The rest of its stderr is drained.
-pub(crate) fn enroll_link(principal: &str, extra: &[&str]) -> (Child, String) {
+/// running command (stdout piped), the link it printed, and the code the terminal shows for
+/// the human to type on the page (if it shows one). The rest of its stderr is drained.
+pub(crate) fn enroll_link_and_code(
+    principal: &str,
+    extra: &[&str],
+) -> (Child, String, Option<String>) {
     let mut child = cli()
         .args(["passkey", "enroll", principal, "--listen", "127.0.0.1:0"])
         .args(extra)
@@ -50,8 +54,23 @@ pub(crate) fn enroll_link(principal: &str, extra: &[&str]) -> (Child, String) {
             break printed[at..].trim().to_owned();
         }
     };
+    // The rest of the message, up to its last line.
+    let mut code = None;
+    loop {
+        printed.clear();
+        assert!(
+            stderr.read_line(&mut printed).unwrap() > 0,
+            "the message ended early"
+        );
+        if let Some(at) = printed.find("type this code there: ") {
+            code = Some(printed[at + 22..].trim().to_owned());
+        }
+        if printed.contains("relying party") {
+            break;
+        }
+    }
     std::thread::spawn(move || std::io::copy(&mut stderr, &mut std::io::sink()));
-    (child, link)
+    (child, link, code)
 }
 
 /// A store, its approvers file, and a server over both.
@@ -66,28 +85,36 @@ pub(crate) struct Served {
 }
 
 impl Served {
-    /// Serves a fresh store whose approvers file trusts `passkeys`, with `quorum` (`*=N`).
+    /// Serves a fresh store whose approvers file trusts `passkeys` on the page's origin,
+    /// with `quorum` (`*=N`).
     pub(crate) fn start(passkeys: &[&SoftPasskey], quorum: u32) -> Self {
         let tmp = tempfile::tempdir().unwrap();
         let store = tmp.path().join("store");
         let approvers = tmp.path().join("approvers");
-        let lines: Vec<String> = passkeys.iter().map(|p| p.allowed_signers_line()).collect();
+        let port = free_port();
+        let origin = format!("http://localhost:{port}");
+        let lines: Vec<String> = passkeys
+            .iter()
+            .map(|p| p.allowed_signers_line(&origin))
+            .collect();
         std::fs::write(&approvers, lines.join("\n") + "\n").unwrap();
         Gate::open(&store).unwrap();
         let store = store.display().to_string();
-        Self::start_on(tmp, store, approvers, &format!("*={quorum}"), &[])
+        Self::start_on(tmp, store, approvers, &format!("*={quorum}"), port, &[])
     }
 
-    /// Serves `store` with `approvers`, the `quorum` table (`smtp.send=2,*=1`), and `extra`
-    /// arguments to `serve`.
+    /// Serves `store` with `approvers`, the `quorum` table (`smtp.send=2,*=1`), on
+    /// `http://localhost:PORT` (which the approvers file names), with `extra` arguments to
+    /// `serve`.
     pub(crate) fn start_on(
         tmp: tempfile::TempDir,
         store: String,
         approvers: PathBuf,
         quorum: &str,
+        port: u16,
         extra: &[&str],
     ) -> Self {
-        Self::launch(tmp, store, approvers, quorum, extra, cli())
+        Self::launch(tmp, store, approvers, quorum, port, extra, cli())
     }
 
     /// [`Served::start`], with at most `files` open files for the server (`prlimit`), as a
@@ -100,7 +127,12 @@ impl Served {
         let tmp = tempfile::tempdir().unwrap();
         let store = tmp.path().join("store");
         let approvers = tmp.path().join("approvers");
-        let lines: Vec<String> = passkeys.iter().map(|p| p.allowed_signers_line()).collect();
+        let port = free_port();
+        let origin = format!("http://localhost:{port}");
+        let lines: Vec<String> = passkeys
+            .iter()
+            .map(|p| p.allowed_signers_line(&origin))
+            .collect();
         std::fs::write(&approvers, lines.join("\n") + "\n").unwrap();
         Gate::open(&store).unwrap();
         let store = store.display().to_string();
@@ -116,7 +148,15 @@ impl Served {
                 None => limited.env_remove(name),
             };
         }
-        Self::launch(tmp, store, approvers, &format!("*={quorum}"), &[], limited)
+        Self::launch(
+            tmp,
+            store,
+            approvers,
+            &format!("*={quorum}"),
+            port,
+            &[],
+            limited,
+        )
     }
 
     fn launch(
@@ -124,6 +164,7 @@ impl Served {
         store: String,
         approvers: PathBuf,
         quorum: &str,
+        port: u16,
         extra: &[&str],
         mut command: Command,
     ) -> Self {
@@ -132,7 +173,7 @@ impl Served {
             .arg("--approvers")
             .arg(&approvers)
             .args(["--quorum", quorum])
-            .args(["serve", "--listen", "127.0.0.1:0"])
+            .args(["serve", "--listen", &format!("127.0.0.1:{port}")])
             .args(extra)
             .stdout(Stdio::null())
             .stderr(Stdio::piped())

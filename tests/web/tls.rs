@@ -7,6 +7,7 @@ use std::process::Stdio;
 use std::sync::Arc;
 use std::time::Duration;
 
+use approval_gate_tests::http::free_port;
 use approval_gate_tests::webauthn::SoftPasskey;
 
 use crate::server::cli;
@@ -38,7 +39,7 @@ fn get(port: u16, der: &[u8], path: &str) -> String {
     let mut tls = rustls::StreamOwned::new(connection, tcp);
     write!(
         tls,
-        "GET {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n"
+        "GET {path} HTTP/1.1\r\nHost: localhost:{port}\r\nConnection: close\r\n\r\n"
     )
     .unwrap();
     let mut answer = Vec::new();
@@ -53,19 +54,17 @@ fn over_tls_the_page_is_served_with_hsts_and_plain_http_gets_nothing() {
     let der = certificate(dir.path());
     let alice = SoftPasskey::new(1, "alice@example.com", "localhost");
     let approvers = dir.path().join("approvers");
-    std::fs::write(&approvers, alice.allowed_signers_line() + "\n").unwrap();
+    // A localhost origin is served on its own port, of both loopback addresses.
+    let port = free_port();
+    let line = alice.allowed_signers_line(&format!("https://localhost:{port}"));
+    std::fs::write(&approvers, line + "\n").unwrap();
     let mut child = cli()
         .arg("--store")
         .arg(dir.path().join("store"))
         .arg("--approvers")
         .arg(&approvers)
-        .args([
-            "serve",
-            "--listen",
-            "127.0.0.1:0",
-            "--public-url",
-            "https://localhost",
-        ])
+        .args(["serve", "--listen", &format!("127.0.0.1:{port}")])
+        .args(["--public-url", &format!("https://localhost:{port}")])
         .arg("--tls-cert")
         .arg(dir.path().join("cert.pem"))
         .arg("--tls-key")
@@ -77,16 +76,11 @@ fn over_tls_the_page_is_served_with_hsts_and_plain_http_gets_nothing() {
     let mut line = String::new();
     stderr.read_line(&mut line).unwrap();
     assert!(
-        line.contains("serving https://localhost on 127.0.0.1:"),
+        line.contains(&format!(
+            "serving https://localhost:{port} on 127.0.0.1:{port} and [::1]:{port} "
+        )),
         "{line}"
     );
-    let port: u16 = line
-        .split("127.0.0.1:")
-        .nth(1)
-        .and_then(|rest| rest.split(' ').next())
-        .unwrap()
-        .parse()
-        .unwrap();
 
     let page = get(port, &der, "/signin");
     assert!(page.starts_with("HTTP/1.1 200"), "{page}");
@@ -116,7 +110,8 @@ fn serve_refuses_to_start_where_passkeys_could_not_work_or_no_approver_could_sig
     let store = dir.path().join("store");
     let alice = SoftPasskey::new(1, "alice@example.com", "localhost");
     let approvers = dir.path().join("approvers");
-    std::fs::write(&approvers, alice.allowed_signers_line() + "\n").unwrap();
+    let line = alice.allowed_signers_line("http://localhost:8470");
+    std::fs::write(&approvers, line + "\n").unwrap();
     let ssh_only = dir.path().join("ssh-only");
     std::fs::write(
         &ssh_only,
@@ -150,6 +145,20 @@ fn serve_refuses_to_start_where_passkeys_could_not_work_or_no_approver_could_sig
             "must be https://",
         ),
         (run(Some(&approvers), &["--tls-cert", "x.pem"]), "--tls-key"),
+        // A localhost origin must be this process's own port, on both loopback addresses.
+        (
+            run(Some(&approvers), &["--public-url", "http://localhost:1"]),
+            "is on port 1",
+        ),
+        (
+            run(Some(&approvers), &["--listen", "127.0.0.2:0"]),
+            "served on 127.0.0.1 and [::1]",
+        ),
+        // The file's passkey approves on port 8470 only: a page elsewhere could take nothing.
+        (
+            run(Some(&approvers), &["--listen", "127.0.0.1:0"]),
+            "trusts no passkey on http://localhost:",
+        ),
     ];
     for ((code, stderr), expected) in cases {
         assert_eq!(code, Some(2), "{expected}: {stderr}");

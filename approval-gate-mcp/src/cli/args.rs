@@ -337,10 +337,12 @@ allow passkeys there and over https:// only); elsewhere give --tls-cert, --tls-k
 const ENROLL_HELP: &str = "\
 Open the printed link in the approver's browser (on their phone, laptop or security key) and
 create the passkey; the command then prints one line, such as
-  alice@example.com namespaces=\"approval-gate\" sk-ecdsa-sha2-nistp256@openssh.com AAAA... passkey:...
+  alice@example.com namespaces=\"approval-gate\" sk-ecdsa-sha2-nistp256@openssh.com AAAA... \
+passkey:... origin:http://localhost:8470
 and exits. Nothing is trusted until the operator adds that line to the approvers file (and
 restarts serve). The passkey belongs to the host name of the link's origin (its relying party):
-enroll with the --public-url (and certificate) that serve uses.";
+enroll with the --public-url (and certificate) that serve uses. Its approvals count only on
+the page the line names (--serve-url, port included: serve's origin).";
 
 const EXEC_HELP: &str = "\
 exec is sudo for approved actions. Before anything is spent it reads the payload (the JSON

@@ -23,7 +23,7 @@ use base64::engine::general_purpose::URL_SAFE_NO_PAD as B64;
 use serde::Deserialize;
 use serde_json::json;
 
-use super::ceremony::PostedAssertion;
+use super::ceremony::{self, PostedAssertion};
 use super::counter;
 use super::guard::Site;
 use super::html::{self, Viewer};
@@ -65,6 +65,11 @@ pub(crate) fn router(app: Shared) -> Router {
             url: app.origin.clone(),
             host: app.host.clone(),
             rp_id: app.rp_id.clone(),
+            // The guard reads the URL and the host; the port is the bind's business.
+            port: url::Url::parse(&app.origin)
+                .ok()
+                .and_then(|url| url.port_or_known_default())
+                .unwrap_or_default(),
         },
         tls: app.tls,
     });
@@ -182,10 +187,11 @@ impl App {
         Ok(session)
     }
 
-    /// The passkeys of `principal` for this server's RP ID, with their credential ids.
+    /// The passkeys of `principal` whose lines name this server's origin (so its RP ID),
+    /// with their credential ids.
     pub(crate) fn passkeys_of(&self, principal: &str) -> Vec<(Passkey, Option<Vec<u8>>)> {
         self.policy
-            .passkeys_of(principal, self.gate.now())
+            .passkeys_on(principal, &self.origin, self.gate.now())
             .into_iter()
             .filter(|(key, _)| key.rp_id() == self.rp_id)
             .collect()
@@ -474,6 +480,19 @@ async fn approve_inner(
                 "this passkey is not one of yours in the approvers file: nothing was approved",
             )
         })?;
+    if let Err(problem) = ceremony::made_here(&assertion, &app.origin) {
+        let principal = session.principal.clone();
+        let refusal = Error::BadSignature {
+            id,
+            principal,
+            problem,
+        };
+        let refused = app.blocking(move |gate| {
+            gate.record_refused_approval(id, &refusal);
+            Err::<(), _>(refusal)
+        });
+        refused.await.map_err(|e| gate_refusal(&e))?;
+    }
     let armored = assertion
         .armor(&passkey)
         .map_err(|e| Refused(StatusCode::BAD_REQUEST, format!("the assertion: {e}")))?;

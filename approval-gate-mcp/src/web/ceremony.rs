@@ -51,6 +51,24 @@ impl PostedAssertion {
     }
 }
 
+/// Refuses an assertion the browser made on a page other than `origin`, this server's: the
+/// approvers file may trust the same passkey on other pages (other ports), whose approvals
+/// this page must not take as its own.
+pub(crate) fn made_here(assertion: &Assertion, origin: &str) -> Result<(), String> {
+    #[derive(Deserialize)]
+    struct Client {
+        origin: String,
+    }
+    match serde_json::from_slice::<Client>(&assertion.client_data_json) {
+        Ok(client) if client.origin == origin => Ok(()),
+        Ok(client) => Err(format!(
+            "passkey assertion: made on {}, not on this page ({origin}): nothing was approved",
+            crate::display::escape(&client.origin)
+        )),
+        Err(_) => Err("passkey assertion: its client data names no origin".into()),
+    }
+}
+
 /// A registration as the enrollment page posts it.
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -59,6 +77,9 @@ pub(crate) struct PostedRegistration {
     pub(crate) authenticator_data: String,
     #[serde(rename = "clientDataJSON")]
     pub(crate) client_data_json: String,
+    /// The code the enrollment's terminal shows, as the human typed it on the page.
+    #[serde(default)]
+    pub(crate) code: String,
 }
 
 fn field(name: &str, text: &str) -> Result<Vec<u8>, String> {
@@ -229,6 +250,7 @@ mod tests {
             credential_id: json["credentialId"].as_str().unwrap().to_owned(),
             authenticator_data: B64.encode(&auth),
             client_data_json: B64.encode(client.as_bytes()),
+            code: String::new(),
         }
     }
 

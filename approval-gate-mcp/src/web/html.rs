@@ -381,6 +381,10 @@ pub(crate) fn enroll(principal: &str, token: &str) -> String {
     format!(
         "<h1>Enroll a passkey</h1><p>This registers a passkey for <b>{}</b>. The operator adds \
          the line it prints to the approvers file; until then the passkey approves nothing.</p>\
+         <p><label for=\"enroll-code\">The code shown beside this link in the terminal \
+         (from the operator, never from this page)</label> <input id=\"enroll-code\" \
+         autocomplete=\"off\" spellcheck=\"false\" maxlength=\"16\" \
+         placeholder=\"ABCD-EFGH\"></p>\
          <button id=\"enroll\" data-url=\"/enroll/{}\">Create passkey</button>\
          <p id=\"enroll-result\" class=\"result\" role=\"status\"></p>",
         text(principal),

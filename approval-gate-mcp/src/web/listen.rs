@@ -24,6 +24,8 @@ pub(crate) struct Origin {
     pub(crate) host: String,
     /// The WebAuthn RP ID: the host name.
     pub(crate) rp_id: String,
+    /// The port browsers connect to: the URL's, or its scheme's default.
+    pub(crate) port: u16,
 }
 
 impl Origin {
@@ -69,6 +71,7 @@ impl Origin {
             bail!("--public-url {text}: no user name or password in it");
         }
         let origin = url.origin().ascii_serialization();
+        let port = url.port_or_known_default().unwrap_or(443);
         let authority = match url.port() {
             Some(port) => format!("{host}:{port}"),
             None => host.clone(),
@@ -77,6 +80,7 @@ impl Origin {
             url: origin,
             host: authority,
             rp_id: host,
+            port,
         })
     }
 }
@@ -113,17 +117,17 @@ pub(crate) fn tls_acceptor(cert: &Path, key: &Path) -> anyhow::Result<TlsAccepto
     Ok(TlsAcceptor::from(Arc::new(config)))
 }
 
-/// Serves `router` on `tcp` (through TLS if `tls` is given) until `until` resolves: its
-/// output, or `None` if the server stopped first. Connections are held to the limits of
-/// [`super::conn`].
+/// Serves `router` on the listeners `tcp` (through TLS if `tls` is given) until `until`
+/// resolves: its output, or `None` if the server stopped first. Connections are held to the
+/// limits of [`super::conn`].
 pub(crate) async fn serve_until<F: Future>(
-    tcp: TcpListener,
+    tcp: Vec<TcpListener>,
     tls: Option<TlsAcceptor>,
     router: axum::Router,
     until: F,
 ) -> anyhow::Result<Option<F::Output>> {
     let cap = super::conn::max_connections();
-    let served = super::conn::serve(vec![tcp], tls, router, cap);
+    let served = super::conn::serve(tcp, tls, router, cap);
     tokio::select! {
         served = served => served.map(|()| None).map_err(Into::into),
         done = until => Ok(Some(done)),

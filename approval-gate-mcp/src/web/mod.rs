@@ -12,6 +12,7 @@
 //! balancer (each remembers only the sign-outs it took).
 
 mod app;
+mod bind;
 mod ceremony;
 mod conn;
 mod counter;
@@ -70,6 +71,9 @@ pub(crate) fn serve(settings: &Settings, args: &ServeArgs) -> anyhow::Result<Exi
     let tls = args.tls_cert.is_some();
     listen::check_address(args.listen, tls)?;
     let origin = Origin::resolve(args.public_url.as_deref(), args.listen, tls)?;
+    // Port 0 asks for any free port: the origin then names the one given.
+    let any_port = args.listen.port() == 0 && args.public_url.is_none();
+    bind::check(args.listen, &origin, any_port)?;
     let Some(policy) = settings.policy.clone() else {
         bail!(
             "serve needs the approvers file (--approvers or APPROVAL_GATE_APPROVERS): approvals \
@@ -86,26 +90,34 @@ pub(crate) fn serve(settings: &Settings, args: &ServeArgs) -> anyhow::Result<Exi
         Some(path) => session::Keys::load(path).map_err(anyhow::Error::msg)?,
         None => session::Keys::random().context("no randomness for the session key")?,
     };
-    let gate = settings.open()?;
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .context("cannot start the server's runtime")?;
+    // Every address first: a start refused for one opens no store.
+    let tcp = runtime.block_on(bind::hold(args.listen))?;
+    let origin = if any_port {
+        Origin::resolve(None, tcp[0].local_addr()?, tls)?
+    } else {
+        origin
+    };
+    if !policy.has_passkeys_on(&origin.url) {
+        bail!(
+            "the approvers file trusts no passkey on {}: a passkey's line names the one page it \
+             approves on (`origin:{}`); enroll with `approval-gate passkey enroll PRINCIPAL \
+             --serve-url {}`, or serve where the lines say",
+            origin.url,
+            origin.url,
+            origin.url
+        );
+    }
+    let gate = settings.open()?;
     runtime.block_on(async {
         let acceptor = match (&args.tls_cert, &args.tls_key) {
             (Some(cert), Some(key)) => Some(listen::tls_acceptor(cert, key)?),
             _ => None,
         };
-        let tcp = tokio::net::TcpListener::bind(args.listen)
-            .await
-            .with_context(|| format!("cannot listen on {}", args.listen))?;
-        let bound = tcp.local_addr()?;
-        // Port 0 asks for any free port: the origin then names the one given.
-        let origin = if args.listen.port() == 0 && args.public_url.is_none() {
-            Origin::resolve(None, bound, tls)?
-        } else {
-            origin
-        };
+        let bound = bind::addresses(&tcp);
         let app = Arc::new(app::App {
             gate: gate.clone(),
             policy,

@@ -67,7 +67,8 @@ impl Policy {
             field: "allowed_signers",
             problem,
         };
-        let signers = signers::parse(text).map_err(invalid)?;
+        let mut signers = signers::parse(text).map_err(invalid)?;
+        passkey::attach_origins(&mut signers).map_err(invalid)?;
         if signers.is_empty() {
             return Err(invalid("no trusted key in it".into()));
         }
@@ -153,29 +154,50 @@ impl Policy {
             .collect())
     }
 
-    /// Whether this policy lets `key` sign as `principal` in our namespace at `now`.
-    fn trusts(&self, key: &PublicKey, principal: &str, now: Timestamp) -> bool {
-        self.signers.iter().any(|signer| {
-            signer.key.key_data() == key.key_data()
+    /// Whether this policy lets `signed`'s key sign as `principal` in our namespace at `now`,
+    /// and, for a passkey, on the origin its assertion was made on: the one its line names.
+    /// A key trusted for the principal but on another origin is a bad signature, saying so.
+    fn trust(&self, signed: &SignedBy, principal: &str, now: Timestamp) -> Result<(), Problem> {
+        let mut lines = self.signers.iter().filter(|signer| {
+            signer.key.key_data() == signed.key.key_data()
                 && signer.allows(principal, SIGNATURE_NAMESPACE, now)
-        })
+        });
+        let Some(first) = lines.next() else {
+            return Err(Problem::Untrusted(fingerprint(&signed.key)));
+        };
+        let mut origins = vec![first.origin.as_deref()];
+        origins.extend(lines.map(|signer| signer.origin.as_deref()));
+        if origins.contains(&signed.origin.as_deref()) {
+            return Ok(());
+        }
+        let named: Vec<&str> = origins.into_iter().flatten().collect();
+        Err(Problem::Bad(match &signed.origin {
+            Some(made_on) => format!(
+                "passkey assertion: made on {made_on}, but the approvers file trusts this passkey \
+                 for {principal} on {} only: an approval made on another page (another port) \
+                 does not count",
+                named.join(", ")
+            ),
+            None => format!(
+                "a passkey's key signed outside a passkey assertion; its line trusts it on {} \
+                 only",
+                named.join(", ")
+            ),
+        }))
     }
 
-    /// Checks that `key`, whose signature of `request` was verified already, is trusted for
+    /// Checks that `signed`, a signature of `request` verified already, is trusted for
     /// `principal`: a new approval is checked before it is recorded, so an approver hears at
     /// once what the executor would say.
     pub(crate) fn check_trusted(
         &self,
         request: &Request,
         principal: &str,
-        key: &PublicKey,
+        signed: &SignedBy,
         now: Timestamp,
     ) -> Result<(), Error> {
-        if self.trusts(key, principal, now) {
-            Ok(())
-        } else {
-            Err(Problem::Untrusted(fingerprint(key)).into_error(request, principal))
-        }
+        self.trust(signed, principal, now)
+            .map_err(|problem| problem.into_error(request, principal))
     }
 
     /// What consume asks: do the stored approvals of `request` hold at least `required`
@@ -306,16 +328,16 @@ pub(crate) fn judged(
         .iter()
         .map(|approval| {
             let principal = approval.principal();
-            let key = match check_signature(request, required, principal, approval.signature()) {
-                Ok(key) => key,
+            let signed = match check_signature(request, required, principal, approval.signature()) {
+                Ok(signed) => signed,
                 Err(problem) => return (Standing::Bad(problem), None),
             };
-            let standing = match policy {
+            let key = signed.key.clone();
+            let standing = match policy.map(|policy| policy.trust(&signed, principal, now)) {
                 None => Standing::Unjudged(fingerprint(&key)),
-                Some(policy) if !policy.trusts(&key, principal, now) => {
-                    Standing::Untrusted(fingerprint(&key))
-                }
-                Some(_) => {
+                Some(Err(Problem::Untrusted(key))) => Standing::Untrusted(key),
+                Some(Err(Problem::Bad(problem))) => return (Standing::Bad(problem), None),
+                Some(Ok(())) => {
                     let fresh_key = keys.insert(key.key_data().clone());
                     let fresh_principal = principals.insert(principal);
                     if fresh_key && fresh_principal {
@@ -357,13 +379,14 @@ impl Problem {
 /// or a passkey assertion envelope ([`passkey`]) whose challenge is [`passkey::challenge`]
 /// of the statement, over the decision statement of `request` for `principal` as one of
 /// `required` approvers, by the key it carries. Returns that key (a passkey as its
-/// `sk-ecdsa-sha2-nistp256@openssh.com` key), for the policy to judge either kind alike.
+/// `sk-ecdsa-sha2-nistp256@openssh.com` key), for the policy to judge either kind alike, with
+/// the origin a passkey's assertion was made on.
 pub(crate) fn check_signature(
     request: &Request,
     required: u32,
     principal: &str,
     signature: &str,
-) -> Result<PublicKey, String> {
+) -> Result<SignedBy, String> {
     if passkey::looks_armored(signature) {
         return check_passkey(request, required, principal, signature)
             .map_err(|problem| format!("passkey assertion: {problem}"));
@@ -386,7 +409,17 @@ pub(crate) fn check_signature(
                  (every field shown, and a quorum of {required})"
             )
         })?;
-    Ok(key)
+    Ok(SignedBy { key, origin: None })
+}
+
+/// Who made a signature that verifies: the key, and for a passkey assertion the origin the
+/// browser reported (`clientDataJSON.origin`), which the policy holds to the key's line.
+#[derive(Debug)]
+pub(crate) struct SignedBy {
+    /// The key that made it.
+    pub(crate) key: PublicKey,
+    /// The origin of a passkey assertion; `None` for an SSH signature.
+    pub(crate) origin: Option<String>,
 }
 
 /// [`check_signature`] of a passkey assertion envelope.
@@ -395,7 +428,7 @@ fn check_passkey(
     required: u32,
     principal: &str,
     signature: &str,
-) -> Result<PublicKey, String> {
+) -> Result<SignedBy, String> {
     let (passkey, assertion) =
         passkey::Assertion::dearmor(signature).map_err(|error| match error {
             Error::InvalidInput { problem, .. } => problem,
@@ -404,7 +437,7 @@ fn check_passkey(
     let statement = request
         .statement(principal, required)
         .map_err(|e| e.to_string())?;
-    passkey
+    let verified = passkey
         .check(&passkey::challenge(&statement), &assertion)
         .map_err(|failure| match failure {
             passkey::Failure::Challenge { .. } => format!(
@@ -413,7 +446,10 @@ fn check_passkey(
             ),
             passkey::Failure::Other(problem) => problem,
         })?;
-    Ok(passkey.public_key())
+    Ok(SignedBy {
+        key: passkey.public_key(),
+        origin: Some(verified.origin),
+    })
 }
 
 /// The key's SHA256 fingerprint, as `ssh-keygen -l` shows it.

@@ -37,6 +37,9 @@ pub(crate) struct Signer {
     /// `valid-before`, in seconds since the epoch.
     valid_before: Option<i64>,
     pub(crate) key: PublicKey,
+    /// The one origin a passkey's approvals are made on (its line's `origin:` word); `None`
+    /// for an SSH key.
+    pub(crate) origin: Option<String>,
 }
 
 impl Signer {
@@ -210,6 +213,7 @@ fn parse_line(line: &str) -> Result<Option<Signer>, String> {
         valid_after: options.valid_after,
         valid_before: options.valid_before,
         key,
+        origin: None,
     }))
 }
 

@@ -135,7 +135,9 @@ function setUpEnroll() {
   button.addEventListener("click", async () => {
     button.disabled = true;
     try {
-      const options = await post(button.dataset.url + "/options", {});
+      // The code the terminal shows beside the link: without it the link enrolls nothing.
+      const code = document.getElementById("enroll-code").value;
+      const options = await post(button.dataset.url + "/options", { code });
       if (!options.ok) throw new Error(options.answer.message);
       const o = options.answer;
       const credential = await navigator.credentials.create({
@@ -154,6 +156,7 @@ function setUpEnroll() {
         credentialId: b64url.encode(credential.rawId),
         authenticatorData: b64url.encode(r.getAuthenticatorData()),
         clientDataJSON: b64url.encode(r.clientDataJSON),
+        code,
       });
       say("enroll-result", answer.message, ok);
       if (!ok) button.disabled = false;

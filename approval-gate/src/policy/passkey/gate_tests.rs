@@ -101,7 +101,11 @@ fn passkey_approval(authenticator: &Authenticator, request: &Request, principal:
 fn passkey_line(authenticator: &Authenticator, principal: &str) -> String {
     authenticator
         .passkey()
-        .allowed_signers_line(principal, authenticator.credential_id())
+        .allowed_signers_line(
+            principal,
+            authenticator.credential_id(),
+            &format!("https://{}", authenticator.passkey().rp_id()),
+        )
         .unwrap()
 }
 

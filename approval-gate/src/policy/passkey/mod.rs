@@ -16,19 +16,25 @@
 //! with the credential id in the comment ([`Passkey::allowed_signers_line`]):
 //!
 //! ```text
-//! alice@example.com namespaces="approval-gate" sk-ecdsa-sha2-nistp256@openssh.com AAAA… passkey:<credential id, base64url>
+//! alice@example.com namespaces="approval-gate" sk-ecdsa-sha2-nistp256@openssh.com AAAA… passkey:<credential id, base64url> origin:https://approvals.example.com
 //! ```
 //!
 //! The RP ID is part of the key: the same point under another RP ID is another key, trusted
-//! only if listed.
+//! only if listed. The origin is part of the trust: an assertion counts only if the browser
+//! made it on exactly the origin the line names, port included (a page on another port of
+//! the same host gets the same passkey prompt). A passkey line without an origin is refused
+//! when the file is read.
 
 mod envelope;
+mod origin;
 mod verify;
 
 #[cfg(test)]
 pub(crate) mod authenticator;
 #[cfg(test)]
 mod gate_tests;
+#[cfg(test)]
+mod origin_tests;
 #[cfg(test)]
 mod tests;
 
@@ -42,6 +48,7 @@ pub(crate) use self::envelope::looks_armored;
 pub use self::envelope::{
     Assertion, MAX_AUTHENTICATOR_DATA_BYTES, MAX_CLIENT_DATA_JSON_BYTES, MAX_CREDENTIAL_ID_BYTES,
 };
+pub(crate) use self::origin::attach_origins;
 pub(crate) use self::verify::Failure;
 pub use self::verify::Verified;
 use super::signers::match_pattern_list;
@@ -169,10 +176,11 @@ impl Passkey {
         p256::ecdsa::VerifyingKey::from(&self.point)
     }
 
-    /// The `allowed_signers` line an operator adds to trust this passkey for `principal`:
-    /// `principal namespaces="approval-gate" sk-ecdsa-sha2-nistp256@openssh.com AAAA…
-    /// passkey:<credential id, base64url>`. [`Policy::passkeys_of`](crate::Policy::passkeys_of)
-    /// reads the credential id back.
+    /// The `allowed_signers` line an operator adds to trust this passkey for `principal` on
+    /// the page at `origin`: `principal namespaces="approval-gate"
+    /// sk-ecdsa-sha2-nistp256@openssh.com AAAA… passkey:<credential id, base64url>
+    /// origin:<origin>`. [`Policy::passkeys_of`](crate::Policy::passkeys_of) reads the
+    /// credential id back; the policy counts only assertions made on exactly `origin`.
     ///
     /// ```
     /// # fn main() -> Result<(), approval_gate::Error> {
@@ -180,7 +188,11 @@ impl Passkey {
     /// use approval_gate::passkey::Passkey;
     /// # let point = [0x04, 0x6b, 0x17, 0xd1, 0xf2, 0xe1, 0x2c, 0x42, 0x47, 0xf8, 0xbc, 0xe6, 0xe5, 0x63, 0xa4, 0x40, 0xf2, 0x77, 0x03, 0x7d, 0x81, 0x2d, 0xeb, 0x33, 0xa0, 0xf4, 0xa1, 0x39, 0x45, 0xd8, 0x98, 0xc2, 0x96, 0x4f, 0xe3, 0x42, 0xe2, 0xfe, 0x1a, 0x7f, 0x9b, 0x8e, 0xe7, 0xeb, 0x4a, 0x7c, 0x0f, 0x9e, 0x16, 0x2b, 0xce, 0x33, 0x57, 0x6b, 0x31, 0x5e, 0xce, 0xcb, 0xb6, 0x40, 0x68, 0x37, 0xbf, 0x51, 0xf5];
     /// let passkey = Passkey::from_sec1("approvals.example.com", &point)?;
-    /// let line = passkey.allowed_signers_line("alice@example.com", b"credential-1")?;
+    /// let line = passkey.allowed_signers_line(
+    ///     "alice@example.com",
+    ///     b"credential-1",
+    ///     "https://approvals.example.com",
+    /// )?;
     /// let policy = Policy::from_allowed_signers(&line)?;
     /// let now = approval_gate::Timestamp::from_unix_millis(0);
     /// assert_eq!(
@@ -196,11 +208,14 @@ impl Passkey {
     /// sign as: empty, longer than [`MAX_NAME_BYTES`], or holding a blank, a control
     /// character, a quote, a comma or a pattern character (`*`, `?`, `!`), or starting with
     /// `#`; (field `credential_id`) for a credential id that is empty or longer than
-    /// [`MAX_CREDENTIAL_ID_BYTES`].
+    /// [`MAX_CREDENTIAL_ID_BYTES`]; (field `origin`) for an origin that is not one of the
+    /// RP ID's as a browser writes it (`https://<RP ID>[:PORT]`, or for `localhost`
+    /// `http://localhost[:PORT]`).
     pub fn allowed_signers_line(
         &self,
         principal: &str,
         credential_id: &[u8],
+        origin: &str,
     ) -> Result<String, Error> {
         check_principal(principal).map_err(|problem| Error::InvalidInput {
             field: "principal",
@@ -215,10 +230,15 @@ impl Passkey {
                 ),
             });
         }
+        origin::check_origin(self, origin).map_err(|problem| Error::InvalidInput {
+            field: "origin",
+            problem,
+        })?;
         Ok(format!(
-            "{principal} namespaces=\"{SIGNATURE_NAMESPACE}\" {} {CREDENTIAL_TAG}{}",
+            "{principal} namespaces=\"{SIGNATURE_NAMESPACE}\" {} {CREDENTIAL_TAG}{} {}{origin}",
             self.to_openssh(),
-            Base64UrlUnpadded::encode_string(credential_id)
+            Base64UrlUnpadded::encode_string(credential_id),
+            origin::ORIGIN_TAG
         ))
     }
 }
@@ -237,6 +257,15 @@ impl super::Policy {
             .any(|signer| Passkey::from_key_data(signer.key.key_data()).is_ok())
     }
 
+    /// Whether any passkey line of this policy names `origin`: whether a web front end
+    /// serving `origin` can take any approval.
+    #[must_use]
+    pub fn has_passkeys_on(&self, origin: &str) -> bool {
+        self.signers
+            .iter()
+            .any(|signer| signer.origin.as_deref() == Some(origin))
+    }
+
     /// The passkeys this policy trusts for `principal` in the `approval-gate` namespace at
     /// `at`, in file order, each with the credential id its line's comment names
     /// (`passkey:<base64url>`, as [`Passkey::allowed_signers_line`] writes it), if any: what
@@ -245,9 +274,33 @@ impl super::Policy {
     /// twice is given once.
     #[must_use]
     pub fn passkeys_of(&self, principal: &str, at: Timestamp) -> Vec<(Passkey, Option<Vec<u8>>)> {
+        self.passkeys_where(principal, at, |_| true)
+    }
+
+    /// [`passkeys_of`](crate::Policy::passkeys_of), only those whose line names `origin` (the page's
+    /// own, `https://approvals.example.com` or `http://localhost:8470`): the passkeys whose
+    /// approvals made on that page count. What a web front end serving `origin` offers.
+    #[must_use]
+    pub fn passkeys_on(
+        &self,
+        principal: &str,
+        origin: &str,
+        at: Timestamp,
+    ) -> Vec<(Passkey, Option<Vec<u8>>)> {
+        self.passkeys_where(principal, at, |line| line == Some(origin))
+    }
+
+    fn passkeys_where(
+        &self,
+        principal: &str,
+        at: Timestamp,
+        origin: impl Fn(Option<&str>) -> bool,
+    ) -> Vec<(Passkey, Option<Vec<u8>>)> {
         let mut found: Vec<(Passkey, Option<Vec<u8>>)> = Vec::new();
         for signer in self.signers.iter() {
-            if !signer.allows(principal, SIGNATURE_NAMESPACE, at) {
+            if !signer.allows(principal, SIGNATURE_NAMESPACE, at)
+                || !origin(signer.origin.as_deref())
+            {
                 continue;
             }
             let Ok(passkey) = Passkey::from_key_data(signer.key.key_data()) else {

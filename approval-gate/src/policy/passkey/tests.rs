@@ -11,6 +11,8 @@ use crate::Policy;
 use crate::limits::MAX_SIGNATURE_BYTES;
 
 const RP: &str = "approvals.example.com";
+/// The origin of the page at the RP ID, as the approvers file names it.
+const ORIGIN: &str = "https://approvals.example.com";
 
 fn statement_challenge() -> [u8; 32] {
     challenge(b"{\"statement\":\"approval-gate decision\"}")
@@ -459,12 +461,12 @@ fn the_allowed_signers_line_is_read_back_with_its_rp_id_and_credential_id() {
     let alice = Authenticator::new(5, RP);
     let line = alice
         .passkey()
-        .allowed_signers_line("alice@example.com", alice.credential_id())
+        .allowed_signers_line("alice@example.com", alice.credential_id(), ORIGIN)
         .unwrap();
     assert_eq!(
         line,
         format!(
-            "alice@example.com namespaces=\"approval-gate\" {} passkey:{}",
+            "alice@example.com namespaces=\"approval-gate\" {} passkey:{} origin:{ORIGIN}",
             alice.passkey().to_openssh(),
             Base64UrlUnpadded::encode_string(alice.credential_id())
         )
@@ -481,11 +483,12 @@ fn the_allowed_signers_line_is_read_back_with_its_rp_id_and_credential_id() {
         "{line}\n\
          alice@example.com {ed}\n\
          alice@example.com {ssh_sk}\n\
-         alice@example.com namespaces=\"git\" {}\n\
-         alice@example.com valid-before=\"20200101Z\" {}\n\
-         *@example.com webauthn-sk-ecdsa-sha2-nistp256@openssh.com {} no credential here\n\
+         alice@example.com namespaces=\"git\" {} origin:{ORIGIN}\n\
+         alice@example.com valid-before=\"20200101Z\" {} origin:{ORIGIN}\n\
+         *@example.com webauthn-sk-ecdsa-sha2-nistp256@openssh.com {} no credential here \
+         origin:http://localhost:8470\n\
          {line}\n\
-         bob@example.com {}\n",
+         bob@example.com {} origin:https://approvals.example.com:8443\n",
         Authenticator::new(7, RP).passkey().to_openssh(),
         Authenticator::new(8, RP).passkey().to_openssh(),
         local.passkey().to_openssh().split(' ').nth(1).unwrap(),
@@ -509,6 +512,20 @@ fn the_allowed_signers_line_is_read_back_with_its_rp_id_and_credential_id() {
         ]
     );
     assert!(policy.passkeys_of("carol@example.org", now).is_empty());
+    // A page offers the passkeys whose line names its own origin, and no other.
+    assert_eq!(
+        policy.passkeys_on("alice@example.com", ORIGIN, now),
+        [(alice.passkey(), Some(alice.credential_id().to_vec()))]
+    );
+    assert_eq!(
+        policy.passkeys_on("bob@example.com", "http://localhost:8470", now),
+        [(local.passkey(), None)]
+    );
+    assert!(
+        policy
+            .passkeys_on("alice@example.com", "http://localhost:8471", now)
+            .is_empty()
+    );
     assert!(policy.has_passkeys());
     // SSH keys, and a security key for `ssh:`, are no passkeys.
     let ssh_only = Policy::from_allowed_signers(&format!("a@x {ed}\na@x {ssh_sk}\n")).unwrap();
@@ -531,7 +548,9 @@ fn a_line_is_written_only_for_one_plain_principal_and_a_real_credential_id() {
         "alice\u{1b}[31m",
         "a".repeat(257).as_str(),
     ] {
-        let error = passkey.allowed_signers_line(principal, b"id").unwrap_err();
+        let error = passkey
+            .allowed_signers_line(principal, b"id", ORIGIN)
+            .unwrap_err();
         assert!(
             matches!(
                 error,
@@ -544,7 +563,9 @@ fn a_line_is_written_only_for_one_plain_principal_and_a_real_credential_id() {
         );
     }
     for id in [Vec::new(), vec![1; MAX_CREDENTIAL_ID_BYTES + 1]] {
-        let error = passkey.allowed_signers_line("alice@x", &id).unwrap_err();
+        let error = passkey
+            .allowed_signers_line("alice@x", &id, ORIGIN)
+            .unwrap_err();
         assert!(
             matches!(
                 error,
@@ -556,11 +577,37 @@ fn a_line_is_written_only_for_one_plain_principal_and_a_real_credential_id() {
             "{error}"
         );
     }
+    // The origin is one of the RP ID's, written as a browser writes it.
+    for origin in [
+        "https://evil.example",
+        "http://approvals.example.com",
+        "https://approvals.example.com:443",
+        "https://approvals.example.com/",
+        "",
+    ] {
+        let error = passkey
+            .allowed_signers_line("alice@x", b"id", origin)
+            .unwrap_err();
+        assert!(
+            matches!(
+                error,
+                Error::InvalidInput {
+                    field: "origin",
+                    ..
+                }
+            ),
+            "{origin:?}: {error}"
+        );
+    }
     // The longest principal is written; one byte more is refused above.
     let principal = "a".repeat(crate::limits::MAX_NAME_BYTES);
-    assert!(passkey.allowed_signers_line(&principal, b"id").is_ok());
+    assert!(
+        passkey
+            .allowed_signers_line(&principal, b"id", ORIGIN)
+            .is_ok()
+    );
     let longest = passkey
-        .allowed_signers_line("alice@x", &[1; MAX_CREDENTIAL_ID_BYTES])
+        .allowed_signers_line("alice@x", &[1; MAX_CREDENTIAL_ID_BYTES], ORIGIN)
         .unwrap();
     let policy = Policy::from_allowed_signers(&longest).unwrap();
     let now = crate::time::Timestamp::from_unix_millis(0);
@@ -590,7 +637,10 @@ fn a_credential_id_is_read_back_only_if_it_is_1_to_the_most_bytes() {
         (Base64UrlUnpadded::encode_string(&[7]), Some(vec![7])),
     ] {
         let passkey = Authenticator::new(2, RP).passkey();
-        let line = format!("alice@x {} passkey:{id}", passkey.to_openssh());
+        let line = format!(
+            "alice@x {} passkey:{id} origin:{ORIGIN}",
+            passkey.to_openssh()
+        );
         let policy = Policy::from_allowed_signers(&line).unwrap();
         assert_eq!(
             policy.passkeys_of("alice@x", now),

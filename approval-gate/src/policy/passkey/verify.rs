@@ -124,7 +124,10 @@ impl Passkey {
     /// extensions; an ES256 signature (DER, as browsers give it, high or low S) over the
     /// authenticator data and the SHA-256 of the client data JSON.
     ///
-    /// The counter and the backup flags are returned, not judged: see [`Verified`].
+    /// The counter and the backup flags are returned, not judged: see [`Verified`]. So is the
+    /// origin: any port of the RP ID passes here, and the caller holds it to the one page it
+    /// expects (the policy, to the origin the passkey's line names; a web front end, to its
+    /// own).
     ///
     /// # Errors
     ///
@@ -365,7 +368,7 @@ impl Passkey {
 /// Whether `origin` is one the relying party `rp_id` expects: exactly `https://` and the RP
 /// ID, or, for `localhost` only, `http://localhost`; then nothing, or `:` and a port as a
 /// browser serializes it (1 to 65535, no leading zero, not the scheme's default port).
-fn origin_expected(rp_id: &str, origin: &str) -> bool {
+pub(crate) fn origin_expected(rp_id: &str, origin: &str) -> bool {
     let (rest, default_port) = if let Some(rest) = origin.strip_prefix("https://") {
         (rest, 443)
     } else if let Some(rest) = origin.strip_prefix("http://")
