@@ -12,7 +12,6 @@
 
 mod app;
 mod ceremony;
-mod counter;
 mod enroll;
 mod guard;
 mod html;

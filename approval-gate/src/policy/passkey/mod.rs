@@ -22,6 +22,7 @@
 //! The RP ID is part of the key: the same point under another RP ID is another key, trusted
 //! only if listed.
 
+pub(crate) mod counter;
 mod envelope;
 mod verify;
 
