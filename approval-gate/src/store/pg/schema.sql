@@ -272,7 +272,13 @@ CREATE OR REPLACE FUNCTION approval_gate.hold(class int, key text) RETURNS void
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
 BEGIN
     -- A lock authorizes nothing (each step checks its role with `require`): PostgreSQL's
-    -- own membership is check enough here, and cheaper.
+    -- own membership is check enough here, and cheaper. The counters' lock is taken only to
+    -- approve: anyone else is refused as the step would refuse them.
+    IF class = 1095192405 AND NOT pg_has_role(session_user, 'approval_gate_approver', 'MEMBER') THEN
+        RAISE EXCEPTION USING ERRCODE = 'AG004',
+            MESSAGE = format('%s is not permitted to approve', session_user),
+            DETAIL = 'it needs the role approval_gate_approver, granted by a superuser or by the store''s owner';
+    END IF;
     IF NOT (CASE class
         WHEN 1095192400 THEN true
         WHEN 1095192401 THEN pg_has_role(session_user, 'approval_gate_executor', 'MEMBER')
