@@ -7,10 +7,11 @@ use crate::error::Error;
 use crate::gate::{Gate, Refreshed};
 use crate::id::RequestId;
 use crate::limits::MAX_QUORUM;
+use crate::policy::passkey::counter;
 use crate::policy::{self, Standing};
 use crate::request::{Decision, Request, StatusReport};
 use crate::rules::Verdict;
-use crate::store::Entry;
+use crate::store::{Entry, Scope};
 use crate::time::Timestamp;
 
 impl Gate {
@@ -60,8 +61,8 @@ impl Gate {
     }
 
     /// Records that an approval of `id` was refused with `refusal` by a front end, for a
-    /// reason only it could see (a web page that compares a passkey's signature counter with
-    /// the approvals it has seen, say): a `decision_refused` line with its code, as
+    /// reason only it could see (a rule of its own about who may approve what, say; the gate
+    /// checks a passkey's signature counter itself): a `decision_refused` line with its code, as
     /// [`approve`](Gate::approve) records its own refusals, so the audit trail shows the
     /// attempt. Best effort, as for a refused consume: the refusal stands whether or not the
     /// line can be written, and a log that refuses appends is not asked.
@@ -144,6 +145,8 @@ impl Gate {
         }
         let operation = verdict.operation();
         let mut event = verdict.event();
+        // Held until the approval is written: see `check_counter`.
+        let mut _counters = None;
         let mut record = json!({
             "decidedBy": decision.decided_by(),
             "reason": decision.decision_reason(),
@@ -160,6 +163,8 @@ impl Gate {
                         &signed.signature,
                         now,
                     )?;
+                    _counters =
+                        self.check_counter(&request, &signed.principal, &signed.signature)?;
                     self.make_room(&mut request, required, now)?;
                     request.add_approval(policy::approval_record(
                         &signed.principal,
@@ -245,6 +250,35 @@ impl Gate {
             }
         }
         Ok(())
+    }
+
+    /// Checks the signature counter of a passkey approval (WebAuthn §7.2 step 22) against
+    /// every approval by the same key in the live store, under the store's lock of counters,
+    /// which it returns for the caller to hold until the approval is written: two approvals
+    /// by copies of one authenticator, with the same counter, never both pass, whichever
+    /// front ends and processes make them. A signature that is not a passkey's takes no lock.
+    /// A record the store cannot read holds no counter (it would stop every approval).
+    fn check_counter(
+        &self,
+        request: &Request,
+        principal: &str,
+        signature: &str,
+    ) -> Result<Option<crate::store::Guard>, Error> {
+        let Some((passkey, now)) = counter::of_signature(signature) else {
+            return Ok(None);
+        };
+        let guard = self.store().lock_counters()?;
+        let stored = self.store().scan(Scope::Live)?;
+        let requests = stored.iter().filter_map(|(_, loaded)| match loaded {
+            Ok(Some(request)) => Some(request),
+            _ => None,
+        });
+        counter::check(&passkey, now, requests).map_err(|problem| Error::BadSignature {
+            id: request.id(),
+            principal: principal.to_owned(),
+            problem,
+        })?;
+        Ok(Some(guard))
     }
 
     /// Makes room for one more approval in a record that holds as many as a record can: the

@@ -8,6 +8,7 @@ mod layout;
 mod never_blocking;
 mod postgres;
 mod postgres_jams;
+mod postgres_passkeys;
 mod postgres_records;
 mod properties;
 mod smtp_example;

@@ -73,6 +73,9 @@ macro_rules! conformance {
                 a_squatted_principal_counts_for_nothing_and_blocks_nobody,
                 more_approvals_than_any_quorum_never_make_a_record_unreadable,
                 every_field_an_approver_is_shown_is_signed;
+            passkeys:
+                a_cloned_passkey_whose_counter_goes_back_approves_nothing_and_is_audited,
+                two_approvals_with_the_same_counter_race_and_exactly_one_is_recorded;
         }
     };
 }
@@ -117,6 +120,7 @@ pub const TOUR: &[&str] = &[
     "audit::a_cut_chain_refuses_every_yes_until_a_human_reanchors_it",
     "lifecycle::the_health_check_names_what_the_store_did_not_write",
     "lifecycle::a_waiter_wakes_with_the_decision",
+    "passkeys::a_cloned_passkey_whose_counter_goes_back_approves_nothing_and_is_audited",
 ];
 
 /// Runs the [`TOUR`] of the suite against `backend` in a process of its own (this test

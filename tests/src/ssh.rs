@@ -4,10 +4,9 @@
 //! These are the tools an approver uses, so the tests use them too rather than signing in
 //! Rust: what we store must be what ssh-keygen makes and accepts.
 
-use std::io::Write;
+use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::{Child, ChildStdout, Command, Stdio};
 
 use approval_gate::{Policy, SIGNATURE_NAMESPACE};
 use tempfile::TempDir;
@@ -243,14 +242,17 @@ pub struct Agent {
     child: Child,
     socket: PathBuf,
     _dir: TempDir,
+    // Kept open: the agent never writes to a closed pipe.
+    #[allow(dead_code)]
+    stdout: Option<BufReader<ChildStdout>>,
 }
 
 impl Agent {
-    /// Starts `ssh-agent -D -a <socket>` and waits for its socket.
+    /// Starts `ssh-agent -D -a <socket>` and waits until it listens (it says so).
     ///
     /// # Panics
     ///
-    /// If ssh-agent is missing or does not come up within 10 seconds.
+    /// If ssh-agent is missing or ends without listening.
     #[must_use]
     pub fn start() -> Self {
         Self::spawn(None)
@@ -277,25 +279,32 @@ impl Agent {
                 .env("SSH_ASKPASS_REQUIRE", "force")
                 .env("DISPLAY", ":0");
         }
-        let child = command
+        let mut child = command
             .arg("-D")
             .arg("-a")
             .arg(&socket)
             .stdin(Stdio::null())
-            .stdout(Stdio::null())
+            .stdout(Stdio::piped())
             .stderr(Stdio::null())
             .spawn()
             .expect("ssh-agent is not installed: install openssh-client");
-        let agent = Self {
+        let mut stdout = BufReader::new(child.stdout.take().expect("ssh-agent's stdout"));
+        let mut agent = Self {
             child,
             socket,
             _dir: dir,
+            stdout: None,
         };
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while !agent.socket.exists() {
-            assert!(Instant::now() < deadline, "ssh-agent did not start");
-            std::thread::sleep(Duration::from_millis(10));
+        // The socket file exists from bind(2), before the agent listens: an ssh-add then is
+        // refused. In the foreground (-D) the agent prints `SSH_AUTH_SOCK=...` once it
+        // listens, so that line is the event to wait for; its end of output means it died.
+        let mut line = String::new();
+        let read = stdout.read_line(&mut line);
+        if !matches!(read, Ok(n) if n > 0 && line.starts_with("SSH_AUTH_SOCK=")) {
+            let status = agent.child.wait();
+            panic!("ssh-agent did not start: {read:?} {line:?}, {status:?}");
         }
+        agent.stdout = Some(stdout);
         agent
     }
 

@@ -131,6 +131,29 @@ impl SoftPasskey {
         })
     }
 
+    /// An approval of `statement` (a request's decision statement) made at `origin`, armored
+    /// as the approval's signature ([`approval_gate::Decision::signed`]), as a web front end
+    /// stores it.
+    ///
+    /// # Panics
+    ///
+    /// If the library refuses the key or the assertion.
+    #[must_use]
+    pub fn approval(&self, statement: &[u8], origin: &str) -> String {
+        let challenge = approval_gate::passkey::challenge(statement);
+        let posted = self.assertion(&challenge, &self.made(origin));
+        let part = |name: &str| B64.decode(posted[name].as_str().unwrap()).unwrap();
+        let assertion = approval_gate::passkey::Assertion {
+            credential_id: part("credentialId"),
+            authenticator_data: part("authenticatorData"),
+            client_data_json: part("clientDataJSON"),
+            signature: part("signature"),
+        };
+        let passkey =
+            approval_gate::passkey::Passkey::from_sec1(&self.rp_id, &self.point()).unwrap();
+        assertion.armor(&passkey).unwrap()
+    }
+
     /// A registration response for `challenge` at `origin`, as the enrollment page posts it.
     ///
     /// # Panics

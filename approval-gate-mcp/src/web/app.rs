@@ -24,7 +24,6 @@ use serde::Deserialize;
 use serde_json::json;
 
 use super::ceremony::{self, PostedAssertion};
-use super::counter;
 use super::guard::Site;
 use super::html::{self, Viewer};
 use super::limit::Limiter;
@@ -496,23 +495,8 @@ async fn approve_inner(
     let armored = assertion
         .armor(&passkey)
         .map_err(|e| Refused(StatusCode::BAD_REQUEST, format!("the assertion: {e}")))?;
-    // §7.2 step 22, against the approvals the store holds; refused like a bad signature.
-    let (key, made) = (passkey.clone(), assertion.clone());
-    let principal = session.principal.clone();
-    app.blocking(move |gate| match counter::check(gate, &key, &made)? {
-        Ok(()) => Ok(()),
-        Err(problem) => {
-            let refusal = Error::BadSignature {
-                id,
-                principal,
-                problem,
-            };
-            gate.record_refused_approval(id, &refusal);
-            Err(refusal)
-        }
-    })
-    .await
-    .map_err(|e| gate_refusal(&e))?;
+    // The gate checks the signature counter (§7.2 step 22) against the approvals the store
+    // holds, under the store's lock, and records a refusal as for a bad signature.
     let principal = session.principal.clone();
     let report = app
         .blocking(move |gate| {

@@ -15,7 +15,6 @@ mod app;
 mod bind;
 mod ceremony;
 mod conn;
-mod counter;
 mod enroll;
 mod guard;
 mod html;

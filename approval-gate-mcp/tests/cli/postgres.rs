@@ -166,7 +166,7 @@ fn db_init_is_idempotent_and_safe_concurrently() {
     let first = cli.run(&["db", "init"]);
     assert_success(&first);
     assert!(
-        stdout(&first).starts_with("schema approval_gate at version 3 in "),
+        stdout(&first).starts_with("schema approval_gate at version 4 in "),
         "{}",
         stdout(&first)
     );
@@ -174,13 +174,13 @@ fn db_init_is_idempotent_and_safe_concurrently() {
         assert!(stdout(&first).contains(role), "{}", stdout(&first));
     }
     let again = json(&cli.run(&["db", "init", "--json"]));
-    assert_eq!(again["schemaVersion"], 3, "{again}");
+    assert_eq!(again["schemaVersion"], 4, "{again}");
     assert_eq!(again["roles"], serde_json::json!(ROLES), "{again}");
     assert_eq!(
         scalar(&db.query(
             "SELECT string_agg(value, ',') FROM approval_gate.meta WHERE key = 'schema_version'"
         )),
-        "3"
+        "4"
     );
     assert_eq!(
         scalar(&db.query(&format!(
@@ -209,14 +209,14 @@ fn db_init_is_idempotent_and_safe_concurrently() {
         .collect();
     for child in children {
         let output = child.wait_with_output().unwrap();
-        assert_eq!(json(&output)["schemaVersion"], 3);
+        assert_eq!(json(&output)["schemaVersion"], 4);
     }
     assert_eq!(
         scalar(
             &other
                 .query("SELECT count(*) || ' ' || string_agg(value, ',') FROM approval_gate.meta")
         ),
-        "1 3"
+        "1 4"
     );
     assert_eq!(
         scalar(&other.query("SELECT count(*) FROM pg_namespace WHERE nspname = 'approval_gate'")),
@@ -300,6 +300,24 @@ fn db_init_migrates_a_version_2_store() {
     migrates_from(2, "");
 }
 
+/// The same from version 3: `db init` lets approvers hold the passkeys' counter lock.
+#[test]
+fn db_init_migrates_a_version_3_store() {
+    migrates_from(3, "");
+}
+
+/// What version 4 added taken out again: the passkeys' counter lock (class 1095192405) in
+/// `hold`.
+const BEFORE_VERSION_4: &str = "CREATE OR REPLACE FUNCTION approval_gate.hold(class int, key text)
+     RETURNS void LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+     BEGIN
+         IF class NOT IN (1095192400, 1095192401, 1095192402) THEN
+             RAISE EXCEPTION USING ERRCODE = 'AG005', MESSAGE = 'not a lock of this store';
+         END IF;
+         PERFORM pg_advisory_unlock_all();
+         PERFORM pg_advisory_lock(class, hashtext(key));
+     END $$;";
+
 fn migrates_from(version: u32, older: &str) {
     let store = Postgres.fresh();
     let gate = store.gate();
@@ -325,29 +343,31 @@ fn migrates_from(version: u32, older: &str) {
     } else {
         scalar(&query(bound))
     };
+    let before_3 = if version < 3 { BEFORE_VERSION_3 } else { "" };
     let _ = query(&format!(
         "UPDATE approval_gate.meta SET value = '{version}' WHERE key = 'schema_version';
-         {BEFORE_VERSION_3} {older}"
+         {BEFORE_VERSION_4} {before_3} {older}"
     ));
     let cli = Cli::new(store.location());
     assert_exit(
         &cli.run(&["list"]),
         2,
-        &format!("holds schema version {version}, this build uses 3"),
+        &format!("holds schema version {version}, this build uses 4"),
     );
 
     let migrated = cli.run(&["db", "init", "--json"]);
     assert_success(&migrated);
-    assert_eq!(json(&migrated)["schemaVersion"], 3);
+    assert_eq!(json(&migrated)["schemaVersion"], 4);
     assert_eq!(
         scalar(&query(
             "SELECT (SELECT value FROM approval_gate.meta WHERE key = 'schema_version') || ' '
                     || (to_regclass('approval_gate.audit_by_request') IS NULL) || ' '
                     || pg_get_function_result('approval_gate.require(text, text[])'::regprocedure) || ' '
                     || pg_get_function_result('approval_gate.decide(text, text, text, jsonb, jsonb, bigint)'::regprocedure) || ' '
-                    || (SELECT count(*) FROM approval_gate.audit_head WHERE sealed_at IS NOT NULL)"
+                    || (SELECT count(*) FROM approval_gate.audit_head WHERE sealed_at IS NOT NULL) || ' '
+                    || (pg_get_functiondef('approval_gate.hold(integer, text)'::regprocedure) LIKE '%1095192405%')"
         )),
-        "3 true boolean text 1"
+        "4 true boolean text 1 true"
     );
     assert_eq!(scalar(&query(bound)), counted);
     // Again: nothing counted twice.

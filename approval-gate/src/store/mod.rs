@@ -185,6 +185,11 @@ pub(crate) trait Store: Chain + Send + Sync + fmt::Debug {
     /// value lives: the lifecycle reads the record, applies the rules and takes its step
     /// under it.
     fn lock(&self, id: RequestId) -> Result<Guard, Error>;
+    /// Serialises the recording of passkey approvals across the whole store, for as long as
+    /// the value lives: the lifecycle reads the signature counters of the approvals stored
+    /// and writes the new one under it (WebAuthn §7.2 step 22). Taken while holding a
+    /// request's [`lock`](Store::lock), never before one.
+    fn lock_counters(&self) -> Result<Guard, Error>;
     /// Files a new pending request with its `requested` line, in one step that also applies
     /// the queue's caps (pending requests not past their expiry, live requests; a record
     /// that cannot be read counts) and finds an identical pending request not past its

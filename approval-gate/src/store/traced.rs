@@ -37,7 +37,7 @@ pub const ENV: &str = "APPROVAL_GATE_STORE_TRACE";
 /// Every method of the store's two traits (`Store`, then `Chain`), by name.
 #[cfg(any(test, feature = "store-trace"))]
 #[cfg_attr(not(feature = "store-trace"), allow(unreachable_pub))]
-pub const STEPS: [&str; 21] = [
+pub const STEPS: [&str; 22] = [
     "about",
     "load",
     "concerns_record_only",
@@ -45,6 +45,7 @@ pub const STEPS: [&str; 21] = [
     "load_marked",
     "scan",
     "lock",
+    "lock_counters",
     "file",
     "decide",
     "spend",
@@ -159,6 +160,9 @@ impl Store for Traced {
     }
     fn lock(&self, id: RequestId) -> Result<Guard, Error> {
         self.step("lock", Some(id), || self.0.lock(id))
+    }
+    fn lock_counters(&self) -> Result<Guard, Error> {
+        self.step("lock_counters", None, || self.0.lock_counters())
     }
     fn file(&self, request: &Request, caps: Caps, entry: &Entry<'_>) -> Result<Filed, Error> {
         self.step("file", Some(request.id()), || {

@@ -25,6 +25,7 @@
 //! the same host gets the same passkey prompt). A passkey line without an origin is refused
 //! when the file is read.
 
+pub(crate) mod counter;
 mod envelope;
 mod origin;
 mod verify;

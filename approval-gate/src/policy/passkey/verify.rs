@@ -13,8 +13,8 @@
 //!   id is not signed by the authenticator, so it names nothing the signature does not.
 //! - Step 19 (backup state against the credential record) and step 22 (the signature counter
 //!   against the stored one) compare with state this process does not keep: [`Verified`]
-//!   returns the flags and the counter, and a caller with a store of credential records (a web
-//!   front end) checks and updates them (step 24).
+//!   returns the flags and the counter. The gate that records an approval checks the counter
+//!   against the approvals its store holds (`counter.rs`); the backup state is the caller's.
 //! - Step 23 (extensions): approval-gate requests none, and an assertion carrying
 //!   authenticator extensions (the ED flag) is refused rather than half-read.
 
@@ -42,8 +42,9 @@ const AUTHENTICATOR_DATA_BYTES: usize = 37;
 const MIN_CHALLENGE_BYTES: usize = 16;
 
 /// What a verified assertion says besides "valid", for a caller that keeps credential
-/// records: approval-gate itself keeps none, so it checks neither the counter nor the backup
-/// state against earlier assertions (§7.2 steps 19 and 22).
+/// records: verification keeps none, so it checks neither the counter nor the backup state
+/// against earlier assertions (§7.2 steps 19 and 22). A [`Gate`](crate::Gate) recording a
+/// passkey approval checks the counter against the approvals its store holds.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct Verified {

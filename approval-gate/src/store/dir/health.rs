@@ -28,12 +28,13 @@ const DIRS: [(&str, IsKnown); 5] = [
         id_with(name, &[".used", ".logged", ".exec"])
     }),
     ("locks", |name| {
-        name.strip_suffix(".lock").is_some_and(|stripe| {
-            stripe.len() == 2
-                && stripe
-                    .bytes()
-                    .all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
-        })
+        name == "passkeys.lock"
+            || name.strip_suffix(".lock").is_some_and(|stripe| {
+                stripe.len() == 2
+                    && stripe
+                        .bytes()
+                        .all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+            })
     }),
     ("archive", |name| id_with(name, &[".json", ".used"])),
 ];

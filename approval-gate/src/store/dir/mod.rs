@@ -19,6 +19,9 @@
 //!                        by the first two digits of its id, serialising decisions and
 //!                        consumption; never renamed over or removed. A filing or a refusal
 //!                        creates no lock file, and at most one request's lock is held at once
+//!   locks/passkeys.lock  held while a passkey approval's signature counter is checked against
+//!                        every stored approval and written (taken under a request's lock);
+//!                        made by the first passkey approval
 //!   archive/<id>.json    archived requests (and their claims as <id>.used): never usable again
 //! ```
 
@@ -101,6 +104,11 @@ impl Layout {
     }
     fn lock(&self, id: RequestId) -> PathBuf {
         self.locks_dir().join(format!("{}.lock", &id.as_str()[..2]))
+    }
+    /// Locked while a passkey approval's signature counter is checked and recorded; made
+    /// when first locked.
+    fn counters_lock(&self) -> PathBuf {
+        self.locks_dir().join("passkeys.lock")
     }
     fn archived(&self, id: RequestId) -> PathBuf {
         self.archive_dir().join(format!("{id}.json"))
@@ -380,6 +388,10 @@ impl Store for DirStore {
 
     fn lock(&self, id: RequestId) -> Result<Guard, Error> {
         lock_exclusive(&self.layout.lock(id)).map(Guard::new)
+    }
+
+    fn lock_counters(&self) -> Result<Guard, Error> {
+        lock_exclusive(&self.layout.counters_lock()).map(Guard::new)
     }
 
     fn file(&self, request: &Request, caps: Caps, entry: &Entry<'_>) -> Result<Filed, Error> {

@@ -2,7 +2,7 @@
 //! and the classes of its advisory locks. Below every other file of the store.
 
 /// The schema version this build creates and uses.
-pub const SCHEMA_VERSION: u32 = 3;
+pub const SCHEMA_VERSION: u32 = 4;
 
 /// `wake` seals the audit rows committed since the last seal only if that seal is at least
 /// this old: steps at a person's pace are each sealed at once, and a burst of steps shares
@@ -20,3 +20,7 @@ pub(super) const LOCK_INIT: i32 = 1_095_192_403;
 
 /// Advisory lock class of identical asks while filing (taken by `file_request`).
 pub(super) const LOCK_ASK: i32 = 1_095_192_404;
+
+/// Advisory lock class of the passkeys' signature counters (key `passkeys`): held by an
+/// approver while a passkey approval's counter is checked and written. Added by version 4.
+pub(super) const LOCK_COUNTERS: i32 = 1_095_192_405;

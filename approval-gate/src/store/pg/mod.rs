@@ -56,7 +56,7 @@ use crate::request::Request;
 use crate::time::Timestamp;
 
 use audit::check_head;
-use consts::{LOCK_EXECUTION, LOCK_REQUEST};
+use consts::{LOCK_COUNTERS, LOCK_EXECUTION, LOCK_REQUEST};
 use errors::{Failed, failed, is_wrong_state, map_error, sqlstate};
 use lock::{AdvisoryLock, Executing};
 use pool::{Pool, Retry, off_runtime, pool_for};
@@ -143,6 +143,10 @@ impl Store for PgStore {
 
     fn lock(&self, id: RequestId) -> Result<Guard, Error> {
         AdvisoryLock::take(&self.pool, "lock", LOCK_REQUEST, id.as_str()).map(Guard::new)
+    }
+
+    fn lock_counters(&self) -> Result<Guard, Error> {
+        AdvisoryLock::take(&self.pool, "approve", LOCK_COUNTERS, "passkeys").map(Guard::new)
     }
 
     fn file(&self, request: &Request, caps: Caps, entry: &Entry<'_>) -> Result<Filed, Error> {

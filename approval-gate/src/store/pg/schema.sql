@@ -1,4 +1,4 @@
--- The PostgreSQL store's schema, version 2. `approval-gate db init` runs this whole
+-- The PostgreSQL store's schema, version 4. `approval-gate db init` runs this whole
 -- file in one transaction, under a transaction-scoped advisory lock, so running it twice or
 -- from two places at once is safe. Tables are created once; functions and grants are replaced
 -- every time, so an init with a newer build brings them up to date.
@@ -265,17 +265,25 @@ $$;
 -- thousands fills the cluster's shared lock table). A session holds at most one: taking one
 -- lets go of any it held (the library's sessions hold one each, on connections of their
 -- own). Only a class its role uses: 1095192400 a request's decisions and consume (every
--- role), 1095192401 a running execution (executors), 1095192402 filing (agents). Its wait is
--- bounded by the session's `lock_timeout`.
+-- role), 1095192401 a running execution (executors), 1095192402 filing (agents), 1095192405
+-- the passkeys' signature counters while an approval is checked and written (approvers; added
+-- by version 4). Its wait is bounded by the session's `lock_timeout`.
 CREATE OR REPLACE FUNCTION approval_gate.hold(class int, key text) RETURNS void
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
 BEGIN
     -- A lock authorizes nothing (each step checks its role with `require`): PostgreSQL's
-    -- own membership is check enough here, and cheaper.
+    -- own membership is check enough here, and cheaper. The counters' lock is taken only to
+    -- approve: anyone else is refused as the step would refuse them.
+    IF class = 1095192405 AND NOT pg_has_role(session_user, 'approval_gate_approver', 'MEMBER') THEN
+        RAISE EXCEPTION USING ERRCODE = 'AG004',
+            MESSAGE = format('%s is not permitted to approve', session_user),
+            DETAIL = 'it needs the role approval_gate_approver, granted by a superuser or by the store''s owner';
+    END IF;
     IF NOT (CASE class
         WHEN 1095192400 THEN true
         WHEN 1095192401 THEN pg_has_role(session_user, 'approval_gate_executor', 'MEMBER')
         WHEN 1095192402 THEN pg_has_role(session_user, 'approval_gate_agent', 'MEMBER')
+        WHEN 1095192405 THEN pg_has_role(session_user, 'approval_gate_approver', 'MEMBER')
         ELSE false
     END) THEN
         RAISE EXCEPTION USING ERRCODE = 'AG005',
