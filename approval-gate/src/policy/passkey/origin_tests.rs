@@ -45,9 +45,16 @@ fn file(gate: &Gate) -> Request {
 
 /// Alice's assertion over `request`'s statement, made by a page at `origin`, armored.
 fn made_on(alice: &Authenticator, request: &Request, origin: &str) -> String {
+    made_on_at(alice, request, origin, 7)
+}
+
+/// [`made_on`], with the authenticator's signature counter at `count` (it counts up with
+/// each signature, and the gate refuses one that does not: a clone).
+fn made_on_at(alice: &Authenticator, request: &Request, origin: &str, count: u32) -> String {
     let statement = request.decision_statement("alice@example.com").unwrap();
     let mut ceremony = alice.ceremony(&challenge(&statement));
     ceremony.origin = origin.into();
+    ceremony.sign_count = count;
     alice.assert(&ceremony).armor(&alice.passkey()).unwrap()
 }
 
@@ -87,9 +94,10 @@ fn an_approval_made_on_another_port_is_refused_by_the_gate_and_the_executor() {
         ),
         "the executor consumed an approval made on another port"
     );
-    // The same passkey on the line's own origin approves.
+    // The same passkey on the line's own origin approves (its counter one up from the
+    // signature the agent stored).
     let request = file(&executor);
-    let signature = made_on(&alice, &request, "http://localhost:8470");
+    let signature = made_on_at(&alice, &request, "http://localhost:8470", 8);
     let decision = Decision::by("alice").signed("alice@example.com", &signature);
     executor.approve(request.id(), &decision).unwrap();
     consume(&executor, &request).unwrap();
