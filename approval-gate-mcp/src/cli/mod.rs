@@ -35,7 +35,7 @@ mod config;
 mod db;
 mod decide;
 mod doctor;
-mod exec;
+pub(crate) mod exec;
 mod generate;
 mod ledger;
 mod list;

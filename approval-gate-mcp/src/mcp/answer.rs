@@ -265,7 +265,7 @@ impl Refusal {
     }
 }
 
-fn advice(error: &Error) -> &'static str {
+pub(crate) fn advice(error: &Error) -> &'static str {
     use approval_gate::ErrorCode as C;
     match error.code() {
         C::InvalidId => "pass the id exactly as request_approval returned it; nothing changed",

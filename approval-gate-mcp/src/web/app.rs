@@ -263,7 +263,7 @@ fn encode_next(path: &str) -> String {
         .collect()
 }
 
-fn gate_refusal(error: &Error) -> Refused {
+pub(crate) fn gate_refusal(error: &Error) -> Refused {
     let status = match error {
         Error::NotFound(_) | Error::Archived(_) | Error::InvalidId { .. } => StatusCode::NOT_FOUND,
         Error::InvalidInput { .. } => StatusCode::BAD_REQUEST,
