@@ -400,6 +400,7 @@ pub(crate) fn gate_exit(error: &approval_gate::Error) -> Exit {
         | E::ActionMismatch(_)
         | E::OperationMismatch { .. }
         | E::PayloadMismatch { .. }
+        | E::PayloadType { .. }
         | E::WrongState { .. }
         | E::Changed(_)
         | E::QueueFull { .. }
@@ -416,7 +417,6 @@ pub(crate) fn gate_exit(error: &approval_gate::Error) -> Exit {
         E::InvalidId { .. }
         | E::InvalidInput { .. }
         | E::InvalidPayload(_)
-        | E::PayloadType { .. }
         | E::UnsafeState { .. }
         | E::Corrupt { .. }
         | E::Unreadable { .. }

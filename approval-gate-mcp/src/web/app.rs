@@ -265,8 +265,10 @@ fn encode_next(path: &str) -> String {
 
 pub(crate) fn gate_refusal(error: &Error) -> Refused {
     let status = match error {
-        Error::NotFound(_) | Error::Archived(_) | Error::InvalidId { .. } => StatusCode::NOT_FOUND,
-        Error::InvalidInput { .. } => StatusCode::BAD_REQUEST,
+        Error::NotFound(_) | Error::Archived(_) => StatusCode::NOT_FOUND,
+        Error::InvalidId { .. } | Error::InvalidInput { .. } | Error::InvalidPayload(_) => {
+            StatusCode::BAD_REQUEST
+        }
         Error::BadSignature { .. }
         | Error::UntrustedSigner { .. }
         | Error::SignatureRequired { .. }
