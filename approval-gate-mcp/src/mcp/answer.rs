@@ -269,7 +269,9 @@ pub(crate) fn advice(error: &Error) -> &'static str {
     use approval_gate::ErrorCode as C;
     match error.code() {
         C::InvalidId => "pass the id exactly as request_approval returned it; nothing changed",
-        C::InvalidInput | C::InvalidPayload | C::WrongState => "nothing changed",
+        C::InvalidInput | C::InvalidPayload | C::WrongState | C::AlreadySigned | C::Changed => {
+            "nothing changed"
+        }
         C::QueueFull => {
             "not filed: a human has to decide pending requests (or they expire) first; do not proceed"
         }
@@ -287,7 +289,7 @@ pub(crate) fn advice(error: &Error) -> &'static str {
         C::AlreadyConsumed | C::ExpiredDuringConsume => {
             "the approval is spent: do not act on it again"
         }
-        C::InsufficientApprovals | C::BadSignature | C::UntrustedSigner => {
+        C::InsufficientApprovals | C::BadSignature | C::UntrustedSigner | C::SignatureRequired => {
             "not authorized: the approval lacks the trusted signatures the executor's policy requires, and it was not spent; do not proceed, a human has to look at the store"
         }
         C::ActionMismatch | C::OperationMismatch | C::PayloadMismatch | C::PayloadType => {
