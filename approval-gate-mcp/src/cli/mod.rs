@@ -382,53 +382,17 @@ fn classify(error: &anyhow::Error) -> Exit {
     Exit::Failed
 }
 
-// The explicit arm records the decision for every variant known today; the wildcard keeps
-// variants added later failing until someone decides otherwise.
-#[allow(clippy::match_same_arms)]
+/// The exit code for a library error: its class, from the error table (no wildcard: a class
+/// added to the library must be decided here).
+#[deny(clippy::wildcard_enum_match_arm)]
 pub(crate) fn gate_exit(error: &approval_gate::Error) -> Exit {
-    use approval_gate::Error as E;
-    match error {
-        E::NotFound(_)
-        | E::Archived(_)
-        | E::NotApproved(_)
-        | E::Denied(_)
-        | E::Expired(_)
-        | E::Revoked(_)
-        | E::AlreadyConsumed(_)
-        | E::ApprovalExpired { .. }
-        | E::ExpiredDuringConsume { .. }
-        | E::ActionMismatch(_)
-        | E::OperationMismatch { .. }
-        | E::PayloadMismatch { .. }
-        | E::PayloadType { .. }
-        | E::WrongState { .. }
-        | E::Changed(_)
-        | E::QueueFull { .. }
-        | E::CreationLimit { .. }
-        | E::InsufficientApprovals { .. }
-        | E::BadSignature { .. }
-        | E::UntrustedSigner { .. }
-        | E::SignatureRequired { .. }
-        | E::AlreadySigned { .. }
-        | E::NotPermitted { .. } => Exit::Refused,
-        E::DurabilityUnknown { .. } | E::NotRecorded { .. } => Exit::TookEffect,
-        // Malformed input is a usage error; damaged or unsafe state is an error to look
-        // into, never a mere "no"; and a variant added later is an error until mapped.
-        E::InvalidId { .. }
-        | E::InvalidInput { .. }
-        | E::InvalidPayload(_)
-        | E::UnsafeState { .. }
-        | E::Corrupt { .. }
-        | E::Unreadable { .. }
-        | E::AuditBroken { .. }
-        | E::AuditInconsistent { .. }
-        | E::NoStateDir
-        | E::Random(_)
-        | E::Signing(_)
-        | E::NoApprovers { .. }
-        | E::Database { .. }
-        | E::Io { .. } => Exit::Failed,
-        _ => Exit::Failed,
+    use approval_gate::ErrorClass as C;
+    match error.code().class() {
+        C::Refused => Exit::Refused,
+        // Malformed input is a usage error; damaged or unsafe state, or a store that failed,
+        // is an error to look into, never a mere "no".
+        C::Invalid | C::Fault => Exit::Failed,
+        C::Incomplete => Exit::TookEffect,
     }
 }
 
