@@ -12,6 +12,7 @@ use crate::payload::PayloadError;
 use crate::status::EffectiveStatus;
 use crate::time::Timestamp;
 
+mod about;
 mod kind;
 mod table;
 
@@ -481,20 +482,6 @@ impl Error {
         }
     }
 
-    /// Whether the operation that failed nevertheless took effect:
-    /// [`Error::DurabilityUnknown`], [`Error::NotRecorded`] and
-    /// [`Error::ExpiredDuringConsume`] (the approval is spent). Every other error means
-    /// nothing changed.
-    #[must_use]
-    pub fn took_effect(&self) -> bool {
-        matches!(
-            self,
-            Self::DurabilityUnknown { .. }
-                | Self::NotRecorded { .. }
-                | Self::ExpiredDuringConsume { .. }
-        )
-    }
-
     /// Wraps `self`, a failure after `operation` took effect on `id`.
     pub(crate) fn after_effect(self, id: RequestId, operation: &'static str) -> Self {
         if self.took_effect() {
@@ -505,60 +492,6 @@ impl Error {
             operation,
             source: Box::new(self),
         }
-    }
-
-    /// The request this error is about, if it is about one.
-    #[must_use]
-    pub fn request_id(&self) -> Option<RequestId> {
-        match self {
-            Self::NotFound(id)
-            | Self::Archived(id)
-            | Self::NotApproved(id)
-            | Self::Denied(id)
-            | Self::Expired(id)
-            | Self::Revoked(id)
-            | Self::AlreadyConsumed(id)
-            | Self::ActionMismatch(id)
-            | Self::Changed(id)
-            | Self::PayloadType { id, .. }
-            | Self::ApprovalExpired { id, .. }
-            | Self::ExpiredDuringConsume { id, .. }
-            | Self::OperationMismatch { id, .. }
-            | Self::PayloadMismatch { id, .. }
-            | Self::WrongState { id, .. }
-            | Self::InsufficientApprovals { id, .. }
-            | Self::BadSignature { id, .. }
-            | Self::UntrustedSigner { id, .. }
-            | Self::SignatureRequired { id, .. }
-            | Self::AlreadySigned { id, .. }
-            | Self::NoApprovers { id }
-            | Self::Unreadable { id, .. }
-            | Self::AuditInconsistent { id, .. }
-            | Self::DurabilityUnknown { id, .. }
-            | Self::NotRecorded { id, .. } => Some(*id),
-            _ => None,
-        }
-    }
-
-    /// Where the request stands, as far as this refusal tells (a consume refused for a
-    /// payload mismatch says the approval is still unconsumed, say); `None` when it does not.
-    #[must_use]
-    pub fn status(&self) -> Option<EffectiveStatus> {
-        use EffectiveStatus as S;
-        Some(match self {
-            Self::NotApproved(_) => S::Pending,
-            Self::Denied(_) => S::Denied,
-            Self::Expired(_) => S::Expired,
-            Self::Revoked(_) => S::Revoked,
-            Self::AlreadyConsumed(_) | Self::ExpiredDuringConsume { .. } => S::Consumed,
-            Self::ApprovalExpired { .. } => S::ApprovedExpired,
-            Self::ActionMismatch(_)
-            | Self::OperationMismatch { .. }
-            | Self::PayloadMismatch { .. }
-            | Self::PayloadType { .. } => S::ApprovedUnconsumed,
-            Self::WrongState { status, .. } => *status,
-            _ => return None,
-        })
     }
 }
 
