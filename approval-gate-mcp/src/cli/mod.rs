@@ -10,6 +10,9 @@
 //! | 2 | usage or I/O error, including an unsafe state directory, a corrupt state file or a broken audit log |
 //! | 3 | took effect, but not completely: the change is in place but its durability is unknown (a directory fsync failed) or its audit line could not be written; check with `show ID` and `audit verify` |
 //!
+//! A library error exits as its class in the error table says ([`approval_gate::ErrorClass`]):
+//! `refused` 1, `invalid` and `fault` 2, `incomplete` 3.
+//!
 //! `exec` is the exception: it exits with its command's status, or with one of its own codes
 //! (110 to 127, listed in `exec --help`), so that they do not read as the command's 1 or 2.
 //!
