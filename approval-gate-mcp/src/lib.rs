@@ -28,3 +28,6 @@ pub mod display;
 pub mod mcp;
 mod settings;
 mod web;
+
+#[cfg(test)]
+mod treatment_tests;

@@ -12,13 +12,17 @@ use crate::payload::PayloadError;
 use crate::status::EffectiveStatus;
 use crate::time::Timestamp;
 
+mod about;
+mod kind;
 mod table;
 
+pub use kind::{ErrorClass, ErrorFamily};
 use table::error_table;
 
 // One table names every kind once: each variant with its docs, its message, its code (the
-// stable name and the code's doc line) and its fields. `ErrorCode` with its `ALL` and
-// `as_str`, and `Error::code`, follow from it (see `table.rs`).
+// stable name, its class, its family and the code's doc line) and its fields. `ErrorCode` with
+// its `ALL`, `as_str`, `class` and `family`, and `Error::code`, follow from it (see
+// `table.rs`); every front end derives its treatment of an error from the class and family.
 error_table! {
     /// The kind of an [`Error`], with a stable `snake_case` name (`as_str`, `Display` and serde
     /// all give it): one per error variant, so no front end lists the variants or matches on
@@ -35,7 +39,7 @@ error_table! {
     pub enum Error {
         /// The text is not a request id (12 lowercase hex characters).
         #[error("invalid request id {id:?}: expected 12 lowercase hex characters")]
-        #[code("invalid_id", "an id that is not 12 lowercase letters and digits.")]
+        #[code("invalid_id", Invalid, Input, "an id that is not 12 lowercase letters and digits.")]
         InvalidId {
             /// The offending text (at most 64 characters of it).
             id: String,
@@ -43,7 +47,7 @@ error_table! {
 
         /// A field of a new request or decision is not acceptable.
         #[error("invalid {field}: {problem}")]
-        #[code("invalid_input", "a field of a request or decision is unacceptable.")]
+        #[code("invalid_input", Invalid, Input, "a field of a request or decision is unacceptable.")]
         InvalidInput {
             /// Which field.
             field: &'static str,
@@ -53,14 +57,14 @@ error_table! {
 
         /// The payload is not acceptable canonical JSON.
         #[error("invalid payload: {0}")]
-        #[code("invalid_payload", "the payload is not acceptable JSON.")]
+        #[code("invalid_payload", Invalid, Input, "the payload is not acceptable JSON.")]
         InvalidPayload(#[from] PayloadError),
 
         /// The approved payload cannot be carried faithfully by the executor's payload type.
         #[error(
             "approved payload of request {id} does not round-trip through the executor's type: {problem}"
         )]
-        #[code("payload_type", "the approved payload does not round-trip through the executor's type.")]
+        #[code("payload_type", Refused, Binding, "the approved payload does not round-trip through the executor's type.")]
         PayloadType {
             /// The request.
             id: RequestId,
@@ -70,7 +74,7 @@ error_table! {
 
         /// Too many pending requests: a human has to decide some, or they have to expire.
         #[error("approval queue full: {pending} pending requests (limit {limit})")]
-        #[code("queue_full", "the pending queue is at its cap.")]
+        #[code("queue_full", Refused, Capacity, "the pending queue is at its cap.")]
         QueueFull {
             /// Pending requests now.
             pending: usize,
@@ -82,7 +86,7 @@ error_table! {
         #[error(
             "approval store full: {requests} requests on disk (limit {limit}); run `approval-gate archive`"
         )]
-        #[code("creation_limit", "the live store holds as many requests as allowed.")]
+        #[code("creation_limit", Refused, Capacity, "the live store holds as many requests as allowed.")]
         CreationLimit {
             /// Requests on disk now.
             requests: usize,
@@ -92,42 +96,42 @@ error_table! {
 
         /// No request with this id in the live store.
         #[error("request {0} not found")]
-        #[code("not_found", "no such request.")]
+        #[code("not_found", Refused, Missing, "no such request.")]
         NotFound(RequestId),
 
         /// The request was archived and can never be used again.
         #[error("request {0} is archived and can no longer be used")]
-        #[code("archived", "the request was archived.")]
+        #[code("archived", Refused, Missing, "the request was archived.")]
         Archived(RequestId),
 
         /// The request is still waiting for a human decision.
         #[error("request {0} is pending: not approved")]
-        #[code("not_approved", "the request is still pending.")]
+        #[code("not_approved", Refused, Pending, "the request is still pending.")]
         NotApproved(RequestId),
 
         /// A human denied the request.
         #[error("request {0} was denied")]
-        #[code("denied", "a human denied it.")]
+        #[code("denied", Refused, Denied, "a human denied it.")]
         Denied(RequestId),
 
         /// The request expired before a human approved it.
         #[error("request {0} expired before it was approved")]
-        #[code("expired", "it expired while pending.")]
+        #[code("expired", Refused, Expired, "it expired while pending.")]
         Expired(RequestId),
 
         /// A human revoked the approval before it was consumed.
         #[error("approval of request {0} was revoked")]
-        #[code("revoked", "the approval was revoked.")]
+        #[code("revoked", Refused, Revoked, "the approval was revoked.")]
         Revoked(RequestId),
 
         /// The approval was already consumed: a replay.
         #[error("approval of request {0} was already consumed")]
-        #[code("already_consumed", "the approval was already used.")]
+        #[code("already_consumed", Refused, Spent, "the approval was already used.")]
         AlreadyConsumed(RequestId),
 
         /// The approval expired before it was consumed.
         #[error("approval of request {id} expired at {expired_at}")]
-        #[code("approval_expired", "the approval expired before it was used.")]
+        #[code("approval_expired", Refused, Expired, "the approval expired before it was used.")]
         ApprovalExpired {
             /// The request.
             id: RequestId,
@@ -139,7 +143,7 @@ error_table! {
         #[error(
             "approval of request {id} expired at {expired_at} while the consume was being recorded; it is spent"
         )]
-        #[code("expired_during_consume", "the approval expired while being consumed (it is spent).")]
+        #[code("expired_during_consume", Refused, Expired, "the approval expired while being consumed (it is spent).")]
         ExpiredDuringConsume {
             /// The request.
             id: RequestId,
@@ -149,14 +153,14 @@ error_table! {
 
         /// The action text differs from the approved one.
         #[error("action text does not match the approved request {0}")]
-        #[code("action_mismatch", "the action text differs from the approved one.")]
+        #[code("action_mismatch", Refused, Binding, "the action text differs from the approved one.")]
         ActionMismatch(RequestId),
 
         /// The operation differs from the approved one.
         #[error(
             "operation does not match the approved request {id}: expected {expected:?}, got {got:?}"
         )]
-        #[code("operation_mismatch", "the operation differs from the approved one.")]
+        #[code("operation_mismatch", Refused, Binding, "the operation differs from the approved one.")]
         OperationMismatch {
             /// The request.
             id: RequestId,
@@ -168,7 +172,7 @@ error_table! {
 
         /// The payload differs from the approved one.
         #[error("payload does not match the approved request {id} (approved digest {expected})")]
-        #[code("payload_mismatch", "the payload differs from the approved one.")]
+        #[code("payload_mismatch", Refused, Binding, "the payload differs from the approved one.")]
         PayloadMismatch {
             /// The request.
             id: RequestId,
@@ -181,7 +185,7 @@ error_table! {
         #[error(
             "request {id} has {valid} valid signed approvals of the {required} its policy requires: nothing is authorized"
         )]
-        #[code("insufficient_approvals", "fewer valid signed approvals than the policy needs.")]
+        #[code("insufficient_approvals", Refused, Quorum, "fewer valid signed approvals than the policy needs.")]
         InsufficientApprovals {
             /// The request.
             id: RequestId,
@@ -193,7 +197,7 @@ error_table! {
 
         /// A stored or offered signature does not verify against the request as it stands.
         #[error("the approval of request {id} by {principal} has a bad signature: {problem}")]
-        #[code("bad_signature", "a signature does not verify against the request.")]
+        #[code("bad_signature", Refused, Signature, "a signature does not verify against the request.")]
         BadSignature {
             /// The request.
             id: RequestId,
@@ -207,7 +211,7 @@ error_table! {
         #[error(
             "the approval of request {id} by {principal} is signed by {key}, which the policy does not trust for {principal}"
         )]
-        #[code("untrusted_signer", "a signature by a key the policy does not trust.")]
+        #[code("untrusted_signer", Refused, Signature, "a signature by a key the policy does not trust.")]
         UntrustedSigner {
             /// The request.
             id: RequestId,
@@ -221,7 +225,7 @@ error_table! {
         #[error(
             "request {id} needs signed approvals ({required} distinct approvers): approve with an approver's key"
         )]
-        #[code("signature_required", "an unsigned approval where signatures are required.")]
+        #[code("signature_required", Refused, Signature, "an unsigned approval where signatures are required.")]
         SignatureRequired {
             /// The request.
             id: RequestId,
@@ -231,7 +235,7 @@ error_table! {
 
         /// The principal, or the key, already approved this request: each approver counts once.
         #[error("{principal} already approved request {id}: each approver counts once")]
-        #[code("already_signed", "the approver already approved.")]
+        #[code("already_signed", Refused, State, "the approver already approved.")]
         AlreadySigned {
             /// The request.
             id: RequestId,
@@ -244,7 +248,7 @@ error_table! {
         #[error(
             "request {id}: a signed approval needs the trusted approvers (an allowed_signers file) on the gate that records it, so that only trusted signatures count; nothing was recorded"
         )]
-        #[code("no_approvers", "a signed approval offered to a gate without trusted approvers.")]
+        #[code("no_approvers", Fault, Setup, "a signed approval offered to a gate without trusted approvers.")]
         NoApprovers {
             /// The request.
             id: RequestId,
@@ -252,17 +256,17 @@ error_table! {
 
         /// Signing a decision statement failed.
         #[error("signing failed: {0}")]
-        #[code("signing", "signing a decision statement failed.")]
+        #[code("signing", Fault, Setup, "signing a decision statement failed.")]
         Signing(String),
 
         /// The request is no longer the one the human was shown.
         #[error("request {0} changed since it was shown: nothing was approved")]
-        #[code("changed", "the request changed after it was shown.")]
+        #[code("changed", Refused, State, "the request changed after it was shown.")]
         Changed(RequestId),
 
         /// A decision was attempted on a request in a state that does not allow it.
         #[error("cannot {operation} request {id}: it is {status}")]
-        #[code("wrong_state", "the request is not in a state that allows this.")]
+        #[code("wrong_state", Refused, State, "the request is not in a state that allows this.")]
         WrongState {
             /// The request.
             id: RequestId,
@@ -274,7 +278,7 @@ error_table! {
 
         /// A state directory or file is a symlink, not ours, or writable by others.
         #[error("refusing unsafe state path {path}: {problem}")]
-        #[code("unsafe_state", "a state file is unsafe (symlink, foreign owner, open permissions).")]
+        #[code("unsafe_state", Fault, Damage, "a state file is unsafe (symlink, foreign owner, open permissions).")]
         UnsafeState {
             /// The path.
             path: PathBuf,
@@ -284,7 +288,7 @@ error_table! {
 
         /// A state file does not hold what this crate writes.
         #[error("corrupt state file {path}: {problem}")]
-        #[code("corrupt", "a state file is damaged.")]
+        #[code("corrupt", Fault, Damage, "a state file is damaged.")]
         Corrupt {
             /// The path.
             path: PathBuf,
@@ -298,7 +302,7 @@ error_table! {
         #[error(
             "request {id} is unreadable: {problem}; it refuses everything until a human repairs or removes its record (`approval-gate doctor` lists such records)"
         )]
-        #[code("unreadable", "the request's record cannot be read.")]
+        #[code("unreadable", Fault, Damage, "the request's record cannot be read.")]
         Unreadable {
             /// The request.
             id: RequestId,
@@ -308,7 +312,7 @@ error_table! {
 
         /// The audit log fails verification.
         #[error("audit log broken at line {line}: {problem}")]
-        #[code("audit_broken", "the audit log fails verification or refuses appends.")]
+        #[code("audit_broken", Fault, Damage, "the audit log fails verification or refuses appends.")]
         AuditBroken {
             /// 1-based line number of the first bad line.
             line: u64,
@@ -321,7 +325,7 @@ error_table! {
         /// such as `consumed` with no `approved` before it. The log was written by someone other
         /// than the gate, or by a gate that broke its own rules; either way a human must look.
         #[error("audit log inconsistent at line {line}: request {id}: {problem}")]
-        #[code("audit_inconsistent", "the audit log's events break the state machine.")]
+        #[code("audit_inconsistent", Fault, Damage, "the audit log's events break the state machine.")]
         AuditInconsistent {
             /// 1-based line number of the first line that makes no sense.
             line: u64,
@@ -339,7 +343,7 @@ error_table! {
             "{operation} of request {id} took effect ({}), but its durability is unknown: {source}; check the request with `approval-gate show {id}`",
             consequence(operation)
         )]
-        #[code("durability_unknown", "it took effect, but may not survive a crash.")]
+        #[code("durability_unknown", Incomplete, Incomplete, "it took effect, but may not survive a crash.")]
         DurabilityUnknown {
             /// The request.
             id: RequestId,
@@ -357,7 +361,7 @@ error_table! {
             "{operation} of request {id} took effect ({}), but recording it failed: {source}; run `approval-gate audit verify`",
             consequence(operation)
         )]
-        #[code("not_recorded", "it took effect, but its audit line could not be written.")]
+        #[code("not_recorded", Incomplete, Incomplete, "it took effect, but its audit line could not be written.")]
         NotRecorded {
             /// The request.
             id: RequestId,
@@ -369,18 +373,18 @@ error_table! {
 
         /// The store has no directory to use.
         #[error("no state directory: set APPROVAL_GATE_DIR or HOME")]
-        #[code("no_state_dir", "no state directory to use.")]
+        #[code("no_state_dir", Fault, Setup, "no state directory to use.")]
         NoStateDir,
 
         /// The operating system's random source failed.
         #[error("random source failed: {0}")]
-        #[code("random", "the OS random source failed.")]
+        #[code("random", Fault, Setup, "the OS random source failed.")]
         Random(String),
 
         /// The database store failed or refused: the connection, the server, or a check the
         /// database makes itself (a change it does not allow, a schema it does not have).
         #[error("database: {operation}: {problem}")]
-        #[code("database", "the database store failed or refused a change.")]
+        #[code("database", Fault, Store, "the database store failed or refused a change.")]
         Database {
             /// What was being done.
             operation: &'static str,
@@ -391,7 +395,7 @@ error_table! {
         /// The database refused the session user: its login lacks the role this step needs
         /// (`approval_gate_agent`, `approval_gate_approver` or `approval_gate_executor`).
         #[error("not permitted: {problem}")]
-        #[code("not_permitted", "the database refused the session user's role.")]
+        #[code("not_permitted", Refused, Permission, "the database refused the session user's role.")]
         NotPermitted {
             /// What was refused, and which roles would allow it.
             problem: String,
@@ -405,7 +409,7 @@ error_table! {
             "{operation}: blocked: gave up after {after} waiting for {what}, held by {}; nothing changed",
             holder(role.as_deref(), *pid)
         )]
-        #[code("blocked", "a wait of the database store ran out; nothing changed.")]
+        #[code("blocked", Fault, Store, "a wait of the database store ran out; nothing changed.")]
         Blocked {
             /// What was being done.
             operation: &'static str,
@@ -422,7 +426,7 @@ error_table! {
 
         /// A filesystem operation failed.
         #[error("{op} {path}: {source}")]
-        #[code("io", "an I/O error.")]
+        #[code("io", Fault, Store, "an I/O error.")]
         Io {
             /// What was being done.
             op: &'static str,
@@ -478,20 +482,6 @@ impl Error {
         }
     }
 
-    /// Whether the operation that failed nevertheless took effect:
-    /// [`Error::DurabilityUnknown`], [`Error::NotRecorded`] and
-    /// [`Error::ExpiredDuringConsume`] (the approval is spent). Every other error means
-    /// nothing changed.
-    #[must_use]
-    pub fn took_effect(&self) -> bool {
-        matches!(
-            self,
-            Self::DurabilityUnknown { .. }
-                | Self::NotRecorded { .. }
-                | Self::ExpiredDuringConsume { .. }
-        )
-    }
-
     /// Wraps `self`, a failure after `operation` took effect on `id`.
     pub(crate) fn after_effect(self, id: RequestId, operation: &'static str) -> Self {
         if self.took_effect() {
@@ -502,60 +492,6 @@ impl Error {
             operation,
             source: Box::new(self),
         }
-    }
-
-    /// The request this error is about, if it is about one.
-    #[must_use]
-    pub fn request_id(&self) -> Option<RequestId> {
-        match self {
-            Self::NotFound(id)
-            | Self::Archived(id)
-            | Self::NotApproved(id)
-            | Self::Denied(id)
-            | Self::Expired(id)
-            | Self::Revoked(id)
-            | Self::AlreadyConsumed(id)
-            | Self::ActionMismatch(id)
-            | Self::Changed(id)
-            | Self::PayloadType { id, .. }
-            | Self::ApprovalExpired { id, .. }
-            | Self::ExpiredDuringConsume { id, .. }
-            | Self::OperationMismatch { id, .. }
-            | Self::PayloadMismatch { id, .. }
-            | Self::WrongState { id, .. }
-            | Self::InsufficientApprovals { id, .. }
-            | Self::BadSignature { id, .. }
-            | Self::UntrustedSigner { id, .. }
-            | Self::SignatureRequired { id, .. }
-            | Self::AlreadySigned { id, .. }
-            | Self::NoApprovers { id }
-            | Self::Unreadable { id, .. }
-            | Self::AuditInconsistent { id, .. }
-            | Self::DurabilityUnknown { id, .. }
-            | Self::NotRecorded { id, .. } => Some(*id),
-            _ => None,
-        }
-    }
-
-    /// Where the request stands, as far as this refusal tells (a consume refused for a
-    /// payload mismatch says the approval is still unconsumed, say); `None` when it does not.
-    #[must_use]
-    pub fn status(&self) -> Option<EffectiveStatus> {
-        use EffectiveStatus as S;
-        Some(match self {
-            Self::NotApproved(_) => S::Pending,
-            Self::Denied(_) => S::Denied,
-            Self::Expired(_) => S::Expired,
-            Self::Revoked(_) => S::Revoked,
-            Self::AlreadyConsumed(_) | Self::ExpiredDuringConsume { .. } => S::Consumed,
-            Self::ApprovalExpired { .. } => S::ApprovedExpired,
-            Self::ActionMismatch(_)
-            | Self::OperationMismatch { .. }
-            | Self::PayloadMismatch { .. }
-            | Self::PayloadType { .. } => S::ApprovedUnconsumed,
-            Self::WrongState { status, .. } => *status,
-            _ => return None,
-        })
     }
 }
 

@@ -105,7 +105,7 @@ pub use audit::{AuditEvent, AuditRecord, AuditSummary, Reanchored};
 #[doc(hidden)]
 pub use claim::__private;
 pub use claim::Claim;
-pub use error::{Error, ErrorCode};
+pub use error::{Error, ErrorClass, ErrorCode, ErrorFamily};
 pub use gate::{Gate, GateBuilder, Submitted};
 pub use grant::Grant;
 pub use health::HealthReport;

@@ -10,6 +10,9 @@
 //! | 2 | usage or I/O error, including an unsafe state directory, a corrupt state file or a broken audit log |
 //! | 3 | took effect, but not completely: the change is in place but its durability is unknown (a directory fsync failed) or its audit line could not be written; check with `show ID` and `audit verify` |
 //!
+//! A library error exits as its class in the error table says ([`approval_gate::ErrorClass`]):
+//! `refused` 1, `invalid` and `fault` 2, `incomplete` 3.
+//!
 //! `exec` is the exception: it exits with its command's status, or with one of its own codes
 //! (110 to 127, listed in `exec --help`), so that they do not read as the command's 1 or 2.
 //!
@@ -35,7 +38,7 @@ mod config;
 mod db;
 mod decide;
 mod doctor;
-mod exec;
+pub(crate) mod exec;
 mod generate;
 mod ledger;
 mod list;
@@ -382,53 +385,17 @@ fn classify(error: &anyhow::Error) -> Exit {
     Exit::Failed
 }
 
-// The explicit arm records the decision for every variant known today; the wildcard keeps
-// variants added later failing until someone decides otherwise.
-#[allow(clippy::match_same_arms)]
+/// The exit code for a library error: its class, from the error table (no wildcard: a class
+/// added to the library must be decided here).
+#[deny(clippy::wildcard_enum_match_arm)]
 pub(crate) fn gate_exit(error: &approval_gate::Error) -> Exit {
-    use approval_gate::Error as E;
-    match error {
-        E::NotFound(_)
-        | E::Archived(_)
-        | E::NotApproved(_)
-        | E::Denied(_)
-        | E::Expired(_)
-        | E::Revoked(_)
-        | E::AlreadyConsumed(_)
-        | E::ApprovalExpired { .. }
-        | E::ExpiredDuringConsume { .. }
-        | E::ActionMismatch(_)
-        | E::OperationMismatch { .. }
-        | E::PayloadMismatch { .. }
-        | E::WrongState { .. }
-        | E::Changed(_)
-        | E::QueueFull { .. }
-        | E::CreationLimit { .. }
-        | E::InsufficientApprovals { .. }
-        | E::BadSignature { .. }
-        | E::UntrustedSigner { .. }
-        | E::SignatureRequired { .. }
-        | E::AlreadySigned { .. }
-        | E::NotPermitted { .. } => Exit::Refused,
-        E::DurabilityUnknown { .. } | E::NotRecorded { .. } => Exit::TookEffect,
-        // Malformed input is a usage error; damaged or unsafe state is an error to look
-        // into, never a mere "no"; and a variant added later is an error until mapped.
-        E::InvalidId { .. }
-        | E::InvalidInput { .. }
-        | E::InvalidPayload(_)
-        | E::PayloadType { .. }
-        | E::UnsafeState { .. }
-        | E::Corrupt { .. }
-        | E::Unreadable { .. }
-        | E::AuditBroken { .. }
-        | E::AuditInconsistent { .. }
-        | E::NoStateDir
-        | E::Random(_)
-        | E::Signing(_)
-        | E::NoApprovers { .. }
-        | E::Database { .. }
-        | E::Io { .. } => Exit::Failed,
-        _ => Exit::Failed,
+    use approval_gate::ErrorClass as C;
+    match error.code().class() {
+        C::Refused => Exit::Refused,
+        // Malformed input is a usage error; damaged or unsafe state, or a store that failed,
+        // is an error to look into, never a mere "no".
+        C::Invalid | C::Fault => Exit::Failed,
+        C::Incomplete => Exit::TookEffect,
     }
 }
 

@@ -265,41 +265,50 @@ impl Refusal {
     }
 }
 
-fn advice(error: &Error) -> &'static str {
-    use approval_gate::ErrorCode as C;
-    match error.code() {
-        C::InvalidId => "pass the id exactly as request_approval returned it; nothing changed",
-        C::InvalidInput | C::InvalidPayload | C::WrongState => "nothing changed",
-        C::QueueFull => {
+/// What the agent should do about a library error: by its family, from the error table (no
+/// wildcard: a family added to the library must be decided here); a few codes get a finer word
+/// than their family's.
+#[deny(clippy::wildcard_enum_match_arm)]
+pub(crate) fn advice(error: &Error) -> &'static str {
+    use approval_gate::{ErrorCode as C, ErrorFamily as F};
+    let code = error.code();
+    match code.family() {
+        F::Input if code == C::InvalidId => {
+            "pass the id exactly as request_approval returned it; nothing changed"
+        }
+        F::Input | F::State => "nothing changed",
+        F::Capacity if code == C::QueueFull => {
             "not filed: a human has to decide pending requests (or they expire) first; do not proceed"
         }
-        C::CreationLimit => "not filed: a human has to archive old requests first; do not proceed",
-        C::NotFound | C::Archived => "not approved; do not proceed",
-        C::NotApproved => "do not proceed; call wait_for_approval for the human's decision",
-        C::Denied => "a human said no: do not proceed",
-        C::Expired | C::ApprovalExpired => {
-            "not usable: do not proceed; file a new request if the action is still needed"
-        }
-        C::Revoked => "a human withdrew the approval: do not proceed",
-        C::DurabilityUnknown | C::NotRecorded => {
-            "it took effect, but the store needs a human's attention; call check_approval, treat nothing as approved and do not proceed"
-        }
-        C::AlreadyConsumed | C::ExpiredDuringConsume => {
+        F::Capacity => "not filed: a human has to archive old requests first; do not proceed",
+        F::Missing => "not approved; do not proceed",
+        F::Pending => "do not proceed; call wait_for_approval for the human's decision",
+        F::Denied => "a human said no: do not proceed",
+        // An approval that expired while being consumed is spent, not merely unusable.
+        F::Spent => "the approval is spent: do not act on it again",
+        F::Expired if code == C::ExpiredDuringConsume => {
             "the approval is spent: do not act on it again"
         }
-        C::InsufficientApprovals | C::BadSignature | C::UntrustedSigner => {
+        F::Expired => {
+            "not usable: do not proceed; file a new request if the action is still needed"
+        }
+        F::Revoked => "a human withdrew the approval: do not proceed",
+        F::Incomplete => {
+            "it took effect, but the store needs a human's attention; call check_approval, treat nothing as approved and do not proceed"
+        }
+        F::Signature | F::Quorum => {
             "not authorized: the approval lacks the trusted signatures the executor's policy requires, and it was not spent; do not proceed, a human has to look at the store"
         }
-        C::ActionMismatch | C::OperationMismatch | C::PayloadMismatch | C::PayloadType => {
+        F::Binding => {
             "the approval was not spent; do only exactly what was approved (same action text, operation and payload), or file a new request for what you now intend"
         }
-        C::NotPermitted => {
+        F::Permission => {
             "the store's database does not let this login do that (its role is another's): nothing changed; do not proceed"
         }
-        C::Blocked => {
+        F::Store if code == C::Blocked => {
             "another session of the store's database held what this step needed and it gave up waiting: nothing changed; do not proceed, a human has to look at the session it names"
         }
-        _ => {
+        F::Damage | F::Setup | F::Store => {
             "the approval store needs a human's attention; treat this as not approved and do not proceed"
         }
     }

@@ -49,6 +49,8 @@
 
 mod agent_gate;
 mod answer;
+#[cfg(test)]
+pub(crate) use answer::advice;
 mod inbound;
 mod log;
 mod server;

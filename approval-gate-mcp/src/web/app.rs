@@ -272,17 +272,26 @@ fn encode_next(path: &str) -> String {
         .collect()
 }
 
-fn gate_refusal(error: &Error) -> Refused {
-    let status = match error {
-        Error::NotFound(_) | Error::Archived(_) | Error::InvalidId { .. } => StatusCode::NOT_FOUND,
-        Error::InvalidInput { .. } => StatusCode::BAD_REQUEST,
-        Error::BadSignature { .. }
-        | Error::UntrustedSigner { .. }
-        | Error::SignatureRequired { .. }
-        | Error::NotPermitted { .. } => StatusCode::FORBIDDEN,
-        // Every other refusal the CLI exits 1 for: the request's state says no.
-        _ if crate::cli::gate_exit(error) == crate::cli::Exit::Refused => StatusCode::CONFLICT,
-        _ => StatusCode::INTERNAL_SERVER_ERROR,
+/// The HTTP status for a library error: its family, from the error table (no wildcard: a
+/// family added to the library must be decided here).
+#[deny(clippy::wildcard_enum_match_arm)]
+pub(crate) fn gate_refusal(error: &Error) -> Refused {
+    use approval_gate::ErrorFamily as F;
+    let status = match error.code().family() {
+        F::Missing => StatusCode::NOT_FOUND,
+        F::Input => StatusCode::BAD_REQUEST,
+        F::Signature | F::Permission => StatusCode::FORBIDDEN,
+        // The request's state, its binding or a limit says no.
+        F::Pending
+        | F::Denied
+        | F::Expired
+        | F::Revoked
+        | F::Spent
+        | F::Binding
+        | F::Quorum
+        | F::State
+        | F::Capacity => StatusCode::CONFLICT,
+        F::Damage | F::Setup | F::Store | F::Incomplete => StatusCode::INTERNAL_SERVER_ERROR,
     };
     Refused(status, error.to_string())
 }

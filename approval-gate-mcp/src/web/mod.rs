@@ -30,6 +30,8 @@ use std::sync::Arc;
 use anyhow::{Context as _, bail};
 use clap::{Args, ValueHint};
 
+#[cfg(test)]
+pub(crate) use self::app::gate_refusal;
 pub(crate) use self::enroll::{EnrollArgs, enroll};
 use self::listen::Origin;
 use crate::cli::Exit;

@@ -4,10 +4,13 @@
 /// Declares `Error` and `ErrorCode` from one table that names each kind once.
 ///
 /// Each variant of `Error` is written as usual (its docs, its `#[error]` message, its fields)
-/// and carries, after the message, `#[code("snake_name", "doc line.")]`: the stable name of
-/// its code (what `as_str`, `Display` and serde give) and the code's doc line. The variant of
-/// `ErrorCode` takes the same name as the `Error` variant; `ErrorCode::ALL` (in declaration
-/// order), `ErrorCode::as_str` and `Error::code` follow from the table.
+/// and carries, after the message, `#[code("snake_name", Class, Family, "doc line.")]`: the
+/// stable name of its code (what `as_str`, `Display` and serde give), its
+/// [`ErrorClass`](super::ErrorClass) and [`ErrorFamily`](super::ErrorFamily) (from which every
+/// front end derives its treatment), and the code's doc line. The variant of `ErrorCode` takes
+/// the same name as the `Error` variant; `ErrorCode::ALL` (in declaration order),
+/// `ErrorCode::as_str`, `ErrorCode::class`, `ErrorCode::family` and `Error::code` follow from
+/// the table.
 macro_rules! error_table {
     (
         $(#[$code_attr:meta])*
@@ -18,7 +21,7 @@ macro_rules! error_table {
             $(
                 $(#[doc = $doc:literal])*
                 #[error($($message:tt)*)]
-                #[code($name:literal, $code_doc:literal)]
+                #[code($name:literal, $class:ident, $family:ident, $code_doc:literal)]
                 $variant:ident $(($($tuple:tt)*))? $({$($fields:tt)*})?,
             )*
         }
@@ -35,7 +38,10 @@ macro_rules! error_table {
         $(#[$code_attr])*
         pub enum ErrorCode {
             $(
-                #[doc = concat!("[`Error::", stringify!($variant), "`]: ", $code_doc)]
+                #[doc = concat!(
+                    "[`Error::", stringify!($variant), "`]: ", $code_doc,
+                    " Class `", stringify!($class), "`, family `", stringify!($family), "`."
+                )]
                 #[serde(rename = $name)]
                 $variant,
             )*
@@ -61,6 +67,22 @@ macro_rules! error_table {
             pub fn as_str(self) -> &'static str {
                 match self {
                     $(Self::$variant => $name,)*
+                }
+            }
+
+            /// What a front end must do about an error of this code.
+            #[must_use]
+            pub fn class(self) -> super::ErrorClass {
+                match self {
+                    $(Self::$variant => super::ErrorClass::$class,)*
+                }
+            }
+
+            /// Which refusal or failure this code is.
+            #[must_use]
+            pub fn family(self) -> super::ErrorFamily {
+                match self {
+                    $(Self::$variant => super::ErrorFamily::$family,)*
                 }
             }
         }

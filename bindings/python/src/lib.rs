@@ -73,6 +73,17 @@ fn error_codes() -> Vec<&'static str> {
     ErrorCode::ALL.iter().map(|code| code.as_str()).collect()
 }
 
+/// The library's error table as `(code, class, family)`, in declaration order: what
+/// `approval_gate.errors` is checked against (each code's exception class, its base, its
+/// family).
+#[pyfunction]
+fn error_table() -> Vec<(&'static str, &'static str, &'static str)> {
+    ErrorCode::ALL
+        .iter()
+        .map(|code| (code.as_str(), code.class().as_str(), code.family().as_str()))
+        .collect()
+}
+
 /// Applies the PostgreSQL store's schema (what `approval-gate db init` does); returns its
 /// version. An operator's step, run once per database.
 #[pyfunction]
@@ -97,6 +108,7 @@ fn _native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_class::<PySealedBody>()?;
     module.add_function(wrap_pyfunction!(canonicalize, module)?)?;
     module.add_function(wrap_pyfunction!(error_codes, module)?)?;
+    module.add_function(wrap_pyfunction!(error_table, module)?)?;
     module.add_function(wrap_pyfunction!(postgres_init, module)?)?;
     module.add_function(wrap_pyfunction!(check_operation_name, module)?)?;
     module.add("MAX_SAFE_INTEGER", MAX_SAFE_INTEGER)?;

@@ -24,6 +24,33 @@ def test_every_library_error_code_has_its_own_exception_class():
     assert len({ag.errors.error_class(c) for c in codes}) == len(codes)
 
 
+def test_each_exception_class_follows_the_library_error_table():
+    table = _native.error_table()
+    assert [code for code, _, _ in table] == _native.error_codes()
+    bases = {
+        ag.Refused: "refused",
+        ag.Invalid: "invalid",
+        ag.Fault: "fault",
+        ag.Incomplete: "incomplete",
+    }
+    assert ag.errors.CLASSES == {name: base for base, name in bases.items()}
+    for code, class_, family in table:
+        cls = ag.errors.error_class(code)
+        # Its base is its class in the table, and only that one; it names its family.
+        assert cls.__bases__ == (ag.errors.CLASSES[class_],), code
+        assert (cls.class_, cls.family) == (class_, family), code
+        error = ag.errors._from_native(code, "m", None, None, False)
+        assert isinstance(error, cls) and isinstance(error, ag.errors.CLASSES[class_])
+    # No class in the module for a code the library does not have, and every base is used.
+    python_codes = {cls.code for base in bases for cls in base.__subclasses__()}
+    assert python_codes == {code for code, _, _ in table}
+    assert {class_ for _, class_, _ in table} == set(bases.values())
+    # Codes of one family share a class: catching a base never splits a family.
+    class_of = {}
+    for _, class_, family in table:
+        assert class_of.setdefault(family, class_) == class_, family
+
+
 def test_a_request_is_pending_until_a_human_decides(gate):
     submitted = gate.request_approval(
         "send invoice 1042", "it is due", operation="smtp.send", payload={"to": "a@example.com"}

@@ -14,7 +14,7 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use approval_gate::limits::MAX_PAYLOAD_BYTES;
-use approval_gate::{Binding, CanonicalPayload, Gate, Grant, RequestId};
+use approval_gate::{Binding, CanonicalPayload, ErrorFamily, Gate, Grant, RequestId};
 use serde_json::{Value, json};
 use signal_hook::consts::{SIGALRM, SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGUSR1, SIGUSR2};
 
@@ -76,7 +76,6 @@ pub(crate) mod code {
 
 /// The exit code `exec` reports for an error that kept the command from running.
 pub(crate) fn exit_code(error: &anyhow::Error) -> u8 {
-    use approval_gate::Error as E;
     for cause in error.chain() {
         if let Some(refusal) = cause.downcast_ref::<Refusal>() {
             return match refusal.code {
@@ -86,29 +85,32 @@ pub(crate) fn exit_code(error: &anyhow::Error) -> u8 {
             };
         }
         if let Some(error) = cause.downcast_ref::<approval_gate::Error>() {
-            return match error {
-                E::NotApproved(_) => code::NOT_APPROVED,
-                E::Denied(_) => code::DENIED,
-                E::Expired(_) | E::ApprovalExpired { .. } | E::ExpiredDuringConsume { .. } => {
-                    code::EXPIRED
-                }
-                E::Revoked(_) => code::REVOKED,
-                E::AlreadyConsumed(_) => code::ALREADY_CONSUMED,
-                E::ActionMismatch(_)
-                | E::OperationMismatch { .. }
-                | E::PayloadMismatch { .. }
-                | E::PayloadType { .. } => code::MISMATCH,
-                E::InsufficientApprovals { .. }
-                | E::BadSignature { .. }
-                | E::UntrustedSigner { .. }
-                | E::SignatureRequired { .. } => code::SIGNATURE,
-                E::NotFound(_) | E::Archived(_) => code::NOT_FOUND,
-                E::DurabilityUnknown { .. } | E::NotRecorded { .. } => code::SPENT_NOT_RUN,
-                _ => code::FAILED,
-            };
+            return gate_code(error.code().family());
         }
     }
     code::FAILED
+}
+
+/// `exec`'s code for a library error: its family, from the error table (no wildcard: a family
+/// added to the library must be decided here).
+#[deny(clippy::wildcard_enum_match_arm)]
+fn gate_code(family: ErrorFamily) -> u8 {
+    use ErrorFamily as F;
+    match family {
+        F::Pending => code::NOT_APPROVED,
+        F::Denied => code::DENIED,
+        F::Expired => code::EXPIRED,
+        F::Revoked => code::REVOKED,
+        F::Spent => code::ALREADY_CONSUMED,
+        F::Binding => code::MISMATCH,
+        F::Signature | F::Quorum => code::SIGNATURE,
+        F::Missing => code::NOT_FOUND,
+        F::Incomplete => code::SPENT_NOT_RUN,
+        // Refusals exec has no code of its own for (it never decides), and every failure.
+        F::State | F::Capacity | F::Permission | F::Input | F::Damage | F::Setup | F::Store => {
+            code::FAILED
+        }
+    }
 }
 
 /// `consume`: the claim alone.

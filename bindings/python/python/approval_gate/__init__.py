@@ -44,6 +44,10 @@ __all__ = [
     # Every exception class of `errors`, spelled out: a type checker reads only a literal list
     # (``mypy --strict`` refused `approval_gate.PayloadType` when this was `*errors.__all__`).
     "ApprovalGateError",
+    "Refused",
+    "Invalid",
+    "Fault",
+    "Incomplete",
     "GrantClosed",
     "InvalidId",
     "InvalidInput",

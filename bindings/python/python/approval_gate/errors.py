@@ -5,6 +5,14 @@ Every refusal and failure raised by this package is an :class:`ApprovalGateError
 ...), the same text audit lines, the CLI's ``--json`` and MCP answers carry; each code has a
 subclass of its own named after the Rust ``Error`` variant (``AlreadyConsumed``,
 ``PayloadMismatch``, ...). None of them authorizes anything: on any of them, do not act.
+
+The classes follow the library's error table: each code's class derives from one of four bases,
+its *class* there (what to do about it): :class:`Refused` (the gate's rules said no; nothing
+changed), :class:`Invalid` (malformed input; nothing changed), :class:`Fault` (the store or the
+host failed; a human has to look) and :class:`Incomplete` (it took effect, but its durability is
+unknown or it was not recorded). Each also carries its *family* (``"expired"``, ``"binding"``,
+...), the finer grouping every front end of the library shares. The test suite checks both
+against the library's own table (``_native.error_table()``).
 """
 
 from __future__ import annotations
@@ -13,6 +21,10 @@ from typing import Dict, Optional, Type
 
 __all__ = [
     "ApprovalGateError",
+    "Refused",
+    "Invalid",
+    "Fault",
+    "Incomplete",
     "GrantClosed",
     "InvalidId",
     "InvalidInput",
@@ -72,6 +84,11 @@ class ApprovalGateError(Exception):
     """
 
     code: str = "unknown"
+    #: The code's class in the library's error table (``"refused"``, ``"invalid"``, ``"fault"``,
+    #: ``"incomplete"``; ``class`` is a keyword): also which of the four bases this derives from.
+    class_: str = "unknown"
+    #: The code's family in the library's error table, e.g. ``"binding"``.
+    family: str = "unknown"
 
     def __init__(
         self,
@@ -88,6 +105,33 @@ class ApprovalGateError(Exception):
         self.took_effect = took_effect
 
 
+class Refused(ApprovalGateError):
+    """The gate's rules said no (the request's state, its binding, its signatures, a limit, a
+    role): nothing changed; do not proceed."""
+
+    class_ = "refused"
+
+
+class Invalid(ApprovalGateError):
+    """The input is malformed (an id, a field, a payload): nothing changed; fix the input."""
+
+    class_ = "invalid"
+
+
+class Fault(ApprovalGateError):
+    """The store, its state or the host failed: nothing changed, and a human has to look."""
+
+    class_ = "fault"
+
+
+class Incomplete(ApprovalGateError):
+    """It took effect, but not completely (its durability is unknown, or it was not recorded):
+    check where the request stands before acting again. An approval reported this way is
+    spent, and authorizes nothing."""
+
+    class_ = "incomplete"
+
+
 class GrantClosed(ApprovalGateError):
     """A grant was used after the call it was made for returned (or after ``close()``, or in a
     process forked from the one that made it).
@@ -99,248 +143,293 @@ class GrantClosed(ApprovalGateError):
     code = "grant_closed"
 
 
-class InvalidId(ApprovalGateError):
+class InvalidId(Invalid):
     """Code ``invalid_id``: an id that is not 12 lowercase letters and digits."""
 
     code = "invalid_id"
+    family = "input"
 
 
-class InvalidInput(ApprovalGateError):
+class InvalidInput(Invalid):
     """Code ``invalid_input``: a field of a request or decision is unacceptable."""
 
     code = "invalid_input"
+    family = "input"
 
 
-class InvalidPayload(ApprovalGateError):
+class InvalidPayload(Invalid):
     """Code ``invalid_payload``: the payload is not acceptable JSON."""
 
     code = "invalid_payload"
+    family = "input"
 
 
-class PayloadType(ApprovalGateError):
+class PayloadType(Refused):
     """Code ``payload_type``: the approved payload does not round-trip through the executor's type."""
 
     code = "payload_type"
+    family = "binding"
 
 
-class QueueFull(ApprovalGateError):
+class QueueFull(Refused):
     """Code ``queue_full``: the pending queue is at its cap."""
 
     code = "queue_full"
+    family = "capacity"
 
 
-class CreationLimit(ApprovalGateError):
+class CreationLimit(Refused):
     """Code ``creation_limit``: the live store holds as many requests as allowed."""
 
     code = "creation_limit"
+    family = "capacity"
 
 
-class NotFound(ApprovalGateError):
+class NotFound(Refused):
     """Code ``not_found``: no such request."""
 
     code = "not_found"
+    family = "missing"
 
 
-class Archived(ApprovalGateError):
+class Archived(Refused):
     """Code ``archived``: the request was archived."""
 
     code = "archived"
+    family = "missing"
 
 
-class NotApproved(ApprovalGateError):
+class NotApproved(Refused):
     """Code ``not_approved``: the request is still pending."""
 
     code = "not_approved"
+    family = "pending"
 
 
-class Denied(ApprovalGateError):
+class Denied(Refused):
     """Code ``denied``: a human denied it."""
 
     code = "denied"
+    family = "denied"
 
 
-class Expired(ApprovalGateError):
+class Expired(Refused):
     """Code ``expired``: it expired while pending."""
 
     code = "expired"
+    family = "expired"
 
 
-class Revoked(ApprovalGateError):
+class Revoked(Refused):
     """Code ``revoked``: the approval was revoked."""
 
     code = "revoked"
+    family = "revoked"
 
 
-class AlreadyConsumed(ApprovalGateError):
+class AlreadyConsumed(Refused):
     """Code ``already_consumed``: the approval was already used."""
 
     code = "already_consumed"
+    family = "spent"
 
 
-class ApprovalExpired(ApprovalGateError):
+class ApprovalExpired(Refused):
     """Code ``approval_expired``: the approval expired before it was used."""
 
     code = "approval_expired"
+    family = "expired"
 
 
-class ExpiredDuringConsume(ApprovalGateError):
+class ExpiredDuringConsume(Refused):
     """Code ``expired_during_consume``: the approval expired while being consumed (it is spent)."""
 
     code = "expired_during_consume"
+    family = "expired"
 
 
-class ActionMismatch(ApprovalGateError):
+class ActionMismatch(Refused):
     """Code ``action_mismatch``: the action text differs from the approved one."""
 
     code = "action_mismatch"
+    family = "binding"
 
 
-class OperationMismatch(ApprovalGateError):
+class OperationMismatch(Refused):
     """Code ``operation_mismatch``: the operation differs from the approved one."""
 
     code = "operation_mismatch"
+    family = "binding"
 
 
-class PayloadMismatch(ApprovalGateError):
+class PayloadMismatch(Refused):
     """Code ``payload_mismatch``: the payload differs from the approved one."""
 
     code = "payload_mismatch"
+    family = "binding"
 
 
-class InsufficientApprovals(ApprovalGateError):
+class InsufficientApprovals(Refused):
     """Code ``insufficient_approvals``: fewer valid signed approvals than the policy needs."""
 
     code = "insufficient_approvals"
+    family = "quorum"
 
 
-class BadSignature(ApprovalGateError):
+class BadSignature(Refused):
     """Code ``bad_signature``: a signature does not verify against the request."""
 
     code = "bad_signature"
+    family = "signature"
 
 
-class UntrustedSigner(ApprovalGateError):
+class UntrustedSigner(Refused):
     """Code ``untrusted_signer``: a signature by a key the policy does not trust."""
 
     code = "untrusted_signer"
+    family = "signature"
 
 
-class SignatureRequired(ApprovalGateError):
+class SignatureRequired(Refused):
     """Code ``signature_required``: an unsigned approval where signatures are required."""
 
     code = "signature_required"
+    family = "signature"
 
 
-class AlreadySigned(ApprovalGateError):
+class AlreadySigned(Refused):
     """Code ``already_signed``: the approver already approved."""
 
     code = "already_signed"
+    family = "state"
 
 
-class NoApprovers(ApprovalGateError):
+class NoApprovers(Fault):
     """Code ``no_approvers``: a signed approval offered to a gate without trusted approvers."""
 
     code = "no_approvers"
+    family = "setup"
 
 
-class Signing(ApprovalGateError):
+class Signing(Fault):
     """Code ``signing``: signing a decision statement failed."""
 
     code = "signing"
+    family = "setup"
 
 
-class Changed(ApprovalGateError):
+class Changed(Refused):
     """Code ``changed``: the request changed after it was shown."""
 
     code = "changed"
+    family = "state"
 
 
-class WrongState(ApprovalGateError):
+class WrongState(Refused):
     """Code ``wrong_state``: the request is not in a state that allows this."""
 
     code = "wrong_state"
+    family = "state"
 
 
-class UnsafeState(ApprovalGateError):
+class UnsafeState(Fault):
     """Code ``unsafe_state``: a state file is unsafe (symlink, foreign owner, open permissions)."""
 
     code = "unsafe_state"
+    family = "damage"
 
 
-class Corrupt(ApprovalGateError):
+class Corrupt(Fault):
     """Code ``corrupt``: a state file is damaged."""
 
     code = "corrupt"
+    family = "damage"
 
 
-class Unreadable(ApprovalGateError):
+class Unreadable(Fault):
     """Code ``unreadable``: the request's record cannot be read."""
 
     code = "unreadable"
+    family = "damage"
 
 
-class AuditBroken(ApprovalGateError):
+class AuditBroken(Fault):
     """Code ``audit_broken``: the audit log fails verification or refuses appends."""
 
     code = "audit_broken"
+    family = "damage"
 
 
-class AuditInconsistent(ApprovalGateError):
+class AuditInconsistent(Fault):
     """Code ``audit_inconsistent``: the audit log's events break the state machine."""
 
     code = "audit_inconsistent"
+    family = "damage"
 
 
-class DurabilityUnknown(ApprovalGateError):
+class DurabilityUnknown(Incomplete):
     """Code ``durability_unknown``: it took effect, but may not survive a crash."""
 
     code = "durability_unknown"
+    family = "incomplete"
 
 
-class NotRecorded(ApprovalGateError):
+class NotRecorded(Incomplete):
     """Code ``not_recorded``: it took effect, but its audit line could not be written."""
 
     code = "not_recorded"
+    family = "incomplete"
 
 
-class NoStateDir(ApprovalGateError):
+class NoStateDir(Fault):
     """Code ``no_state_dir``: no state directory to use."""
 
     code = "no_state_dir"
+    family = "setup"
 
 
-class Random(ApprovalGateError):
+class Random(Fault):
     """Code ``random``: the OS random source failed."""
 
     code = "random"
+    family = "setup"
 
 
-class Database(ApprovalGateError):
+class Database(Fault):
     """Code ``database``: the database store failed or refused a change."""
 
     code = "database"
+    family = "store"
 
 
-class NotPermitted(ApprovalGateError):
+class NotPermitted(Refused):
     """Code ``not_permitted``: the database refused the session user's role."""
 
     code = "not_permitted"
+    family = "permission"
 
 
-class Blocked(ApprovalGateError):
+class Blocked(Fault):
     """Code ``blocked``: a wait of the database store ran out; nothing changed."""
 
     code = "blocked"
+    family = "store"
 
 
-class Io(ApprovalGateError):
+class Io(Fault):
     """Code ``io``: an I/O error."""
 
     code = "io"
+    family = "store"
 
+
+#: The four bases, by the class name the library's table gives them.
+CLASSES: Dict[str, Type[ApprovalGateError]] = {
+    base.class_: base for base in (Refused, Invalid, Fault, Incomplete)
+}
 
 _BY_CODE: Dict[str, Type[ApprovalGateError]] = {
-    cls.code: cls for cls in ApprovalGateError.__subclasses__() if cls is not GrantClosed
+    cls.code: cls for base in CLASSES.values() for cls in base.__subclasses__()
 }
 
 
