@@ -73,3 +73,55 @@ fn a_command_that_fails_to_start_after_the_claim_is_reported_spent() {
     }
     assert_eq!(exec.runs(), 0);
 }
+
+#[test]
+fn a_script_whose_interpreter_is_not_an_executable_file_is_refused_before_the_claim() {
+    let exec = Exec::new();
+    // A file without an execute bit, and a directory (which has them): neither can be an
+    // interpreter, and the kernel would say so only after the claim.
+    let plain = exec.store.scratch().join("plain");
+    std::fs::write(&plain, "echo run\n").unwrap();
+    std::fs::set_permissions(&plain, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let folder = exec.store.scratch().join("folder");
+    std::fs::create_dir(&folder).unwrap();
+    std::fs::set_permissions(&folder, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let id = exec.approved();
+    exec.payload_file(PAYLOAD);
+    for interpreter in [plain, folder] {
+        let body = format!("#!{}\necho run >> \"$OUT/runs\"\n", interpreter.display());
+        let script = executable(&exec, "send.sh", body.as_bytes());
+        let output = exec.argv(id, OP, &[], &[text(&script)]).output().unwrap();
+        assert_exit(
+            &output,
+            126,
+            "is not an executable file; nothing was consumed",
+        );
+        assert!(
+            crate::support::stderr(&output)
+                .contains(&format!("the interpreter {}", interpreter.display())),
+            "{}",
+            crate::support::stderr(&output)
+        );
+        assert_eq!(
+            exec.store.gate().status(id).unwrap().effective_status(),
+            EffectiveStatus::ApprovedUnconsumed
+        );
+    }
+    assert_eq!(exec.runs(), 0);
+}
+
+#[test]
+fn a_script_whose_interpreter_line_has_blanks_and_an_argument_runs() {
+    let exec = Exec::new();
+    // The interpreter is the first word after `#!` and any blanks; the rest of the line is
+    // its argument, after a space or a tab.
+    for line in ["#!/bin/sh -e", "#! /bin/sh\t-e", "#!\t/bin/sh -e "] {
+        let id = exec.approved();
+        exec.payload_file(PAYLOAD);
+        let body = format!("{line}\necho run >> \"$OUT/runs\"\n");
+        let script = executable(&exec, "send.sh", body.as_bytes());
+        let output = exec.argv(id, OP, &[], &[text(&script)]).output().unwrap();
+        assert_success(&output);
+    }
+    assert_eq!(exec.runs(), 3);
+}
