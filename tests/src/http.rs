@@ -137,10 +137,33 @@ impl Client {
         headers: &[(&str, &str)],
         body: Option<&[u8]>,
     ) -> Response {
-        let mut stream = TcpStream::connect(&self.addr).expect("connect to the server");
-        stream
-            .set_read_timeout(Some(Duration::from_secs(60)))
-            .unwrap();
+        self.send_through(method, path, headers, body, |addr, request| {
+            let mut stream = TcpStream::connect(addr).expect("connect to the server");
+            stream
+                .set_read_timeout(Some(Duration::from_secs(60)))
+                .unwrap();
+            stream.write_all(request).unwrap();
+            let mut raw = Vec::new();
+            stream.read_to_end(&mut raw).expect("read the response");
+            raw
+        })
+    }
+
+    /// [`Client::send`], the request carried by `exchange`: given the server's address and
+    /// the whole request, it returns all the server answered (for a request that another
+    /// process makes, byte for byte this client's).
+    ///
+    /// # Panics
+    ///
+    /// If the answer is not HTTP.
+    pub fn send_through(
+        &mut self,
+        method: &str,
+        path: &str,
+        headers: &[(&str, &str)],
+        body: Option<&[u8]>,
+        exchange: impl FnOnce(&str, &[u8]) -> Vec<u8>,
+    ) -> Response {
         let mut request = format!(
             "{method} {path} HTTP/1.1\r\nHost: {}\r\nConnection: close\r\n",
             self.host
@@ -158,10 +181,9 @@ impl Client {
         }
         let body = body.unwrap_or_default();
         let _ = write!(request, "Content-Length: {}\r\n\r\n", body.len());
-        stream.write_all(request.as_bytes()).unwrap();
-        stream.write_all(body).unwrap();
-        let mut raw = Vec::new();
-        stream.read_to_end(&mut raw).expect("read the response");
+        let mut request = request.into_bytes();
+        request.extend_from_slice(body);
+        let raw = exchange(&self.addr, &request);
         let response = parse(&raw);
         if let Some(set) = response.header("set-cookie") {
             for line in set.lines() {

@@ -5,18 +5,20 @@
 
 use std::io::{BufRead as _, BufReader};
 use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr};
-use std::os::unix::process::CommandExt as _;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 
 use approval_gate_tests::http::{Client, free_port};
 use approval_gate_tests::webauthn::SoftPasskey;
 
+use crate::account::Python;
 use crate::server::cli;
 
-/// Another local account's listener on `addr`: a process of its own, run as `nobody` when
-/// the tests run as root (as in CI's container), holding the address until dropped.
-struct Squatter(Child);
+/// Another local account's listener on `addr` (see [`crate::account`]), holding the address
+/// until dropped (its standard input closes: the script ends).
+struct Squatter {
+    _held: Python,
+}
 
 /// The squatter's start: the address from its arguments.
 const SQUAT: &str = r"
@@ -67,35 +69,13 @@ impl Squatter {
 
     fn run(addr: SocketAddr, body: &str) -> Self {
         let script = format!("{SQUAT}{body}");
-        let mut command = Command::new("python3");
-        command
-            .args([
-                "-c",
-                &script,
-                &addr.ip().to_string(),
-                &addr.port().to_string(),
-            ])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped());
-        if rustix::process::geteuid().is_root() {
-            command.uid(65_534).gid(65_534);
-        }
-        let mut child = command.spawn().expect("python3 runs the squatter");
-        let mut ready = String::new();
-        BufReader::new(child.stdout.take().unwrap())
-            .read_line(&mut ready)
-            .unwrap();
-        assert_eq!(ready.trim(), "ready", "the squatter could not bind {addr}");
-        Self(child)
-    }
-}
-
-impl Drop for Squatter {
-    fn drop(&mut self) {
-        // Its standard input closes: the script ends.
-        drop(self.0.stdin.take());
-        let _ = self.0.kill();
-        let _ = self.0.wait();
+        let squatter = Python::start(&script, &[&addr.ip().to_string(), &addr.port().to_string()]);
+        assert_eq!(
+            squatter.line(),
+            "ready",
+            "the squatter could not bind {addr}"
+        );
+        Self { _held: squatter }
     }
 }
 

@@ -10,6 +10,7 @@ use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD as B64;
 use serde_json::json;
 
+use crate::account::AgentClient;
 use crate::server::{cli, enroll_link_and_code};
 
 /// A running enrollment and its link.
@@ -162,8 +163,9 @@ fn a_principal_that_cannot_be_a_user_handle_is_refused() {
 
 /// The agent that got the link (and only the link: from the operator's chat, a history, a
 /// squatted address before `enroll` held both) races the approver and enrolls its own
-/// passkey. Without the code the terminal shows, which the human types on the page, it gets
-/// neither the options nor a registration through, and the line printed is the human's.
+/// passkey, from another local account (`nobody`: see [`crate::account`]). Without the code
+/// the terminal shows, which the human types on the page, it gets neither the options nor a
+/// registration through, and the line printed is the human's.
 #[test]
 fn the_link_alone_enrolls_nothing_without_the_code_the_terminal_shows() {
     let (child, link, code) = enroll_link_and_code("alice@example.com", &["--timeout", "2m"]);
@@ -174,7 +176,7 @@ fn the_link_alone_enrolls_nothing_without_the_code_the_terminal_shows() {
         origin,
         code: String::new(),
     };
-    let mut agent = Client::new(&enrolling.origin);
+    let mut agent = AgentClient::new(Client::new(&enrolling.origin));
     let options = agent.post_json(&format!("{}/options", enrolling.path()), &json!({}), "");
     let mallory = SoftPasskey::new(9, "alice@example.com", "localhost");
     if options.status == 200 {
@@ -231,17 +233,21 @@ fn the_link_alone_enrolls_nothing_without_the_code_the_terminal_shows() {
     );
 }
 
+/// The agent, from another local account, guesses the code: five wrong ones close the link,
+/// and the command prints no line.
 #[test]
 fn five_wrong_codes_close_the_link() {
     let enrolling = start("alice@example.com", "2m");
-    let mut agent = Client::new(&enrolling.origin);
+    let mut agent = AgentClient::new(Client::new(&enrolling.origin));
     let path = format!("{}/options", enrolling.path());
     for _ in 0..5 {
         let wrong = agent.post_json(&path, &json!({ "code": "AAAA-AAAA" }), "");
         assert_eq!(wrong.status, 403, "{}", wrong.body);
     }
     assert_eq!(agent.get(&enrolling.path()).status, 404);
+    // The link stays closed until the timeout; the command is ended before it.
     let mut enrolling = enrolling;
     enrolling.child.kill().unwrap();
-    enrolling.child.wait().unwrap();
+    let (_, stdout) = enrolling.finish();
+    assert!(stdout.is_empty(), "a line for a closed link: {stdout}");
 }

@@ -7,6 +7,7 @@
 //! (`.ci/run` installs Debian's `chromium`). `APPROVAL_GATE_TEST_CHROMIUM` names another
 //! binary.
 
+mod account;
 mod attacks;
 mod binding;
 mod browser;

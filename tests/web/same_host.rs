@@ -1,62 +1,60 @@
 //! What a page on another port of the same host can do to the approver's browser, in
-//! Chromium: cookies are per host, not per port (RFC 6265 §8.5), so a listener of the test's
-//! own on `localhost:OTHER`, standing for an agent's server, receives the approver's cookies
-//! and can set cookies of its own for `localhost`.
-
-use std::io::{BufRead as _, BufReader, Write as _};
-use std::net::TcpListener;
-use std::sync::mpsc;
+//! Chromium: cookies are per host, not per port (RFC 6265 §8.5), so a page another local
+//! account serves on `localhost:OTHER`, standing for an agent's server, receives the
+//! approver's cookies and can set cookies of its own for `localhost`. The agent runs as
+//! `nobody` (see [`crate::account`]).
 
 use approval_gate::{EffectiveStatus, NewRequest, RequestId};
 
 use approval_gate_tests::http::free_port;
 
-use crate::browser::{WAIT, approver_page, enroll, sign_in};
+use crate::account::{AgentClient, Python};
+use crate::browser::{approver_page, enroll, sign_in};
 use crate::cdp::Browser;
 use crate::server::{Served, attribute};
 
 const SESSION: &str = "__Host-approval-gate-session";
 
-/// Another port of localhost: answers every request with `head` (extra header lines) and a
-/// short page, and hands over the head of each request it received.
+/// Serves the page of its argument for any path on a port of its own, prints the port, then
+/// the head of each request it answered (a JSON string).
+const OTHER_PORT: &str = r"
+import http.server, json, sys, threading
+page = sys.argv[1].encode()
+printing = threading.Lock()
+class Page(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        self.send_response(200)
+        self.send_header('Content-Type', 'text/html')
+        self.send_header('Content-Length', str(len(page)))
+        self.end_headers()
+        self.wfile.write(page)
+        head = self.requestline + '\r\n'
+        head += ''.join(f'{name}: {value}\r\n' for name, value in self.headers.items())
+        with printing:
+            print(json.dumps(head), flush=True)
+    def log_message(self, *args):
+        pass
+server = http.server.ThreadingHTTPServer(('127.0.0.1', 0), Page)
+print(server.server_address[1], flush=True)
+server.serve_forever()
+";
+
+/// The start of the other port's pages: no icon to fetch (a request carrying the cookie
+/// bomb is more than Python's server takes, and the browser would log its refusal).
+const ELSEWHERE: &str = "<!doctype html><title>elsewhere</title><link rel=icon href=data:,>";
+
+/// Another port of localhost, another account's: answers every request with `page` and
+/// reports the head of each request it received.
 struct OtherPort {
     port: u16,
-    heads: mpsc::Receiver<String>,
+    server: Python,
 }
 
 impl OtherPort {
-    fn start(head: String) -> Self {
-        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-        let port = listener.local_addr().unwrap().port();
-        let (send, heads) = mpsc::channel();
-        std::thread::spawn(move || {
-            for stream in listener.incoming() {
-                let Ok(mut stream) = stream else { return };
-                let (send, head) = (send.clone(), head.clone());
-                std::thread::spawn(move || {
-                    let _ = stream.set_read_timeout(Some(crate::cdp::TIMEOUT));
-                    let mut reader = BufReader::new(&stream);
-                    let mut received = String::new();
-                    let mut line = String::new();
-                    while reader.read_line(&mut line).is_ok_and(|n| n > 2) {
-                        received.push_str(&line);
-                        line.clear();
-                    }
-                    if received.is_empty() {
-                        return;
-                    }
-                    let body = "<!doctype html><title>elsewhere</title><p>another page";
-                    let _ = write!(
-                        stream,
-                        "HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: {}\r\n\
-                         Connection: close\r\n{head}\r\n{body}",
-                        body.len()
-                    );
-                    let _ = send.send(received);
-                });
-            }
-        });
-        Self { port, heads }
+    fn start(page: &str) -> Self {
+        let server = Python::start(OTHER_PORT, &[page]);
+        let port = server.line().parse().expect("the other port's number");
+        Self { port, server }
     }
 
     fn origin(&self) -> String {
@@ -66,10 +64,8 @@ impl OtherPort {
     /// The head of the next request for `/`.
     fn next_page_request(&self) -> String {
         loop {
-            let head = self
-                .heads
-                .recv_timeout(WAIT)
-                .expect("a request on the other port");
+            let head: String =
+                serde_json::from_str(&self.server.line()).expect("a request head, in JSON");
             if head.starts_with("GET / ") {
                 return head;
             }
@@ -120,13 +116,14 @@ fn a_session_cookie_another_port_receives_decides_nothing() {
     sign_in(&page, &served.origin);
     let pending = file(&served, "pay 5 EUR");
 
-    let other = OtherPort::start(String::new());
+    let other = OtherPort::start(&format!("{ELSEWHERE}<p>another page"));
     page.navigate(&format!("{}/", other.origin()));
     let head = other.next_page_request();
     let stolen = cookie_in(&head, SESSION).expect("the browser sends the cookie to another port");
 
-    let mut thief = served.client();
-    thief.cookies.insert(SESSION.into(), stolen);
+    // The other account makes every request with the copied cookie.
+    let mut thief = AgentClient::new(served.client());
+    thief.client.cookies.insert(SESSION.into(), stolen);
     // What a copied cookie still does: read.
     let list = thief.get("/");
     assert_eq!(list.status, 200, "{}", list.body);
@@ -228,14 +225,15 @@ fn a_cookie_bomb_from_another_port_does_not_lock_the_approver_out() {
     let served = Served::start_on(tmp, store, approvers, "*=1", port, &[]);
     sign_in(&page, &served.origin);
 
-    let other = OtherPort::start(String::new());
-    page.navigate(&format!("{}/", other.origin()));
-    let set = page.eval(
-        "(() => { const value = 'x'.repeat(4000); \
+    // The other account's page sets them, with a script of its own.
+    let other = OtherPort::start(&format!(
+        "{ELSEWHERE}<script>const value = 'x'.repeat(4000); \
          for (let i = 0; i < 175; i++) \
-           document.cookie = `bomb${i}=${value}; max-age=31536000; path=/`; \
-         return document.cookie.length; })()",
-    );
+           document.cookie = `bomb${{i}}=${{value}}; max-age=31536000; path=/`;</script>"
+    ));
+    page.navigate(&format!("{}/", other.origin()));
+    other.next_page_request();
+    let set = page.eval("document.cookie.length");
     assert!(set.as_u64().unwrap() > 175 * 4000, "{set}");
 
     page.navigate(&format!("{}/", served.origin));
