@@ -56,6 +56,20 @@ pub(crate) fn approver_page(browser: &Browser) -> (Page, Authenticator) {
     (page, authenticator)
 }
 
+/// Enrolls alice's passkey with `page`'s authenticator, then serves a fresh store whose
+/// approvers file trusts that line alone (`*=1`), on the port the line names.
+pub(crate) fn serve_for_alice(page: &Page) -> Served {
+    let port = free_port();
+    let line = enroll(page, "alice@example.com", port);
+    let tmp = tempfile::tempdir().unwrap();
+    let store = tmp.path().join("store");
+    let approvers = tmp.path().join("approvers");
+    std::fs::write(&approvers, line + "\n").unwrap();
+    approval_gate::Gate::open(&store).unwrap();
+    let store = store.display().to_string();
+    Served::start_on(tmp, store, approvers, "*=1", port, &[])
+}
+
 /// Signs the page in at `origin` with its passkey.
 pub(crate) fn sign_in(page: &Page, origin: &str) {
     page.navigate(&format!("{origin}/"));
@@ -235,15 +249,7 @@ fn a_hostile_request_arrives_live_and_renders_escaped() {
         return;
     };
     let (page, authenticator) = approver_page(&browser);
-    let port = free_port();
-    let line = enroll(&page, "alice@example.com", port);
-    let tmp = tempfile::tempdir().unwrap();
-    let store = tmp.path().join("store");
-    let approvers = tmp.path().join("approvers");
-    std::fs::write(&approvers, line + "\n").unwrap();
-    approval_gate::Gate::open(&store).unwrap();
-    let store = store.display().to_string();
-    let served = Served::start_on(tmp, store, approvers, "*=1", port, &[]);
+    let served = serve_for_alice(&page);
     sign_in(&page, &served.origin);
     page.wait_for("document.body.dataset.live === 'open'", WAIT);
 

@@ -6,10 +6,8 @@
 
 use approval_gate::{EffectiveStatus, NewRequest, RequestId};
 
-use approval_gate_tests::http::free_port;
-
 use crate::account::{AgentClient, Python};
-use crate::browser::{approver_page, enroll, sign_in};
+use crate::browser::{approver_page, serve_for_alice, sign_in};
 use crate::cdp::Browser;
 use crate::server::{Served, attribute};
 
@@ -104,15 +102,7 @@ fn a_session_cookie_another_port_receives_decides_nothing() {
         return;
     };
     let (page, _key) = approver_page(&browser);
-    let port = free_port();
-    let line = enroll(&page, "alice@example.com", port);
-    let tmp = tempfile::tempdir().unwrap();
-    let store = tmp.path().join("store");
-    let approvers = tmp.path().join("approvers");
-    std::fs::write(&approvers, line + "\n").unwrap();
-    approval_gate::Gate::open(&store).unwrap();
-    let store = store.display().to_string();
-    let served = Served::start_on(tmp, store, approvers, "*=1", port, &[]);
+    let served = serve_for_alice(&page);
     sign_in(&page, &served.origin);
     let pending = file(&served, "pay 5 EUR");
 
@@ -214,15 +204,7 @@ fn a_cookie_bomb_from_another_port_does_not_lock_the_approver_out() {
         return;
     };
     let (page, _key) = approver_page(&browser);
-    let port = free_port();
-    let line = enroll(&page, "alice@example.com", port);
-    let tmp = tempfile::tempdir().unwrap();
-    let store = tmp.path().join("store");
-    let approvers = tmp.path().join("approvers");
-    std::fs::write(&approvers, line + "\n").unwrap();
-    approval_gate::Gate::open(&store).unwrap();
-    let store = store.display().to_string();
-    let served = Served::start_on(tmp, store, approvers, "*=1", port, &[]);
+    let served = serve_for_alice(&page);
     sign_in(&page, &served.origin);
 
     // The other account's page sets them, with a script of its own.

@@ -3,11 +3,8 @@
 
 use approval_gate::{EffectiveStatus, NewRequest};
 
-use approval_gate_tests::http::free_port;
-
-use crate::browser::{WAIT, enroll, sign_in};
+use crate::browser::{WAIT, serve_for_alice, sign_in};
 use crate::cdp::Browser;
-use crate::server::Served;
 
 /// Seven list tabs open in one browser: each still follows the store, and a decision taken
 /// in an eighth completes.
@@ -19,15 +16,7 @@ fn seven_list_tabs_leave_room_to_decide() {
     let context = browser.new_context();
     let first = context.new_page();
     let _authenticator = first.add_virtual_authenticator();
-    let port = free_port();
-    let line = enroll(&first, "alice@example.com", port);
-    let tmp = tempfile::tempdir().unwrap();
-    let store = tmp.path().join("store");
-    let approvers = tmp.path().join("approvers");
-    std::fs::write(&approvers, line + "\n").unwrap();
-    approval_gate::Gate::open(&store).unwrap();
-    let store = store.display().to_string();
-    let served = Served::start_on(tmp, store, approvers, "*=1", port, &[]);
+    let served = serve_for_alice(&first);
     let origin = served.origin.clone();
     sign_in(&first, &origin);
     first.wait_for("document.body.dataset.live", WAIT);
