@@ -173,22 +173,34 @@ fn expiry_ends_the_wait_just_after_it_with_nobody_writing() {
         .clock(clock.clone())
         .open()
         .unwrap();
-    let id = gate
+    let request = gate
         .request_approval(NewRequest::new("expire me", "wait test").ttl(MIN_TTL))
         .unwrap()
-        .request
-        .id();
-    // The request now expires 400 ms from now.
-    let ahead = i64::try_from(MIN_TTL.as_millis()).unwrap() - 400;
-    clock.0.store(ahead, Ordering::SeqCst);
+        .request;
+    let (id, expires_at) = (request.id(), request.expires_at().unix_millis());
     let watch = watch(&gate);
+    // The gate's clock now reads 400 ms before the expiry, counted from this moment, not
+    // from the filing or the watch's start (which a busy machine may have made long ago).
+    let ahead = expires_at - 400 - SystemClock.now().unix_millis();
+    clock.0.store(ahead, Ordering::SeqCst);
     let started = Instant::now();
+    let before = clock.now().unix_millis();
     let waited = watch
         .wait_for_decision(id, Duration::from_secs(120))
         .unwrap();
     let elapsed = started.elapsed();
+    let after = clock.now().unix_millis();
     assert_eq!(decided(waited), EffectiveStatus::Expired);
-    assert!(elapsed >= Duration::from_millis(300), "{elapsed:?}");
+    // It waited, and not past the expiry by the gate's own clock: however slowly this
+    // machine ran the set-up, the wait began before the expiry and ended after it.
+    assert!(
+        before < expires_at,
+        "the wait began {before} after the expiry {expires_at}"
+    );
+    assert!(
+        after > expires_at,
+        "the wait ended at {after}, before the expiry {expires_at}"
+    );
     assert!(elapsed < PROMPTLY, "{elapsed:?}");
     // The wait's own re-read recorded the expiry.
     assert!(
