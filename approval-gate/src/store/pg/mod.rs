@@ -1,7 +1,7 @@
 //! The PostgreSQL store: one set of approvals for a team on several machines.
 //!
 //! Authority lives in the database. Every change is one call of a SECURITY DEFINER function
-//! of the schema `approval_gate` (`schema.sql`, applied by [`init`]), which checks the
+//! of the schema `approval_gate` (the files of `schema/`, applied by [`init`]), which checks the
 //! session user's role, locks the request's row, reads the database's clock after the lock,
 //! checks that the step is allowed from where the request stands, and writes the change and
 //! its audit row in the same transaction: this store's lines are

@@ -1,13 +1,26 @@
-//! The schema: `schema.sql` with the library's bounds written into its `{{…}}` placeholders,
-//! installed or migrated by `db init` (with the operator's caps, if given), and the version
-//! check a store makes when it opens.
+//! The schema: the files of `schema/` with the library's bounds written into their `{{…}}`
+//! placeholders, installed or migrated by `db init` (with the operator's caps, if given), and
+//! the version check a store makes when it opens.
 
 use super::consts::LOCK_INIT;
 pub use super::consts::SCHEMA_VERSION;
 use super::pool::{Pool, Retry, pool_for};
 use crate::error::Error;
 
-/// `schema.sql` with the library's bounds written in: the database checks what it stores
+/// The schema's SQL, one file a concern, in the order `db init` runs them as one text: the
+/// roles, tables, counters and migrations (`tables.sql`); the helpers every step calls
+/// (`helpers.sql`); filing and deciding (`steps.sql`); the claim, refusals, executions and
+/// archiving (`spend.sql`); the owner's steps, the grants and the shared lock table
+/// (`owner.sql`).
+pub(super) const SCHEMA_SQL: &str = concat!(
+    include_str!("schema/tables.sql"),
+    include_str!("schema/helpers.sql"),
+    include_str!("schema/steps.sql"),
+    include_str!("schema/spend.sql"),
+    include_str!("schema/owner.sql"),
+);
+
+/// [`SCHEMA_SQL`] with the library's bounds written in: the database checks what it stores
 /// against the very numbers the library reads back with (one source of truth).
 pub(super) fn schema_sql() -> String {
     use crate::limits::{
@@ -50,7 +63,7 @@ pub(super) fn schema_sql() -> String {
             crate::audit::MAX_REFUSAL_DETAIL_BYTES.to_string(),
         ),
     ];
-    let mut sql = include_str!("schema.sql").to_owned();
+    let mut sql = SCHEMA_SQL.to_owned();
     for (name, value) in bounds {
         sql = sql.replace(&format!("{{{{{name}}}}}"), &value);
     }
@@ -163,7 +176,7 @@ pub(super) fn check_version(pool: &Pool) -> Result<(), Error> {
     Ok(())
 }
 
-/// Objects in the schema `approval_gate` that `schema.sql` does not create (a table,
+/// Objects in the schema `approval_gate` that [`SCHEMA_SQL`] does not create (a table,
 /// view, sequence or function added by hand), named `approval_gate.<name>`, for a human to
 /// look at: the database's counterpart of a stray file in a directory store.
 pub(super) fn strays(pool: &Pool) -> Result<Vec<std::path::PathBuf>, Error> {
@@ -182,7 +195,7 @@ pub(super) fn strays(pool: &Pool) -> Result<Vec<std::path::PathBuf>, Error> {
             .map(|row| row.get(0))
             .collect())
     })?;
-    let ours = include_str!("schema.sql");
+    let ours = SCHEMA_SQL;
     Ok(names
         .into_iter()
         .map(|name| format!("approval_gate.{name}"))

@@ -88,7 +88,7 @@ fn the_schema_carries_the_librarys_bounds() {
         ),
     ] {
         let template = format!("{{{{{what}}}}}");
-        assert!(include_str!("schema.sql").contains(&template), "{what}");
+        assert!(super::schema::SCHEMA_SQL.contains(&template), "{what}");
         assert!(sql.contains(&bound), "{what} is {bound}");
     }
 }
