@@ -84,22 +84,28 @@ pub(crate) struct Served {
     lines: mpsc::Receiver<String>,
 }
 
+/// A fresh store, and an approvers file trusting `passkeys` on `http://localhost:PORT` for a
+/// free `PORT`: the directory holding both, the store, the file and the port.
+fn fresh(passkeys: &[&SoftPasskey]) -> (tempfile::TempDir, String, PathBuf, u16) {
+    let tmp = tempfile::tempdir().unwrap();
+    let store = tmp.path().join("store");
+    let approvers = tmp.path().join("approvers");
+    let port = free_port();
+    let origin = format!("http://localhost:{port}");
+    let lines: Vec<String> = passkeys
+        .iter()
+        .map(|p| p.allowed_signers_line(&origin))
+        .collect();
+    std::fs::write(&approvers, lines.join("\n") + "\n").unwrap();
+    Gate::open(&store).unwrap();
+    (tmp, store.display().to_string(), approvers, port)
+}
+
 impl Served {
     /// Serves a fresh store whose approvers file trusts `passkeys` on the page's origin,
     /// with `quorum` (`*=N`).
     pub(crate) fn start(passkeys: &[&SoftPasskey], quorum: u32) -> Self {
-        let tmp = tempfile::tempdir().unwrap();
-        let store = tmp.path().join("store");
-        let approvers = tmp.path().join("approvers");
-        let port = free_port();
-        let origin = format!("http://localhost:{port}");
-        let lines: Vec<String> = passkeys
-            .iter()
-            .map(|p| p.allowed_signers_line(&origin))
-            .collect();
-        std::fs::write(&approvers, lines.join("\n") + "\n").unwrap();
-        Gate::open(&store).unwrap();
-        let store = store.display().to_string();
+        let (tmp, store, approvers, port) = fresh(passkeys);
         Self::start_on(tmp, store, approvers, &format!("*={quorum}"), port, &[])
     }
 
@@ -124,18 +130,7 @@ impl Served {
         quorum: u32,
         files: u32,
     ) -> Self {
-        let tmp = tempfile::tempdir().unwrap();
-        let store = tmp.path().join("store");
-        let approvers = tmp.path().join("approvers");
-        let port = free_port();
-        let origin = format!("http://localhost:{port}");
-        let lines: Vec<String> = passkeys
-            .iter()
-            .map(|p| p.allowed_signers_line(&origin))
-            .collect();
-        std::fs::write(&approvers, lines.join("\n") + "\n").unwrap();
-        Gate::open(&store).unwrap();
-        let store = store.display().to_string();
+        let (tmp, store, approvers, port) = fresh(passkeys);
         let plain = cli();
         let mut limited = Command::new("prlimit");
         limited
