@@ -24,6 +24,20 @@ pub(crate) struct Policed {
 }
 
 impl Policed {
+    /// The command never ran and `id` is still approved and unspent.
+    fn assert_nothing_spent(&self, id: RequestId) {
+        assert_eq!(self.exec.runs(), 0);
+        assert_eq!(
+            self.exec
+                .store
+                .gate()
+                .status(id)
+                .unwrap()
+                .effective_status(),
+            EffectiveStatus::ApprovedUnconsumed
+        );
+    }
+
     pub(crate) fn new() -> Self {
         let exec = Exec::new();
         let etc = exec.store.scratch().join("etc");
@@ -146,17 +160,7 @@ fn the_users_config_cannot_switch_the_system_policy_off() {
         .unwrap();
     assert_exit(&with_env, 125, "cannot replace");
 
-    assert_eq!(policed.exec.runs(), 0);
-    assert_eq!(
-        policed
-            .exec
-            .store
-            .gate()
-            .status(id)
-            .unwrap()
-            .effective_status(),
-        EffectiveStatus::ApprovedUnconsumed
-    );
+    policed.assert_nothing_spent(id);
 }
 
 #[test]
@@ -191,17 +195,7 @@ fn exec_require_policy_refuses_to_run_without_a_system_policy() {
         .output()
         .unwrap();
     assert_exit(&output, 125, "missing.toml");
-    assert_eq!(policed.exec.runs(), 0);
-    assert_eq!(
-        policed
-            .exec
-            .store
-            .gate()
-            .status(id)
-            .unwrap()
-            .effective_status(),
-        EffectiveStatus::ApprovedUnconsumed
-    );
+    policed.assert_nothing_spent(id);
 }
 
 #[test]
