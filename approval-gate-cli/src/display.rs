@@ -19,7 +19,7 @@
 //! hold them, so the human is told as well as shown. [`lookalikes`] lists them.
 //!
 //! ```
-//! use approval_gate_mcp::display::{escape, unescape};
+//! use approval_gate_cli::display::{escape, unescape};
 //!
 //! let hostile = "pay $5\r\x1b[2Kpay $5000 \u{202e}evil";
 //! let shown = escape(hostile);

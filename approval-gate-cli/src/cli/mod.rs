@@ -155,11 +155,11 @@ pub fn run(cli: Cli) -> Exit {
 /// each step of the store too); nothing by default but errors. A subscriber set by an
 /// embedding program wins.
 fn init_logging() {
-    let filter = match std::env::var(crate::mcp::LOG_ENV) {
+    let filter = match std::env::var(approval_gate::settings::LOG_ENV) {
         Ok(directives) => tracing_subscriber::EnvFilter::try_new(&directives).unwrap_or_else(|e| {
             output::stderr_line(&format!(
                 "approval-gate: warning: ignoring {}: {}",
-                crate::mcp::LOG_ENV,
+                approval_gate::settings::LOG_ENV,
                 escape(&e.to_string())
             ));
             tracing_subscriber::EnvFilter::new("error")

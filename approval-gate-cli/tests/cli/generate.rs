@@ -4,7 +4,7 @@
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
 
-use approval_gate_mcp::cli::Cli;
+use approval_gate_cli::cli::Cli;
 use clap::CommandFactory;
 
 use crate::support::{BIN, assert_exit, assert_success, stdout};

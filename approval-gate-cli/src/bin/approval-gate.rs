@@ -3,5 +3,5 @@
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
-    approval_gate_mcp::cli::run_args(std::env::args_os()).into()
+    approval_gate_cli::cli::run_args(std::env::args_os()).into()
 }

@@ -9,7 +9,7 @@
 //! each median and p90 and what exec adds over running the command directly.
 //!
 //! ```text
-//! cargo bench -p approval-gate-mcp --bench exec
+//! cargo bench -p approval-gate-cli --bench exec
 //! ```
 //!
 //! The store lives in a temporary directory under `APPROVAL_GATE_BENCH_DIR` if set (the

@@ -111,7 +111,11 @@ fn the_store_comes_from_the_environment_without_dir() {
     assert!(stdout(&output).contains("from the environment"));
 }
 
-const MCP: &str = env!("CARGO_BIN_EXE_approval-gate-mcp");
+/// The agent's server, `approval-gate-mcp`: another crate's binary.
+fn mcp() -> String {
+    let path = approval_gate_tests::workspace_binary("approval-gate-mcp");
+    path.to_str().unwrap().to_owned()
+}
 
 /// Runs `program` with `HOME` in a fresh directory and `APPROVAL_GATE_DIR` as given; checks
 /// that no store appeared in that home, then returns the output.
@@ -137,7 +141,7 @@ fn run_in_home(program: &str, env_dir: Option<&str>, args: &[&str]) -> std::proc
 #[test]
 fn an_empty_store_directory_is_a_usage_error_in_both_binaries() {
     let empty = "the store directory is empty (from --dir or APPROVAL_GATE_DIR)";
-    for program in [BIN, MCP] {
+    for program in [BIN, &mcp()] {
         // `list` for the CLI; the server takes no command.
         let command: &[&str] = if program == BIN { &["list"] } else { &[] };
         let flag = [&["--dir", ""][..], command].concat();
@@ -162,6 +166,6 @@ fn an_explicit_dir_wins_over_an_empty_environment_variable() {
         assert!(stdout(&output).contains("explicit wins"));
     }
     // The server reads stdin until it ends: null input, a clean exit.
-    let served = run_in_home(MCP, Some(""), &["--dir", dir]);
+    let served = run_in_home(&mcp(), Some(""), &["--dir", dir]);
     assert_success(&served);
 }

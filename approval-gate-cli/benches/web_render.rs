@@ -6,7 +6,7 @@
 //! store, escaping and rendering; a loopback round trip adds a few tens of microseconds.
 //!
 //! ```text
-//! cargo bench -p approval-gate-mcp --bench web_render
+//! cargo bench -p approval-gate-cli --bench web_render
 //! ```
 //!
 //! The store lives in a temporary directory under `APPROVAL_GATE_BENCH_DIR` if set (the

@@ -24,7 +24,7 @@ fn init_schema(url: &str, limits: &approval_gate::Limits) -> anyhow::Result<u32>
 fn init_schema(_url: &str, _limits: &approval_gate::Limits) -> anyhow::Result<u32> {
     Err(Refusal::new(
         "no_postgres",
-        "this build of approval-gate has no PostgreSQL store: install it with its default features (`cargo install --locked approval-gate-mcp`)",
+        "this build of approval-gate has no PostgreSQL store: install it with its default features (`cargo install --locked approval-gate-cli`)",
     )
     .into())
 }
