@@ -3,7 +3,7 @@
 //!
 //! Only a human, in their own terminal, may approve: `approval-gate approve <id>` refuses
 //! unless stdin and stdout are a terminal, shows the whole request with every
-//! agent-supplied string escaped (see [`display`]), and asks for a confirmation code that
+//! agent-supplied string escaped (see [`term::display`]), and asks for a confirmation code that
 //! can only be read off that screen.
 //!
 //! The CLI is a library so that tests and other front ends can drive it; the binary only
@@ -24,8 +24,8 @@
 //! The agent's MCP server is the crate `approval-gate-mcp`, which does not depend on this one.
 
 pub mod cli;
-pub mod display;
 mod settings;
+pub mod term;
 mod web;
 
 #[cfg(test)]

@@ -9,7 +9,7 @@ use approval_gate_tests::treatment::{
 fn the_cli_exits_as_it_did_for_every_code() {
     for &(name, exit, ..) in PINNED {
         let error = sample(code(name));
-        assert_eq!(crate::cli::gate_exit(&error).code(), exit, "{name}");
+        assert_eq!(crate::term::gate_exit(&error).code(), exit, "{name}");
     }
 }
 
@@ -38,8 +38,8 @@ fn the_web_answers_the_status_it_did_for_every_code() {
 fn each_front_end_matches_the_table_without_a_wildcard() {
     for (file, source, function) in [
         (
-            "cli/mod.rs",
-            include_str!("cli/mod.rs"),
+            "term/exit.rs",
+            include_str!("term/exit.rs"),
             "pub(crate) fn gate_exit(",
         ),
         (

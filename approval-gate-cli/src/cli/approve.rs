@@ -20,10 +20,11 @@ use approval_gate::{
     EffectiveStatus, Error, Gate, Policy, Request, RequestId, Status, StatusReport,
 };
 
-use super::output::{self, Style};
-use super::{Exit, Refusal, decide, render};
-use crate::display::escape;
+use super::decide;
 use crate::settings::{SIGNING_KEY_ENV, Settings};
+use crate::term::display::escape;
+use crate::term::output::{self, Style};
+use crate::term::{Exit, Refusal, render};
 
 /// What `approve` signs with: `--key` and `--principal` as given.
 #[derive(Debug, Default)]

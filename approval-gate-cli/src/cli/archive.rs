@@ -6,10 +6,10 @@ use approval_gate::limits::MIN_ARCHIVE_AGE_DAYS;
 use approval_gate::{ArchiveReport, Gate};
 use serde_json::json;
 
-use super::Exit;
-use super::output;
-use super::render;
-use crate::display::escape;
+use crate::term::Exit;
+use crate::term::display::escape;
+use crate::term::output;
+use crate::term::render;
 
 pub(crate) fn archive(
     gate: &Gate,

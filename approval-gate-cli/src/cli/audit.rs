@@ -4,10 +4,10 @@
 use approval_gate::{Gate, os_user};
 use serde_json::json;
 
-use super::output;
-use super::render;
-use super::{Exit, Refusal};
-use crate::display::escape;
+use crate::term::display::escape;
+use crate::term::output;
+use crate::term::render;
+use crate::term::{Exit, Refusal};
 
 pub(crate) fn verify(gate: &Gate, json: bool) -> anyhow::Result<Exit> {
     match gate.verify_audit() {

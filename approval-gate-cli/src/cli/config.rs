@@ -4,11 +4,11 @@ use std::fmt::Write as _;
 
 use serde_json::{Map, Value, json};
 
-use super::Exit;
-use super::output;
-use super::render;
-use crate::display::escape;
 use crate::settings::{SYSTEM_POLICY_PATH, Setting, Settings, Source};
+use crate::term::Exit;
+use crate::term::display::escape;
+use crate::term::output;
+use crate::term::render;
 
 pub(crate) fn config(settings: &Settings, json: bool) -> anyhow::Result<Exit> {
     let text = if json {

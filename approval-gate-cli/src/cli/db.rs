@@ -3,10 +3,10 @@
 use approval_gate::Location;
 use serde_json::json;
 
-use super::output;
-use super::render;
-use super::{Exit, Refusal};
 use crate::settings::Settings;
+use crate::term::output;
+use crate::term::render;
+use crate::term::{Exit, Refusal};
 
 /// The group roles `db init` creates, for the operator to grant.
 const ROLES: [&str; 3] = [

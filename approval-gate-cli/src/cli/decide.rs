@@ -2,10 +2,10 @@
 
 use approval_gate::{Decision, Gate, RequestId, StatusReport, os_user};
 
-use super::Exit;
-use super::output;
-use super::render;
-use crate::display::escape_truncated;
+use crate::term::Exit;
+use crate::term::display::escape_truncated;
+use crate::term::output;
+use crate::term::render;
 
 pub(crate) fn deny(gate: &Gate, id: RequestId, reason: &str, json: bool) -> anyhow::Result<Exit> {
     let report = gate.deny(id, &decision(reason))?;

@@ -5,11 +5,11 @@ use std::fmt::Write as _;
 use approval_gate::{Gate, HealthReport};
 use serde_json::{Value, json};
 
-use super::Exit;
-use super::output;
-use super::render;
-use crate::display::escape;
 use crate::settings::Settings;
+use crate::term::Exit;
+use crate::term::display::escape;
+use crate::term::output;
+use crate::term::render;
 
 pub(crate) fn doctor(settings: &Settings, gate: &Gate, json: bool) -> anyhow::Result<Exit> {
     let report = gate.check_health()?;

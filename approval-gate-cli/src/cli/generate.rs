@@ -9,9 +9,10 @@ use clap::CommandFactory as _;
 use clap_complete::Shell;
 use clap_mangen::Man;
 
-use super::output;
-use super::{Cli, Exit};
-use crate::display::escape;
+use super::Cli;
+use crate::term::Exit;
+use crate::term::display::escape;
+use crate::term::output;
 
 /// The program name completion scripts register for.
 const NAME: &str = "approval-gate";

@@ -11,7 +11,7 @@
 use approval_gate::Location;
 use approval_gate::settings::Settings;
 
-use crate::display::escape;
+use crate::term::display::escape;
 
 /// The warning for a policy in force over a directory store this account can rewrite;
 /// `None` without a policy, on PostgreSQL (the database decides who may change what), or when

@@ -6,10 +6,10 @@ use approval_gate::limits::MAX_PAGE;
 use approval_gate::{EffectiveStatus, Gate, ListFilter, ListItem, RequestId};
 use serde::Serialize;
 
-use super::Exit;
 use super::args::{ListArgs, StatusFilter};
-use super::output::{self, Style};
-use super::render;
+use crate::term::Exit;
+use crate::term::output::{self, Style};
+use crate::term::render;
 
 /// A page as `list --json` prints it; the same shape as [`approval_gate::Page`].
 #[derive(Serialize)]

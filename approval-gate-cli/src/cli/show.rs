@@ -2,9 +2,9 @@
 
 use approval_gate::{Gate, RequestId};
 
-use super::Exit;
-use super::output::{self, Style};
-use super::render;
+use crate::term::Exit;
+use crate::term::output::{self, Style};
+use crate::term::render;
 
 pub(crate) fn show(gate: &Gate, id: RequestId, json: bool) -> anyhow::Result<Exit> {
     let report = gate.status(id)?;

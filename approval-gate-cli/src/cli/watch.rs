@@ -17,11 +17,11 @@ use serde_json::json;
 use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
 use signal_hook::iterator::Signals;
 
-use super::Exit;
 use super::args::WatchArgs;
-use super::output::{self, Style};
-use super::render;
-use crate::display::escape;
+use crate::term::Exit;
+use crate::term::display::escape;
+use crate::term::output::{self, Style};
+use crate::term::render;
 
 /// How long a stopping watcher waits for notify commands still running.
 const NOTIFY_GRACE: Duration = Duration::from_secs(5);

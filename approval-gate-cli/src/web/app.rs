@@ -222,9 +222,9 @@ impl App {
 /// A refusal the audit log cannot hold (no request is concerned), on the server's stderr:
 /// always shown, escaped, one line.
 pub(crate) fn refusal_line(message: &str) {
-    crate::cli::output::stderr_line(&format!(
+    crate::term::output::stderr_line(&format!(
         "approval-gate: refused: {}",
-        crate::display::escape(message)
+        crate::term::display::escape(message)
     ));
 }
 

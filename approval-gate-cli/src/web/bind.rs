@@ -74,7 +74,7 @@ pub(crate) async fn hold(listen: SocketAddr) -> anyhow::Result<Vec<TcpListener>>
             Ok(listener) => return Ok(vec![first, listener]),
             Err(error) if no_such_address(&error) && other.is_ipv6() => {
                 // Nobody can listen where the system has no IPv6 loopback.
-                crate::cli::output::stderr_line(&format!(
+                crate::term::output::stderr_line(&format!(
                     "approval-gate: note: no IPv6 loopback here ({error}); serving \
                      {} only",
                     first.local_addr()?

@@ -63,7 +63,7 @@ pub(crate) fn made_here(assertion: &Assertion, origin: &str) -> Result<(), Strin
         Ok(client) if client.origin == origin => Ok(()),
         Ok(client) => Err(format!(
             "passkey assertion: made on {}, not on this page ({origin}): nothing was approved",
-            crate::display::escape(&client.origin)
+            crate::term::display::escape(&client.origin)
         )),
         Err(_) => Err("passkey assertion: its client data names no origin".into()),
     }

@@ -28,8 +28,8 @@ use super::ceremony::{self, PostedRegistration};
 use super::guard::Site;
 use super::html::{self, Viewer};
 use super::listen::{self, Origin};
-use crate::cli::Exit;
-use crate::cli::output;
+use crate::term::Exit;
+use crate::term::output;
 
 /// Longest principal a passkey can carry: WebAuthn's user handle holds 64 bytes.
 const MAX_USER_HANDLE: usize = 64;
@@ -97,7 +97,7 @@ fn check_principal(principal: &str) -> anyhow::Result<()> {
         bail!(
             "{:?}: a principal is 1 to {MAX_USER_HANDLE} bytes with no spaces (it is the \
              passkey's user handle)",
-            crate::display::escape(principal)
+            crate::term::display::escape(principal)
         );
     }
     Ok(())
@@ -164,7 +164,7 @@ pub(crate) fn enroll(args: &EnrollArgs) -> anyhow::Result<Exit> {
              (the code is not in the link: tell it to the approver another way, aloud for one; \
              relying party {}; the line to add to the approvers file is printed here, for \
              approving on {serve_origin})",
-            crate::display::escape(principal),
+            crate::term::display::escape(principal),
             humantime::format_duration(args.timeout),
             origin.url,
             enrollment.token,
@@ -195,7 +195,7 @@ pub(crate) fn enroll(args: &EnrollArgs) -> anyhow::Result<Exit> {
             );
             Ok(Exit::Done)
         }
-        None => Err(crate::cli::Refusal::new(
+        None => Err(crate::term::Refusal::new(
             "not_enrolled",
             "no passkey was enrolled before the link closed",
         )
@@ -403,7 +403,7 @@ async fn finish(
             state.failures += 1;
             output::stderr_line(&format!(
                 "approval-gate: a registration was refused: {}",
-                crate::display::escape(&problem)
+                crate::term::display::escape(&problem)
             ));
             answer(
                 StatusCode::BAD_REQUEST,

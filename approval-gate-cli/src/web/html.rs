@@ -13,8 +13,8 @@ use approval_gate::{
     AuditRecord, EffectiveStatus, ListItem, Request, Standing, StatusReport, Timestamp,
 };
 
-use crate::cli::render;
-use crate::display::{escape, json_safe, payload_pretty};
+use crate::term::display::{escape, json_safe, payload_pretty};
+use crate::term::render;
 
 /// HTML-escapes `raw` for text and for attribute values in double quotes.
 pub(crate) fn attr(raw: &str) -> String {

@@ -34,8 +34,8 @@ use clap::{Args, ValueHint};
 pub(crate) use self::app::gate_refusal;
 pub(crate) use self::enroll::{EnrollArgs, enroll};
 use self::listen::Origin;
-use crate::cli::Exit;
 use crate::settings::Settings;
+use crate::term::Exit;
 
 /// `approval-gate serve`.
 #[derive(Debug, Args)]
@@ -131,10 +131,10 @@ pub(crate) fn serve(settings: &Settings, args: &ServeArgs) -> anyhow::Result<Exi
             limiter: limit::Limiter::default(),
             signed_out: session::SignedOut::default(),
         });
-        crate::cli::output::stderr_line(&format!(
+        crate::term::output::stderr_line(&format!(
             "approval-gate: serving {} on {bound} for the store {} (Ctrl-C to stop)",
             origin.url,
-            crate::display::escape(&gate.location().to_string())
+            crate::term::display::escape(&gate.location().to_string())
         ));
         listen::serve_until(tcp, acceptor, app::router(app), stopped()).await?;
         anyhow::Ok(())
@@ -164,9 +164,9 @@ async fn stopped() {
 fn feed(gate: &approval_gate::Gate) -> tokio::sync::watch::Receiver<u64> {
     let watch = gate.watch();
     if let Some(why) = watch.polling() {
-        crate::cli::output::stderr_line(&format!(
+        crate::term::output::stderr_line(&format!(
             "approval-gate: warning: no change events ({}); the page refreshes every {} s",
-            crate::display::escape(why),
+            crate::term::display::escape(why),
             watch.fallback().as_secs()
         ));
     }

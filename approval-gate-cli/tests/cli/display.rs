@@ -2,7 +2,7 @@
 //! in `list`.
 
 use approval_gate::{CanonicalPayload, Decision, NewRequest};
-use approval_gate_cli::display::escape;
+use approval_gate_cli::term::display::escape;
 
 use crate::support::{HOSTILE, Store, assert_clean, assert_success, stdout};
 
@@ -119,7 +119,10 @@ fn long_values_are_whole_in_show_and_marked_in_list() {
     assert!(line.chars().count() <= 80, "{line}");
     let (kept, marker) = line.split_once('…').unwrap();
     let kept = &kept[kept.find("transfer").unwrap()..];
-    let left_out = action.len() - approval_gate_cli::display::unescape(kept).unwrap().len();
+    let left_out = action.len()
+        - approval_gate_cli::term::display::unescape(kept)
+            .unwrap()
+            .len();
     assert_eq!(marker, format!(" [+{left_out} bytes]"));
     // A wider terminal shows more.
     let output = store

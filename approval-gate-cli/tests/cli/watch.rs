@@ -5,7 +5,7 @@ use std::io::{BufRead, BufReader, Read};
 use std::process::{Child, ChildStderr, Stdio};
 use std::time::{Duration, Instant};
 
-use approval_gate_cli::display::escape;
+use approval_gate_cli::term::display::escape;
 
 use crate::support::{Store, assert_clean};
 

@@ -23,10 +23,10 @@ mod forward;
 mod program;
 
 use super::args::{BindingArgs, ExecArgs};
-use super::output;
-use super::{Exit, Refusal, render};
-use crate::display::{escape, escape_truncated};
 use crate::settings::{SYSTEM_POLICY_ENV, SYSTEM_POLICY_PATH, Settings};
+use crate::term::display::{escape, escape_truncated};
+use crate::term::output;
+use crate::term::{Exit, Refusal, render};
 use end::End;
 use forward::Forwarder;
 use program::resolve;

@@ -7,8 +7,8 @@ use std::os::unix::ffi::OsStrExt as _;
 use std::os::unix::fs::PermissionsExt as _;
 use std::path::{Path, PathBuf};
 
-use super::super::Refusal;
-use crate::display::escape;
+use crate::term::Refusal;
+use crate::term::display::escape;
 
 /// The most of a `#!` line the kernel reads (Linux's `BINPRM_BUF_SIZE`).
 const SHEBANG_BYTES: u64 = 256;

@@ -2,7 +2,7 @@
 //!
 //! Everything reaches the terminal through [`stdout`] and [`stderr_line`], so there is one
 //! place to check that output is whole, flushed, and never made of raw agent text: callers
-//! pass text already built from [`crate::display`] escapes. Writes go through `io::Write`
+//! pass text already built from [`crate::term::display`] escapes. Writes go through `io::Write`
 //! rather than `print!`, so a closed pipe is an error to handle rather than a panic.
 
 use std::io::{self, IsTerminal, Write};

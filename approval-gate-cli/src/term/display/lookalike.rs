@@ -250,7 +250,7 @@ pub(super) fn flags(text: &str) -> Flags {
 
 #[cfg(test)]
 mod tests {
-    use crate::display::{escape, lookalike_warning, lookalikes, unescape};
+    use crate::term::display::{escape, lookalike_warning, lookalikes, unescape};
 
     /// Honest text in one writing system (or TR39's East Asian sets), with the digits,
     /// punctuation and emoji that go with any script: nothing may be flagged.
