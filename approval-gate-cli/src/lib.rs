@@ -26,6 +26,7 @@
 pub mod cli;
 mod settings;
 pub mod term;
+#[cfg(feature = "web")]
 mod web;
 
 #[cfg(test)]

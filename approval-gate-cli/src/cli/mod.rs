@@ -48,7 +48,9 @@ mod watch;
 pub use crate::term::Exit;
 use crate::term::{Refusal, gate_exit, output, render};
 pub use args::Cli;
-use args::{AuditCommand, Command, DbCommand, PasskeyCommand};
+#[cfg(feature = "web")]
+use args::PasskeyCommand;
+use args::{AuditCommand, Command, DbCommand};
 
 use crate::settings::SettingsError;
 use crate::term::display::escape;
@@ -198,7 +200,9 @@ fn dispatch(cli: Cli) -> anyhow::Result<Exit> {
         }
         Command::Config { json } => config::config(&settings()?, json),
         Command::Db(DbCommand::Init { json }) => db::init(&settings()?, json),
+        #[cfg(feature = "web")]
         Command::Serve(args) => crate::web::serve(&settings()?, &args),
+        #[cfg(feature = "web")]
         Command::Passkey(PasskeyCommand::Enroll(args)) => crate::web::enroll(&args),
         // Neither needs a store: they describe the command line itself.
         Command::Completions { shell } => generate::completions(shell),

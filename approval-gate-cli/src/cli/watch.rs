@@ -28,12 +28,15 @@ const NOTIFY_GRACE: Duration = Duration::from_secs(5);
 
 pub(crate) fn watch(gate: &Gate, args: &WatchArgs) -> anyhow::Result<Exit> {
     // A bad origin is refused before anything starts.
+    #[cfg(feature = "web")]
     let links = args
         .public_url
         .as_deref()
         .map(crate::web::public_origin)
         .transpose()?
         .map(|origin| Links { origin });
+    #[cfg(not(feature = "web"))]
+    let links: Option<Links> = None;
     // Watch before the first listing so nothing created in between goes unnoticed. Without
     // events (no inotify left, say) the fallback check still finds everything.
     let watch = gate
@@ -143,6 +146,7 @@ fn human_line(gate: &Gate, item: &ListItem, style: Style) -> String {
 }
 
 /// Where a request's page is on `approval-gate serve`.
+#[cfg_attr(not(feature = "web"), allow(dead_code))]
 struct Links {
     origin: String,
 }

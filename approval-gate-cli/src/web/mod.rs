@@ -15,13 +15,17 @@ mod app;
 mod bind;
 mod ceremony;
 mod conn;
+mod cookies;
+mod decide;
 mod enroll;
 mod guard;
 mod html;
 mod limit;
 mod listen;
+mod refused;
 mod session;
 mod signin;
+mod state;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -30,10 +34,10 @@ use std::sync::Arc;
 use anyhow::{Context as _, bail};
 use clap::{Args, ValueHint};
 
-#[cfg(test)]
-pub(crate) use self::app::gate_refusal;
 pub(crate) use self::enroll::{EnrollArgs, enroll};
 use self::listen::Origin;
+#[cfg(test)]
+pub(crate) use self::refused::gate_refusal;
 use crate::settings::Settings;
 use crate::term::Exit;
 
@@ -119,7 +123,7 @@ pub(crate) fn serve(settings: &Settings, args: &ServeArgs) -> anyhow::Result<Exi
             _ => None,
         };
         let bound = bind::addresses(&tcp);
-        let app = Arc::new(app::App {
+        let app = Arc::new(state::App {
             gate: gate.clone(),
             policy,
             keys,

@@ -12,14 +12,14 @@ use base64::engine::general_purpose::URL_SAFE_NO_PAD as B64;
 use serde::Deserialize;
 use serde_json::json;
 
-use super::app::{
-    App, DecisionForm, Refused, SESSION_COOKIE, Shared, TICKET_COOKIE, cookie, html_type,
-    local_next, refusal_line, set_cookie,
-};
 use super::ceremony::PostedAssertion;
+use super::cookies::{SESSION_COOKIE, TICKET_COOKIE, cookie, local_next, set_cookie};
+use super::decide::DecisionForm;
 use super::html::{self, Viewer};
 use super::limit::{self, Print};
+use super::refused::{Refused, html_type, refusal_line};
 use super::session;
+use super::state::{App, Shared};
 
 /// Where to go once signed in.
 #[derive(Deserialize)]

@@ -14,6 +14,8 @@ mod generate;
 mod json;
 #[cfg(not(feature = "postgres"))]
 mod no_postgres;
+#[cfg(not(feature = "web"))]
+mod no_web;
 #[cfg(feature = "postgres")]
 mod postgres;
 mod settings;

@@ -247,6 +247,7 @@ fn json_prints_one_object_per_line_for_each_request_and_each_decision() {
     assert_eq!(wait(&mut child, Duration::from_secs(20)), 0);
 }
 
+#[cfg(feature = "web")]
 #[test]
 fn with_a_public_url_each_request_carries_its_page_link() {
     let store = Store::new();
@@ -304,6 +305,7 @@ fn with_a_public_url_each_request_carries_its_page_link() {
     );
 }
 
+#[cfg(feature = "web")]
 #[test]
 fn a_public_url_that_is_no_origin_is_refused_before_watching() {
     let store = Store::new();

@@ -1,4 +1,6 @@
-//! The small pieces of the routes: the sign-in return path, cookies.
+//! The cookies and the sign-in return path.
+
+use axum::http::HeaderValue;
 
 use super::*;
 
