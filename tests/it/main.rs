@@ -2,6 +2,7 @@
 //! every backend must pass is the conformance suite (`tests/conformance`).
 
 mod audit_forgery;
+mod crates;
 mod damage;
 mod imports;
 mod layout;
