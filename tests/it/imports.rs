@@ -1,6 +1,6 @@
 //! The library's source files import each other without a circle: every arrow runs one way
-//! (lifecycle verbs → gate → store → audit and the data types below), so each file can be
-//! read knowing only what lies under it.
+//! (the gate's verbs, `gate/*.rs` → the gate, `gate/mod.rs` → store → audit and the data types
+//! below), so each file can be read knowing only what lies under it.
 //!
 //! An arrow is a path a file names into another file, `crate::a::b` or `super::c`; a
 //! module's own submodules are its parts, which it declares and may re-export, not an arrow.

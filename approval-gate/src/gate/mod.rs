@@ -1,5 +1,14 @@
 //! The gate: the API every front end and executor calls, over one [`Store`].
 
+mod archive;
+mod ask;
+mod decide;
+mod execute;
+mod health;
+mod list;
+mod recover;
+mod wait;
+
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -13,6 +22,15 @@ use crate::policy::Policy;
 use crate::request::{Decision, Request, Status, StatusReport, check_ttl};
 use crate::store::{Entry, Location, Shelf, Store};
 use crate::time::{Clock, SystemClock, Timestamp};
+
+pub use archive::ArchiveReport;
+pub use health::HealthReport;
+pub use list::{ListFilter, ListItem, Page};
+pub use recover::Recovery;
+pub use wait::{
+    Arrivals, Changes, Closer, FALLBACK, FALLBACK_WITHOUT_EVENTS, QueueEvent, QueueEvents, Waited,
+    Waiting, Watch, WatchBuilder,
+};
 
 /// The answer to [`Gate::request_approval`].
 #[derive(Debug, Clone, PartialEq, Eq)]
