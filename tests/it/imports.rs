@@ -164,10 +164,11 @@ fn the_library_files_import_each_other_without_a_circle() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../approval-gate/src");
     let arrows = arrows_of(&root);
     assert!(arrows.len() > 40, "{} files read", arrows.len());
-    // The reader sees arrows: the gate opens its store through `store::open`.
-    assert!(
-        arrows[&vec!["gate".to_owned()]].contains(&vec!["store".to_owned(), "open".to_owned()])
-    );
+    // The reader sees arrows: the gate's builder opens its store through `store::open`, and
+    // a verb reaches the gate it is a file of.
+    let module = |path: &str| path.split('/').map(str::to_owned).collect::<Module>();
+    assert!(arrows[&module("gate/builder")].contains(&module("store/open")));
+    assert!(arrows[&module("gate/ask")].contains(&module("gate")));
     if let Some(circle) = circle(&arrows) {
         let names: Vec<String> = circle.iter().map(|m| m.join("/")).collect();
         panic!(
