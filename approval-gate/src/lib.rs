@@ -56,9 +56,10 @@ compile_error!(
     "approval-gate supports Unix only (Linux is tested; macOS builds but is untested): the directory store's durability rests on fsync of files and directories, rename and advisory file locks"
 );
 
-// The lifecycle states the rules once, with `rules`: `gate` holds the `Gate` and its verbs a
-// file each (ask, status, decide, execute, list, archive, health, recover, wait; `consume` and
-// `claim` are still beside it); `store` holds the two traits a backend implements
+// The lifecycle states the rules once, with `rules`: `gate` holds the `Gate`, its builder and
+// its verbs a file each (ask, status, decide, execute, list, wait, archive, health, recover,
+// audit; `consume` and `claim` are still beside it), and `trail` checks what the audit lines
+// say against the rules; `store` holds the two traits a backend implements
 // (docs/architecture.md), `store::dir` the directory store and `store::pg` PostgreSQL.
 // `request`, `status`, `id`, `payload`, `time`, `limits` and `error` are the vocabulary, and
 // import nothing from the lifecycle.
