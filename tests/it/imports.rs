@@ -1,7 +1,7 @@
 //! The source files of every crate import each other without a circle: every arrow runs one
-//! way (in the library, lifecycle verbs → gate → store → audit and the data types below; in
-//! the CLI's crate, cli → web → term), so each file can be read knowing only what lies under
-//! it.
+//! way (in the library, the gate's verbs `gate/*.rs` → the gate, `gate/mod.rs` → store →
+//! audit and the data types below; in the CLI's crate, cli → web → term), so each file can be
+//! read knowing only what lies under it.
 //!
 //! An arrow is a path a file names into another file, `crate::a::b` or `super::c`; a
 //! module's own submodules are its parts, which it declares and may re-export, not an arrow.
@@ -184,8 +184,10 @@ fn module(path: &str) -> Module {
 fn the_library_files_import_each_other_without_a_circle() {
     let arrows = circle_in("../approval-gate/src").unwrap_or_else(|e| panic!("{e}"));
     assert!(arrows.len() > 40, "{} files read", arrows.len());
-    // The reader sees arrows: the gate opens its store through `store::open`.
-    assert!(arrows[&module("gate")].contains(&module("store::open")));
+    // The reader sees arrows: the gate's builder opens its store through `store::open`, and
+    // a verb reaches the gate it is a file of.
+    assert!(arrows[&module("gate::builder")].contains(&module("store::open")));
+    assert!(arrows[&module("gate::ask")].contains(&module("gate")));
 }
 
 #[test]

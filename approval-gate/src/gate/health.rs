@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use crate::audit::AuditSummary;
 use crate::error::Error;
 use crate::gate::Gate;
-use crate::list::Expiry;
+use crate::gate::list::Expiry;
 use crate::scan::UnreadableRecord;
 
 /// What [`Gate::check_health`] found.

@@ -210,6 +210,25 @@ impl Gate {
         }
         Ok(scan)
     }
+
+    /// The pending requests, reading only what the pending index names. Records the expiry
+    /// of those past it. An entry whose record is unreadable is listed as such.
+    pub(crate) fn scan_pending(&self, now: Timestamp) -> Result<Scan, Error> {
+        let store = self.store();
+        let mut scan = Scan::default();
+        for (id, loaded) in store.scan(Scope::Pending)? {
+            match scan.readable(store, id, loaded)? {
+                Some(Some(request)) if request.status() != Status::Pending => {}
+                Some(Some(request)) if request.is_past_expiry(now) => {
+                    let _lock = store.lock(id)?;
+                    scan.readable(store, id, self.refresh_locked(id, now))?;
+                }
+                Some(Some(request)) => scan.requests.push(request),
+                Some(None) | None => {}
+            }
+        }
+        Ok(scan)
+    }
 }
 
 /// Whether a scan records the expiry of the pending requests it finds past it (every read

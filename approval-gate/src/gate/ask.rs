@@ -1,4 +1,4 @@
-//! Asking: filing a request for a human decision, and where a request stands.
+//! Asking: filing a request for a human decision.
 
 use serde_json::json;
 
@@ -7,9 +7,8 @@ use crate::error::Error;
 use crate::gate::{Gate, Submitted, details};
 use crate::id::RequestId;
 use crate::offload::off_thread;
-use crate::request::{NewRequest, Request, Status, StatusReport};
-use crate::scan::Scan;
-use crate::store::{Caps, Entry, Filed, Scope};
+use crate::request::{NewRequest, Request};
+use crate::store::{Caps, Entry, Filed};
 use crate::time::Timestamp;
 
 /// The fields of a request's `requested` line.
@@ -100,43 +99,5 @@ impl Gate {
     ) -> Request {
         let required = self.required_approvals(new.operation.as_deref(), 1);
         Request::new(id, new, now, ttl, required).filed_by_as(self.store().about().filer.clone())
-    }
-
-    /// The pending requests, reading only what the pending index names. Records the expiry
-    /// of those past it. An entry whose record is unreadable is listed as such.
-    pub(crate) fn scan_pending(&self, now: Timestamp) -> Result<Scan, Error> {
-        let store = self.store();
-        let mut scan = Scan::default();
-        for (id, loaded) in store.scan(Scope::Pending)? {
-            match scan.readable(store, id, loaded)? {
-                Some(Some(request)) if request.status() != Status::Pending => {}
-                Some(Some(request)) if request.is_past_expiry(now) => {
-                    let _lock = store.lock(id)?;
-                    scan.readable(store, id, self.refresh_locked(id, now))?;
-                }
-                Some(Some(request)) => scan.requests.push(request),
-                Some(None) | None => {}
-            }
-        }
-        Ok(scan)
-    }
-
-    /// Where a request stands. Records the expiry of a pending request past it.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::NotFound`] or [`Error::Archived`] for an id not in the live store;
-    /// [`Error::Unreadable`] if its record cannot be read (every other operation on the id
-    /// refuses the same way).
-    pub fn status(&self, id: RequestId) -> Result<StatusReport, Error> {
-        let now = self.now();
-        let request = self.load_live(id)?;
-        let request = if request.status() == Status::Pending && request.is_past_expiry(now) {
-            let _lock = self.store().lock(id)?;
-            self.refresh_locked(id, now)?.request
-        } else {
-            request
-        };
-        self.report(request, now)
     }
 }

@@ -1,18 +1,46 @@
 //! The gate: the API every front end and executor calls, over one [`Store`].
+//!
+//! This file holds the [`Gate`] itself and the steps its verbs share (loading a live request,
+//! recording a due expiry, reporting); each verb is a file of its own: `builder` (opening a
+//! gate), `ask`, `status`, `decide`, `execute`, `list`, `wait`, `archive`, `health`,
+//! `recover` and `audit`. Consuming (`crate::consume`) and the macro's claim
+//! (`crate::claim`) are verbs too, for now beside this directory.
+
+mod archive;
+mod ask;
+mod audit;
+mod builder;
+mod decide;
+mod execute;
+mod health;
+mod list;
+mod recover;
+mod status;
+mod wait;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use serde_json::{Value, json};
 
-use crate::audit::{AuditEvent, AuditRecord, Reanchored};
+use crate::audit::AuditEvent;
 use crate::error::Error;
 use crate::id::RequestId;
 use crate::limits::Limits;
 use crate::policy::Policy;
-use crate::request::{Decision, Request, Status, StatusReport, check_ttl};
+use crate::request::{Request, Status, StatusReport};
 use crate::store::{Entry, Location, Shelf, Store};
-use crate::time::{Clock, SystemClock, Timestamp};
+use crate::time::{Clock, Timestamp};
+
+pub use archive::ArchiveReport;
+pub use builder::GateBuilder;
+pub use health::HealthReport;
+pub use list::{ListFilter, ListItem, Page};
+pub use recover::Recovery;
+pub use wait::{
+    Arrivals, Changes, Closer, FALLBACK, FALLBACK_WITHOUT_EVENTS, QueueEvent, QueueEvents, Waited,
+    Waiting, Watch, WatchBuilder,
+};
 
 /// The answer to [`Gate::request_approval`].
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -22,92 +50,6 @@ pub struct Submitted {
     pub request: Request,
     /// `true` if an identical pending request already existed and is returned instead.
     pub deduplicated: bool,
-}
-
-/// Configures and opens a [`Gate`].
-#[derive(Debug, Default)]
-pub struct GateBuilder {
-    location: Option<Location>,
-    clock: Option<Arc<dyn Clock>>,
-    limits: Limits,
-    policy: Option<Policy>,
-}
-
-impl GateBuilder {
-    /// The directory store in `dir` (default: [`Gate::default_location`]).
-    #[must_use]
-    pub fn dir(mut self, dir: impl Into<PathBuf>) -> Self {
-        self.location = Some(Location::Dir(dir.into()));
-        self
-    }
-
-    /// The store to use, as [`Location::parse`] reads `--store` (default:
-    /// [`Gate::default_location`]).
-    #[must_use]
-    pub fn store(mut self, location: Location) -> Self {
-        self.location = Some(location);
-        self
-    }
-
-    /// The clock for every expiry decision (default: [`SystemClock`]).
-    #[must_use]
-    pub fn clock(mut self, clock: impl Clock + 'static) -> Self {
-        self.clock = Some(Arc::new(clock));
-        self
-    }
-
-    /// The operator's limits: queue cap, store cap, default time to live.
-    #[must_use]
-    pub fn limits(mut self, limits: Limits) -> Self {
-        self.limits = limits;
-        self
-    }
-
-    /// The quorum policy (default: none). Under a policy an approval counts only with the
-    /// signatures of enough distinct trusted approvers, checked in this process whenever an
-    /// approval is consumed; approvals must be signed, and new requests record how many
-    /// approvers they need. See [`Policy`].
-    #[must_use]
-    pub fn policy(mut self, policy: Policy) -> Self {
-        self.policy = Some(policy);
-        self
-    }
-
-    /// Opens the store (a directory store creates its directories `0700` if needed), then
-    /// runs [`Gate::recover`].
-    ///
-    /// # Errors
-    ///
-    /// [`Error::InvalidInput`] for a default TTL outside the accepted range, or a policy whose
-    /// quorum table has no `*` entry ([`Policy::check_quorum_table`]) (nothing is created);
-    /// [`Error::UnsafeState`] if the directory or a state file is a symlink, not owned by this
-    /// user or open to others; [`Error::NoStateDir`] without a store to use;
-    /// [`Error::Io`] if it cannot be created.
-    pub fn open(self) -> Result<Gate, Error> {
-        check_ttl("default_ttl", self.limits.default_ttl)?;
-        if let Some(policy) = &self.policy {
-            policy.check_quorum_table()?;
-        }
-        let location = match self.location {
-            Some(location) => location,
-            None => Gate::default_location()?,
-        };
-        let store = crate::store::open::open(location)?;
-        let gate = Gate {
-            inner: Arc::new(Inner {
-                store,
-                clock: self.clock.unwrap_or_else(|| Arc::new(SystemClock)),
-                limits: self.limits,
-                policy: self.policy,
-            }),
-        };
-        match gate.recover() {
-            // A broken audit log must stay inspectable (`approval-gate audit verify`); every
-            // operation that needs to append to it refuses anyway.
-            Ok(_) | Err(Error::AuditBroken { .. }) => Ok(gate),
-            Err(other) => Err(other),
-        }
-    }
 }
 
 #[derive(Debug)]
@@ -366,33 +308,5 @@ impl Gate {
         let effective = request.effective(claimed, now);
         let required = self.required_approvals(request.operation(), request.required_approvals());
         StatusReport::new(request, effective, required, self.policy(), now)
-    }
-
-    // ------------------------------------------------------------------ audit
-
-    /// Accepts the audit log as it is now, after its anchor went missing or stopped agreeing
-    /// with it: only a human who has looked should call this (`approval-gate audit
-    /// reanchor`). Cuts a torn last line, appends a `reanchored` line recording `by`, the
-    /// problem found, the lines and last hash found and the old anchor, and anchors the log
-    /// there. Until then every append is refused, so nothing is added to a log whose tail may
-    /// have been cut.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::InvalidInput`] if the log and its anchor agree (nothing to do) or `by` is not
-    /// an acceptable name; [`Error::AuditBroken`] if the lines themselves do not chain
-    /// (re-anchoring cannot repair an edited log); I/O errors.
-    pub fn reanchor_audit(&self, by: &str) -> Result<Reanchored, Error> {
-        Decision::by(by).validate()?;
-        self.store().reanchor(self.now(), by)
-    }
-
-    /// Every audit record, oldest first (the chain is checked while reading).
-    ///
-    /// # Errors
-    ///
-    /// [`Error::AuditBroken`] with the first bad line.
-    pub fn audit_records(&self) -> Result<Vec<AuditRecord>, Error> {
-        self.store().records()
     }
 }

@@ -6,9 +6,9 @@ use std::collections::{HashSet, VecDeque};
 use super::{Changes, Closer};
 use crate::error::Error;
 use crate::gate::Gate;
+use crate::gate::list::{ListFilter, ListItem};
 use crate::id::RequestId;
 use crate::limits::MAX_PAGE;
-use crate::list::{ListFilter, ListItem};
 use crate::request::{EffectiveStatus, StatusReport};
 
 /// A change of the pending queue, from [`Watch::queue_events`](crate::Watch::queue_events).
