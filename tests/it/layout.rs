@@ -221,7 +221,7 @@ fn listing_pending_reads_no_finished_request() {
 }
 
 #[test]
-fn pagination_visits_every_request_exactly_once_in_a_stable_order() {
+fn pagination_visits_every_request_exactly_once_in_a_stable_order_pending_first() {
     let fx = Fixture::new();
     let mut all = Vec::new();
     for i in 0..23 {
@@ -256,9 +256,13 @@ fn pagination_visits_every_request_exactly_once_in_a_stable_order() {
                     .map(|(_, id)| *id)
                     .collect(),
             };
+            // Pending requests first (under `all`), then the rest, each oldest first.
             let mut sorted_expected = expected.clone();
-            sorted_expected
-                .sort_by_key(|id| (fx.gate.status(*id).unwrap().request().created_at(), *id));
+            sorted_expected.sort_by_key(|id| {
+                let report = fx.gate.status(*id).unwrap();
+                let decided = report.effective_status() != EffectiveStatus::Pending;
+                (decided, report.request().created_at(), *id)
+            });
             assert_eq!(seen, sorted_expected, "{filter:?} limit {limit}");
         }
     }

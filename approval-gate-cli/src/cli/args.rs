@@ -317,9 +317,7 @@ use self::help::{CONFIG_HELP, EXEC_HELP};
 #[cfg(feature = "web")]
 pub(crate) use self::parts::PasskeyCommand;
 use self::parts::parse_id;
-pub(crate) use self::parts::{
-    AuditCommand, BindingArgs, DbCommand, ExecArgs, ListArgs, StatusFilter, WatchArgs,
-};
+pub(crate) use self::parts::{AuditCommand, BindingArgs, DbCommand, ExecArgs, ListArgs, WatchArgs};
 
 #[cfg(test)]
 mod tests;

@@ -2,11 +2,10 @@
 
 use std::fmt::Write as _;
 
-use approval_gate::limits::MAX_PAGE;
-use approval_gate::{EffectiveStatus, Gate, ListFilter, ListItem, RequestId};
+use approval_gate::{Gate, ListFilter, ListItem, RequestId};
 use serde::Serialize;
 
-use super::args::{ListArgs, StatusFilter};
+use super::args::ListArgs;
 use crate::term::Exit;
 use crate::term::output::{self, Style};
 use crate::term::render;
@@ -20,7 +19,9 @@ struct PageOut<'a> {
 }
 
 pub(crate) fn list(gate: &Gate, args: &ListArgs) -> anyhow::Result<Exit> {
-    let (items, next_after) = page(gate, args.status, args.after, args.limit)?;
+    // The library's order: unreadable records, then pending requests, then the rest.
+    let page = gate.list(args.status.0, args.after, args.limit)?;
+    let (items, next_after) = (page.items, page.next_after);
     if args.json {
         let page = PageOut {
             items: &items,
@@ -34,8 +35,8 @@ pub(crate) fn list(gate: &Gate, args: &ListArgs) -> anyhow::Result<Exit> {
     let width = output::width();
     let mut text = String::new();
     if items.is_empty() {
-        text = match args.status {
-            StatusFilter::All => "no requests\n".to_owned(),
+        text = match args.status.0 {
+            ListFilter::All => "no requests\n".to_owned(),
             status => format!("no {} requests\n", status.name()),
         };
     } else {
@@ -66,62 +67,10 @@ pub(crate) fn list(gate: &Gate, args: &ListArgs) -> anyhow::Result<Exit> {
         let _ = writeln!(
             text,
             "more: approval-gate list {} --limit {} --after {next}",
-            args.status.name(),
+            args.status.0.name(),
             args.limit
         );
     }
     output::stdout(&text)?;
     Ok(Exit::Done)
-}
-
-/// One page in listing order: records that cannot be read first, then oldest first, and for
-/// `all`, pending requests before the rest.
-///
-/// `all` is read whole and ordered here, since the library orders by creation only; the
-/// cursor is a position in that order. (A request decided between two pages moves from the
-/// pending part to the rest, as with any cursor over a store that changes.)
-fn page(
-    gate: &Gate,
-    status: StatusFilter,
-    after: Option<RequestId>,
-    limit: usize,
-) -> Result<(Vec<ListItem>, Option<RequestId>), approval_gate::Error> {
-    if status != StatusFilter::All {
-        let page = gate.list(status.list_filter(), after, limit)?;
-        return Ok((page.items, page.next_after));
-    }
-    let mut all = Vec::new();
-    let mut cursor = None;
-    loop {
-        let page = gate.list(ListFilter::All, cursor, MAX_PAGE)?;
-        all.extend(page.items);
-        match page.next_after {
-            Some(next) => cursor = Some(next),
-            None => break,
-        }
-    }
-    // The library's order (creation time, then id) is kept within each part.
-    all.sort_by_key(|item| match item.report() {
-        None => 0,
-        Some(report) if report.effective_status() == EffectiveStatus::Pending => 1,
-        Some(_) => 2,
-    });
-    let start = match after {
-        Some(after) => {
-            all.iter()
-                .position(|item| item.id() == after)
-                .ok_or(approval_gate::Error::NotFound(after))?
-                + 1
-        }
-        None => 0,
-    };
-    let mut items: Vec<_> = all.into_iter().skip(start).collect();
-    let more = items.len() > limit;
-    items.truncate(limit);
-    let next_after = if more {
-        items.last().map(ListItem::id)
-    } else {
-        None
-    };
-    Ok((items, next_after))
 }

@@ -31,6 +31,45 @@ pub enum ListFilter {
 }
 
 impl ListFilter {
+    /// Every filter, in the order a front end offers them.
+    pub const ALL: [Self; 7] = [
+        Self::Pending,
+        Self::Approved,
+        Self::Denied,
+        Self::Expired,
+        Self::Revoked,
+        Self::Consumed,
+        Self::All,
+    ];
+
+    /// Its name, as front ends spell it (`pending`, ..., `all`).
+    #[must_use]
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Pending => "pending",
+            Self::Approved => "approved",
+            Self::Consumed => "consumed",
+            Self::Denied => "denied",
+            Self::Expired => "expired",
+            Self::Revoked => "revoked",
+            Self::All => "all",
+        }
+    }
+
+    /// What it lists, in a few words for a front end's help.
+    #[must_use]
+    pub fn about(self) -> &'static str {
+        match self {
+            Self::Pending => "Waiting for a decision",
+            Self::Approved => "Approved and not consumed (usable or expired)",
+            Self::Consumed => "Approved and used",
+            Self::Denied => "Denied",
+            Self::Expired => "Expired while pending",
+            Self::Revoked => "Approval withdrawn",
+            Self::All => "Everything in the live store, pending first",
+        }
+    }
+
     fn admits(self, status: EffectiveStatus) -> bool {
         match self {
             Self::Pending => status == EffectiveStatus::Pending,
@@ -91,15 +130,32 @@ impl ListItem {
         }
     }
 
-    /// Listing order: unreadable records first (they have no readable creation time, and a
-    /// human should see them), then by creation time, then by id.
-    fn key(&self) -> (Option<Timestamp>, RequestId) {
-        (self.report().map(|r| r.request().created_at()), self.id())
+    /// Listing order: unreadable records first (a human should see them), then pending
+    /// requests, then the rest, each by creation time, then by id.
+    fn key(&self) -> (Place, Option<Timestamp>, RequestId) {
+        let place = match self.report() {
+            None => Place::Unreadable,
+            Some(report) if report.effective_status() == EffectiveStatus::Pending => Place::Pending,
+            Some(_) => Place::Rest,
+        };
+        (
+            place,
+            self.report().map(|r| r.request().created_at()),
+            self.id(),
+        )
     }
 }
 
-/// One page of a listing: unreadable records first, then requests oldest first (by creation
-/// time, then id).
+/// The parts of a listing, in order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Place {
+    Unreadable,
+    Pending,
+    Rest,
+}
+
+/// One page of a listing: unreadable records first, then pending requests, then the rest,
+/// each oldest first (by creation time, then id).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 #[non_exhaustive]
@@ -111,8 +167,12 @@ pub struct Page {
 }
 
 impl Gate {
-    /// Lists requests, unreadable records first, then oldest first, `limit` at a time (1 to
+    /// Lists requests, unreadable records first, then pending requests (under
+    /// [`ListFilter::All`]), then the rest, each oldest first, `limit` at a time (1 to
     /// [`MAX_PAGE`]), after the entry `after` if given.
+    ///
+    /// The cursor is a place in that order: a request decided between two pages of `All`
+    /// moves from the pending part to the rest, as with any cursor over a store that changes.
     ///
     /// Listing [`ListFilter::Pending`] reads only the pending index and the requests it
     /// names; every other filter reads every request in the live store. A record that cannot
@@ -157,7 +217,13 @@ impl Gate {
         if let Some(after) = after {
             let cursor = match items.iter().find(|item| item.id() == after) {
                 Some(item) => item.key(),
-                None => (self.created_at_anywhere(after)?, after),
+                None => match self.created_at_anywhere(after)? {
+                    None => (Place::Unreadable, None, after),
+                    // Off the list: decided since, under `Pending`; else archived or filtered
+                    // out, and never pending.
+                    created if filter == ListFilter::Pending => (Place::Pending, created, after),
+                    created => (Place::Rest, created, after),
+                },
             };
             items.retain(|item| item.key() > cursor);
         }

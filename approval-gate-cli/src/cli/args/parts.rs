@@ -6,6 +6,7 @@
 
 use std::ffi::OsString;
 use std::path::PathBuf;
+use std::sync::LazyLock;
 
 use approval_gate::limits::MAX_PAGE;
 use approval_gate::{ListFilter, RequestId};
@@ -17,7 +18,7 @@ use super::help::ENROLL_HELP;
 #[derive(Debug, Args)]
 pub(crate) struct ListArgs {
     /// Which requests.
-    #[arg(value_enum, default_value_t = StatusFilter::Pending)]
+    #[arg(value_enum, default_value = "pending")]
     pub(crate) status: StatusFilter,
     /// At most this many requests (1 to 1000).
     #[arg(long, value_name = "N", default_value_t = 100, value_parser = parse_limit)]
@@ -73,48 +74,19 @@ pub(crate) struct ExecArgs {
     pub(crate) command: Vec<OsString>,
 }
 
-/// Which requests `list` shows.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub(crate) enum StatusFilter {
-    /// Waiting for a decision.
-    Pending,
-    /// Approved and not consumed (usable or expired).
-    Approved,
-    /// Denied.
-    Denied,
-    /// Expired while pending.
-    Expired,
-    /// Approval withdrawn.
-    Revoked,
-    /// Approved and used.
-    Consumed,
-    /// Everything in the live store, pending first.
-    All,
-}
+/// Which requests `list` shows: the library's [`ListFilter`], by its names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct StatusFilter(pub(crate) ListFilter);
 
-impl StatusFilter {
-    pub(crate) fn list_filter(self) -> ListFilter {
-        match self {
-            Self::Pending => ListFilter::Pending,
-            Self::Approved => ListFilter::Approved,
-            Self::Denied => ListFilter::Denied,
-            Self::Expired => ListFilter::Expired,
-            Self::Revoked => ListFilter::Revoked,
-            Self::Consumed => ListFilter::Consumed,
-            Self::All => ListFilter::All,
-        }
+impl ValueEnum for StatusFilter {
+    fn value_variants<'a>() -> &'a [Self] {
+        static VARIANTS: LazyLock<[StatusFilter; 7]> =
+            LazyLock::new(|| ListFilter::ALL.map(StatusFilter));
+        &*VARIANTS
     }
 
-    pub(crate) fn name(self) -> &'static str {
-        match self {
-            Self::Pending => "pending",
-            Self::Approved => "approved",
-            Self::Denied => "denied",
-            Self::Expired => "expired",
-            Self::Revoked => "revoked",
-            Self::Consumed => "consumed",
-            Self::All => "all",
-        }
+    fn to_possible_value(&self) -> Option<clap::builder::PossibleValue> {
+        Some(clap::builder::PossibleValue::new(self.0.name()).help(self.0.about()))
     }
 }
 
