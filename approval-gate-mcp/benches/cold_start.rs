@@ -4,7 +4,11 @@
 //!
 //! ```text
 //! cargo bench -p approval-gate-mcp --bench cold_start
+//! APPROVAL_GATE_BENCH_MCP=<another build's approval-gate-mcp> cargo bench -p approval-gate-mcp --bench cold_start
 //! ```
+//!
+//! `APPROVAL_GATE_BENCH_MCP` times another build of the server (an older commit's, say) in the
+//! same session, so two builds are compared on the same machine state.
 #![allow(missing_docs, clippy::print_stderr)]
 
 use std::io::{BufRead, BufReader, Write};
@@ -30,7 +34,9 @@ fn peak_kib(pid: u32) -> Option<u64> {
 /// One cold start: spawn, send `initialize`, read the answer, note the peak memory, close.
 fn start_once(store: &std::path::Path) -> Duration {
     let begin = Instant::now();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_approval-gate-mcp"))
+    let binary = std::env::var_os("APPROVAL_GATE_BENCH_MCP")
+        .unwrap_or_else(|| env!("CARGO_BIN_EXE_approval-gate-mcp").into());
+    let mut child = Command::new(binary)
         .env("APPROVAL_GATE_DIR", store)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
