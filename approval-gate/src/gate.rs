@@ -320,7 +320,7 @@ impl Gate {
         mut request: Request,
         now: Timestamp,
     ) -> Result<Request, Error> {
-        if request.status() == Status::Pending && request.is_past_expiry(now) {
+        if crate::rules::expiry_due(&request, now) {
             request.decide(Status::Expired, now, None);
             let details = details(json!({ "expiresAt": request.expires_at() }));
             let entry = Entry {

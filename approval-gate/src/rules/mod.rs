@@ -109,6 +109,12 @@ impl Verdict {
     }
 }
 
+/// Whether a request read at `now` is due to be recorded expired before anything else is
+/// done with it: pending and past its expiry (`Gate::expire_if_due` records it).
+pub(crate) fn expiry_due(request: &Request, now: Timestamp) -> bool {
+    request.status() == Status::Pending && request.is_past_expiry(now)
+}
+
 /// The checks of a consume before anything is spent: the binding's operation name follows
 /// [`check_operation_name`](crate::check_operation_name); then, in the order of docs/authorization-states.md: the
 /// request is approved (under a `policy`, by the signatures of enough distinct trusted approvers:
