@@ -11,7 +11,7 @@ use crate::id::RequestId;
 use crate::limits::Limits;
 use crate::policy::Policy;
 use crate::request::{Decision, Request, Status, StatusReport, check_ttl};
-use crate::store::{Entry, Location, Shelf, Store};
+use crate::store::{Capabilities, Entry, Location, Shelf, Store};
 use crate::time::{Clock, SystemClock, Timestamp};
 
 /// The answer to [`Gate::request_approval`].
@@ -204,6 +204,15 @@ impl Gate {
         &self.inner.store.about().location
     }
 
+    /// What this gate's store can do, as its backend declares it: how its audit lines go
+    /// with their effects, who vouches for the filer it records, how often it records a
+    /// repeated refusal. A front end that shows or relies on any of these asks here rather
+    /// than looking at the [`location`](Gate::location).
+    #[must_use]
+    pub fn capabilities(&self) -> Capabilities {
+        self.inner.store.about().capabilities
+    }
+
     /// The state directory, for a directory store.
     #[must_use]
     pub fn dir(&self) -> Option<&Path> {
@@ -250,10 +259,7 @@ impl Gate {
 
     /// The backend's name in traces: `dir` or `postgres`.
     fn store_kind(&self) -> &'static str {
-        match self.location() {
-            Location::Dir(_) => "dir",
-            Location::Postgres(_) => "postgres",
-        }
+        self.inner.store.about().backend
     }
 
     /// Runs a public operation inside a `tracing` span (`approval_gate`, at DEBUG: the

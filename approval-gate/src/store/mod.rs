@@ -13,6 +13,7 @@
 //! crate-private; a backend is held to the conformance suite in `tests/conformance`, which
 //! every backend runs with one line, and which fails if it never calls one of the steps.
 
+mod capability;
 pub(crate) mod dir;
 mod location;
 pub(crate) mod open;
@@ -35,6 +36,7 @@ use crate::id::RequestId;
 use crate::request::Request;
 use crate::time::Timestamp;
 
+pub use capability::{Capabilities, Filer, Refusals};
 pub use location::Location;
 
 /// A lock or liveness token held for as long as the value lives.
@@ -57,24 +59,16 @@ impl fmt::Debug for Guard {
 pub(crate) struct About {
     /// Where the store is.
     pub(crate) location: Location,
+    /// The backend's name in traces: `dir` or `postgres`.
+    pub(crate) backend: &'static str,
     /// Who files through this store, as far as it can tell: a request records it beside its
-    /// claimed requester. The directory store knows only the OS user (which a process on the
-    /// same account can set as it likes); the PostgreSQL store names its login, and its
-    /// database records the session user whatever this says.
+    /// claimed requester. How far it can be believed is [`Capabilities::filer`]: the directory
+    /// store knows only the OS user (which a process on the same account can set as it
+    /// likes); the PostgreSQL store names its login, and its database records the session
+    /// user whatever this says.
     pub(crate) filer: Option<String>,
     /// What it can do.
     pub(crate) capabilities: Capabilities,
-}
-
-/// A backend's capabilities: the one place the lifecycle asks how a store does a step, so
-/// that no caller branches on which store it has.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Capabilities {
-    /// Each step writes its effect and its audit line in one transaction: none is ever left
-    /// without the other. A store without it writes a "yes" line before its effect and a
-    /// "no" line after ([`Order`](crate::rules::Order)), and a crash between leaves exactly
-    /// those gaps, which `audit verify` allows for.
-    pub(crate) atomic_lines: bool,
 }
 
 /// The audit line that goes with a step. Every step that changes something takes its line

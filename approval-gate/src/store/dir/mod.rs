@@ -40,8 +40,8 @@ use serde_json::json;
 use self::audit_log::AuditLog;
 use self::queue::Queue;
 use super::{
-    About, Capabilities, Caps, Chain, Entry, Filed, Guard, Loaded, Location, Marks, Recovery,
-    Scope, Shelf, Spent, Store,
+    About, Capabilities, Caps, Chain, Entry, Filed, Filer, Guard, Loaded, Location, Marks,
+    Recovery, Refusals, Scope, Shelf, Spent, Store,
 };
 use crate::audit::{AuditRecord, AuditSummary, Reanchored};
 use crate::change::ChangeSink;
@@ -194,12 +194,17 @@ impl DirStore {
         Self {
             about: About {
                 location: Location::Dir(layout.root.clone()),
+                backend: "dir",
                 filer: Some(crate::request::os_user()),
                 capabilities: Capabilities {
                     // A line is appended before a "yes" and after a "no": a crash between
                     // the two leaves the one without the other, which recovery and `audit
                     // verify` allow for.
                     atomic_lines: false,
+                    // The OS user, which the filing process reports.
+                    filer: Filer::Claimed,
+                    // Whoever can be refused can write the store's files anyway.
+                    refusals: Refusals::EachTime,
                 },
             },
             audit: AuditLog::new(&layout.root),
