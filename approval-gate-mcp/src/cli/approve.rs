@@ -77,7 +77,7 @@ pub(crate) fn approve(
     let signing = signing(settings, &gate, &shown, signer)?;
 
     let style = Style::detect();
-    let screen = screen(&shown, gate.now(), style, gate.location());
+    let screen = screen(&shown, gate.now(), style, gate.capabilities().filer);
     let code = confirmation_code(shown.request(), &screen, &nonce()?);
     output::stdout(&screen)?;
     discard_typeahead();
@@ -306,7 +306,7 @@ fn screen(
     report: &StatusReport,
     now: approval_gate::Timestamp,
     style: Style,
-    store: &approval_gate::Location,
+    store: approval_gate::Filer,
 ) -> String {
     let expires = report.request().expires_at();
     let mut text = style.bold("Approval requested");
@@ -445,7 +445,12 @@ mod tests {
         let spoofed = request(&gate, "send the invoice to alice@ex\u{430}mple.com");
         let shown = |r: &Request| {
             let report = gate.status(r.id()).unwrap();
-            screen(&report, gate.now(), Style::plain(), gate.location())
+            screen(
+                &report,
+                gate.now(),
+                Style::plain(),
+                gate.capabilities().filer,
+            )
         };
         let (plain, tricked) = (shown(&honest), shown(&spoofed));
         assert!(!plain.contains("look-alike letters in"), "{plain}");
