@@ -107,15 +107,29 @@ pub(crate) enum Filed {
 
 /// What [`Store::spend`] did with an approval.
 #[derive(Debug)]
-#[cfg_attr(not(feature = "postgres"), allow(dead_code))]
 pub(crate) enum Spent {
     /// Spent it now, with its `consumed` line: acting is authorized.
     Now,
-    /// Nothing: it was spent before (a replay, which the caller records).
-    Before,
-    /// Nothing: the store refused, for this reason, by rules it checks itself on its own
-    /// clock, and has recorded the refusal.
-    Refused(Error),
+    /// Nothing: the store refused, for this reason (a replay of an approval spent before is
+    /// [`Error::AlreadyConsumed`]). A store that checks a claim again by its own rules, on its
+    /// own clock, records its refusal in the same step (`recorded`); otherwise the caller
+    /// records it, as it records the refusals it finds itself.
+    Refused {
+        /// Why.
+        refusal: Error,
+        /// Whether the store wrote the refusal's line.
+        recorded: bool,
+    },
+}
+
+impl Spent {
+    /// A replay of `id`, spent before, which the caller records.
+    pub(crate) fn before(id: RequestId) -> Self {
+        Self::Refused {
+            refusal: Error::AlreadyConsumed(id),
+            recorded: false,
+        }
+    }
 }
 
 /// Which records [`Store::load`] reads.

@@ -436,7 +436,7 @@ impl Store for DirStore {
         let made = fs::create_exclusive(&self.layout.claim(id), claim.as_bytes())
             .map_err(|failed| failed.on(id, "consume"))?;
         if !made {
-            return Ok(Spent::Before);
+            return Ok(Spent::before(id));
         }
         // From here on the approval is spent, whatever happens next.
         let record = || -> Result<(), Error> {

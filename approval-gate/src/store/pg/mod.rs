@@ -266,9 +266,13 @@ impl Store for PgStore {
                 after().map_err(|error| error.after_effect(id, "consume"))?;
                 Spent::Now
             }
-            "already_consumed" => Spent::Before,
+            // Nothing written: the caller records the replay.
+            "already_consumed" => Spent::before(id),
             // Refused by the database's own checks, on its clock, and recorded there.
-            reason => Spent::Refused(self.refusal(id, reason)),
+            reason => Spent::Refused {
+                refusal: self.refusal(id, reason),
+                recorded: true,
+            },
         })
     }
 
