@@ -15,10 +15,7 @@ use std::fmt::Write as _;
 use std::io::{self, BufRead, IsTerminal, Read};
 use std::path::{Path, PathBuf};
 
-use approval_gate::limits::MAX_REASON_BYTES;
-use approval_gate::{
-    EffectiveStatus, Error, Gate, Policy, Request, RequestId, Status, StatusReport,
-};
+use approval_gate::{Error, Gate, Policy, Request, RequestId, Status, StatusReport};
 
 use super::output::{self, Style};
 use super::{Exit, Refusal, decide, render};
@@ -60,19 +57,11 @@ pub(crate) fn approve(
         )
         .into());
     }
-    if reason.len() > MAX_REASON_BYTES {
-        return Err(Error::InvalidInput {
-            field: "reason",
-            problem: format!(
-                "is {} bytes long; the limit is {MAX_REASON_BYTES}",
-                reason.len()
-            ),
-        }
-        .into());
-    }
+    // The library's rules, asked before the human spends time on the screen.
+    decide::decision(reason).validate()?;
     let gate = settings.open()?;
     let shown = gate.status(id)?;
-    require_pending(&shown)?;
+    gate.check_approvable(&shown)?;
     // Everything about the key is settled before the screen, so a mistake costs no code.
     let signing = signing(settings, &gate, &shown, signer)?;
 
@@ -113,7 +102,7 @@ pub(crate) fn approve(
     };
 
     // The human read the screen; approve only what it showed, and only in time.
-    if gate.now() > shown.request().expires_at() {
+    if let Err(Error::Expired(_)) = gate.check_approvable(&shown) {
         return refuse(
             "expired",
             &format!("request {id} expired while it was on screen: nothing was approved"),
@@ -286,19 +275,6 @@ fn principal_of(policy: Option<&Policy>, key: &Path) -> anyhow::Result<String> {
 
 fn refuse(code: &'static str, why: &str) -> anyhow::Result<Exit> {
     Err(Refusal::new(code, why).into())
-}
-
-fn require_pending(report: &StatusReport) -> Result<(), Error> {
-    let id = report.request().id();
-    match report.effective_status() {
-        EffectiveStatus::Pending => Ok(()),
-        EffectiveStatus::Expired => Err(Error::Expired(id)),
-        status => Err(Error::WrongState {
-            id,
-            operation: "approve",
-            status,
-        }),
-    }
 }
 
 /// Everything the human decides on, then what approving means.
