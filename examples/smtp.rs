@@ -3,7 +3,7 @@
 //! ```sh
 //! cargo run --example smtp                 # files the request and waits for your decision
 //! # in another terminal, run the command it prints:
-//! cargo run -q -p approval-gate-mcp --bin approval-gate -- approve <id>
+//! cargo run -q -p approval-gate-cli --bin approval-gate -- approve <id>
 //! ```
 //!
 //! The send function carries `#[requires_approval(operation = "smtp.send")]`: its body runs
@@ -177,7 +177,7 @@ fn run() -> Result<bool, Box<dyn std::error::Error>> {
     println!("approve or deny it in another terminal:");
     println!("    approval-gate{dir}{approvers} approve {id}{key}");
     println!(
-        "    (from this checkout: cargo run -q -p approval-gate-mcp --bin approval-gate --{dir}{approvers} approve {id}{key})"
+        "    (from this checkout: cargo run -q -p approval-gate-cli --bin approval-gate --{dir}{approvers} approve {id}{key})"
     );
     println!(
         "waiting for the decision (expires {})...",

@@ -1,33 +1,15 @@
-//! The human and agent faces of [`approval_gate`]: the `approval-gate` command line for
-//! humans (the [`cli`] module) and the `approval-gate-mcp` server for agents.
+//! The agent's face of [`approval_gate`]: the `approval-gate-mcp` server, over stdio, through
+//! which an AI agent may ask for, check, wait for, list, deny and consume approvals, and never
+//! approve.
 //!
-//! Only a human, in their own terminal, may approve: `approval-gate approve <id>` refuses
-//! unless stdin and stdout are a terminal, shows the whole request with every
-//! agent-supplied string escaped (see [`display`]), and asks for a confirmation code that
-//! can only be read off that screen.
-//!
-//! The CLI is a library so that tests and other front ends can drive it; the binary only
-//! parses arguments, runs the command and exits with its code:
-//!
-//! ```
-//! use approval_gate_mcp::cli::{Cli, Exit, run};
-//! use clap::Parser;
-//!
-//! # let dir = tempfile::tempdir()?;
-//! # let store = dir.path().join("store");
-//! let store = store.to_str().unwrap();
-//! let cli = Cli::try_parse_from(["approval-gate", "--dir", store, "list", "--json"])?;
-//! assert_eq!(run(cli), Exit::Done);
-//! # Ok::<(), Box<dyn std::error::Error>>(())
-//! ```
+//! This crate is the agent's alone. The human's front ends (the `approval-gate` command line,
+//! its approve screen, its web page and the signing code) are the crate `approval-gate-cli`,
+//! which this one never depends on: the agent's binary cannot contain them.
 
-pub mod cli;
-pub mod display;
 /// The `approval-gate-mcp` server for agents: ask, check, wait, list, deny and consume over
 /// MCP, never approve.
 pub mod mcp;
 mod settings;
-mod web;
 
 #[cfg(test)]
 mod treatment_tests;

@@ -1,16 +1,12 @@
-//! The operator's settings, as both binaries take them: the library resolves them
+//! The operator's settings, as the MCP server takes them: the library resolves them
 //! ([`approval_gate::settings`], one resolution for every front end); here are only the
 //! command-line flags, as clap reads them.
 
 use std::path::PathBuf;
 
-pub(crate) use approval_gate::settings::{
-    SIGNING_KEY_ENV, SYSTEM_POLICY_ENV, SYSTEM_POLICY_PATH, Setting, Settings, SettingsError,
-    Source,
-};
+pub(crate) use approval_gate::settings::{Settings, SettingsError};
 
-/// The flags both binaries take. The help text is given as attributes: it is terminal text,
-/// not rustdoc.
+/// The settings flags, the same in both binaries, with the library's help texts.
 #[derive(Debug, Clone, Default, clap::Args)]
 pub(crate) struct Flags {
     #[arg(
@@ -18,9 +14,7 @@ pub(crate) struct Flags {
         global = true,
         value_name = "STORE",
         conflicts_with = "dir",
-        help = "The approval store: a directory, a file: URL or a postgres:// URL \
-                [default: $APPROVAL_GATE_STORE, else $APPROVAL_GATE_DIR, else `store` in the \
-                config file, else ~/.approval-gate]"
+        help = approval_gate::settings::help::STORE
     )]
     pub(crate) store: Option<String>,
 
@@ -30,7 +24,7 @@ pub(crate) struct Flags {
         value_name = "DIR",
         value_hint = clap::ValueHint::DirPath,
         value_parser = path_allowing_empty(),
-        help = "The store directory (--store with a plain path)"
+        help = approval_gate::settings::help::DIR
     )]
     pub(crate) dir: Option<PathBuf>,
 
@@ -40,9 +34,7 @@ pub(crate) struct Flags {
         value_name = "FILE",
         value_hint = clap::ValueHint::FilePath,
         value_parser = path_allowing_empty(),
-        help = "The operator's config file [default: $APPROVAL_GATE_CONFIG, else \
-                $XDG_CONFIG_HOME/approval-gate/config.toml, else \
-                ~/.config/approval-gate/config.toml]"
+        help = approval_gate::settings::help::CONFIG
     )]
     pub(crate) config: Option<PathBuf>,
 
@@ -52,8 +44,7 @@ pub(crate) struct Flags {
         value_name = "FILE",
         value_hint = clap::ValueHint::FilePath,
         value_parser = path_allowing_empty(),
-        help = "The trusted approvers: an OpenSSH allowed_signers file; approvals must then be \
-                signed [default: $APPROVAL_GATE_APPROVERS, else `approvers` in the config file]"
+        help = approval_gate::settings::help::APPROVERS
     )]
     pub(crate) approvers: Option<PathBuf>,
 
@@ -61,9 +52,7 @@ pub(crate) struct Flags {
         long,
         global = true,
         value_name = "PATTERN=N,...",
-        help = "How many distinct approvers operations need, such as \
-                'payments.*=2,deploy.*=3,*=1' (a `*` entry is required; needs approvers) \
-                [default: $APPROVAL_GATE_QUORUM, else [quorum] in the config file, else 1]"
+        help = approval_gate::settings::help::QUORUM
     )]
     pub(crate) quorum: Option<String>,
 }

@@ -7,17 +7,20 @@
 use std::io;
 use std::path::PathBuf;
 
-use crate::id::{InvalidId, RequestId};
+use crate::id::RequestId;
 use crate::payload::PayloadError;
 use crate::status::EffectiveStatus;
 use crate::time::Timestamp;
 
 mod about;
+mod build;
 mod kind;
 mod table;
+mod wording;
 
 pub use kind::{ErrorClass, ErrorFamily};
 use table::error_table;
+use wording::{consequence, holder};
 
 // One table names every kind once: each variant with its docs, its message, its code (the
 // stable name, its class, its family and the code's doc line) and its fields. `ErrorCode` with
@@ -436,62 +439,6 @@ error_table! {
             #[source]
             source: io::Error,
         },
-    }
-}
-
-/// Who held what a blocked step waited for, as [`Error::Blocked`] says it.
-fn holder(role: Option<&str>, pid: Option<i32>) -> String {
-    match (role, pid) {
-        (Some(role), Some(pid)) => format!("role {role} (backend pid {pid})"),
-        (None, Some(pid)) => format!("backend pid {pid}"),
-        _ => "a session that could not be found (it may have let go since)".to_owned(),
-    }
-}
-
-/// What an operation that took effect means for the reader.
-fn consequence(operation: &str) -> &'static str {
-    match operation {
-        "request" => "the request is filed",
-        "approve" => "the request is approved",
-        "deny" => "the request is denied",
-        "revoke" => "the approval is revoked",
-        "expire" => "the request is expired",
-        "consume" | "execute" => {
-            "the approval is spent; nothing is authorized and nothing ran: do not act on it"
-        }
-        "archive" => "the request is archived",
-        _ => "it changed the store",
-    }
-}
-
-impl From<InvalidId> for Error {
-    fn from(invalid: InvalidId) -> Self {
-        Self::InvalidId {
-            id: invalid.into_text(),
-        }
-    }
-}
-
-impl Error {
-    /// Builds an [`Error::Io`].
-    pub(crate) fn io(op: &'static str, path: impl Into<PathBuf>, source: io::Error) -> Self {
-        Self::Io {
-            op,
-            path: path.into(),
-            source,
-        }
-    }
-
-    /// Wraps `self`, a failure after `operation` took effect on `id`.
-    pub(crate) fn after_effect(self, id: RequestId, operation: &'static str) -> Self {
-        if self.took_effect() {
-            return self;
-        }
-        Self::NotRecorded {
-            id,
-            operation,
-            source: Box::new(self),
-        }
     }
 }
 

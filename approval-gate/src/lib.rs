@@ -56,20 +56,18 @@ compile_error!(
     "approval-gate supports Unix only (Linux is tested; macOS builds but is untested): the directory store's durability rests on fsync of files and directories, rename and advisory file locks"
 );
 
-// The lifecycle (ask, decide, consume, execute, list, archive, recover, wait) states the rules
-// once, with `rules` and over `gate::Gate`; `store` holds the two traits a backend implements
+// The lifecycle states the rules once, with `rules`: `gate` holds the `Gate`, its builder and
+// its verbs a file each (ask, status, decide, execute, list, wait, archive, health, recover,
+// audit; `consume` and `claim` are still beside it), and `trail` checks what the audit lines
+// say against the rules; `store` holds the two traits a backend implements
 // (docs/architecture.md), `store::dir` the directory store and `store::pg` PostgreSQL.
 // `request`, `status`, `id`, `payload`, `time`, `limits` and `error` are the vocabulary, and
 // import nothing from the lifecycle.
-mod archive;
-mod ask;
 mod audit;
 mod change;
 mod claim;
 mod consume;
-mod decide;
 mod error;
-mod execute;
 mod faults;
 #[cfg(feature = "fs-trace")]
 pub mod fs_trace;
@@ -77,14 +75,11 @@ pub mod fs_trace;
 pub use store::traced as store_trace;
 mod gate;
 mod grant;
-mod health;
 mod id;
 pub mod limits;
-mod list;
 mod offload;
 mod payload;
 mod policy;
-mod recover;
 mod request;
 mod rules;
 mod scan;
@@ -96,26 +91,23 @@ mod status;
 mod store;
 mod time;
 mod trail;
-mod wait;
 
 #[cfg(feature = "macros")]
 pub use approval_gate_macros::requires_approval;
-pub use archive::ArchiveReport;
 pub use audit::{AuditEvent, AuditRecord, AuditSummary, Reanchored};
 #[doc(hidden)]
 pub use claim::__private;
 pub use claim::Claim;
 pub use error::{Error, ErrorClass, ErrorCode, ErrorFamily};
-pub use gate::{Gate, GateBuilder, Submitted};
+pub use gate::{
+    ArchiveReport, Gate, GateBuilder, HealthReport, ListFilter, ListItem, Page, Recovery, Submitted,
+};
 pub use grant::Grant;
-pub use health::HealthReport;
 pub use id::{InvalidId, RequestId};
 pub use limits::Limits;
-pub use list::{ListFilter, ListItem, Page};
 pub use payload::{CanonicalPayload, PayloadDigest, PayloadError};
 pub use policy::passkey;
 pub use policy::{Policy, SshKeygen, Standing};
-pub use recover::Recovery;
 pub use request::{
     ApprovalJson, Binding, Decision, EffectiveStatus, NewRequest, NotAuthorized,
     OPERATION_NAME_PATTERN, PayloadShown, ReportJson, Request, SIGNATURE_NAMESPACE,
@@ -132,11 +124,11 @@ pub mod postgres {
     pub use crate::store::pg::{SCHEMA_VERSION, init, init_with_limits};
 }
 pub use change::Change;
-pub use time::{Clock, ManualClock, SystemClock, Timestamp};
-pub use wait::{
+pub use gate::{
     Arrivals, Changes, Closer, FALLBACK, FALLBACK_WITHOUT_EVENTS, QueueEvent, QueueEvents, Waited,
     Waiting, Watch, WatchBuilder,
 };
+pub use time::{Clock, ManualClock, SystemClock, Timestamp};
 
 /// Entry points for the fuzz targets in `fuzz/`. Not a public API.
 #[doc(hidden)]

@@ -14,9 +14,8 @@
 
 use std::collections::HashMap;
 
-use crate::audit::{AuditEvent, AuditRecord, AuditSummary};
+use crate::audit::{AuditEvent, AuditRecord};
 use crate::error::Error;
-use crate::gate::Gate;
 use crate::id::RequestId;
 use crate::rules::{self, Effect, Stage};
 
@@ -212,30 +211,6 @@ pub(crate) fn check(records: &[AuditRecord], recording: Recording) -> Result<(),
         }
     }
     Ok(())
-}
-
-impl Gate {
-    /// Verifies the audit log: its hash chain and anchor, then its meaning: each request's
-    /// lines must follow the state machine (`docs/authorization-states.md`), so that a
-    /// `consumed` with no `approved` before it, say, is found even in a chain whose hashes
-    /// are all right.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::AuditBroken`] with the first bad line; [`Error::AuditInconsistent`] with the
-    /// first line that cannot follow the lines before it, and its request.
-    pub fn verify_audit(&self) -> Result<AuditSummary, Error> {
-        let (summary, records) = self.store().verify_records()?;
-        let recording = if self.store().about().capabilities.atomic_lines {
-            Recording::Atomic
-        } else {
-            Recording::Ordered
-        };
-        let verified =
-            usize::try_from(summary.lines).map_or(records.len(), |n| n.min(records.len()));
-        check(&records[..verified], recording)?;
-        Ok(summary)
-    }
 }
 
 #[cfg(test)]

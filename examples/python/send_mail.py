@@ -4,7 +4,7 @@
     pip install ./bindings/python
     python3 examples/python/send_mail.py          # files the request and waits for your decision
     # in another terminal, run the command it prints:
-    cargo run -q -p approval-gate-mcp --bin approval-gate -- approve <id>
+    cargo run -q -p approval-gate-cli --bin approval-gate -- approve <id>
 
 The send function carries ``@requires_approval(operation="smtp.send")``: its body runs only
 inside the gate's ``execute_approved``, on an ``Email`` rebuilt from the approved bytes, and

@@ -38,7 +38,7 @@ fi
 target=${CARGO_TARGET_DIR:-$PWD/target}
 setup() { # database, source tree, target dir
   "${psql[@]}" -c "CREATE DATABASE $1"
-  CARGO_TARGET_DIR=$3 cargo run -q --manifest-path "$2/Cargo.toml" -p approval-gate-mcp --bin approval-gate -- \
+  CARGO_TARGET_DIR=$3 cargo run -q --manifest-path "$2/Cargo.toml" --bin approval-gate -- \
     --store "postgres://postgres@127.0.0.1:$port/$1" db init >&2
   "${psql[@]}" -d "$1" <<'SQL'
 -- Caps that never bite: the store's defaults (10 000 live requests) would end a long run.

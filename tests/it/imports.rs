@@ -1,5 +1,6 @@
-//! The library's source files import each other without a circle: every arrow runs one way
-//! (lifecycle verbs → gate → store → audit and the data types below), so each file can be
+//! The source files of every crate import each other without a circle: every arrow runs one
+//! way (in the library, the gate's verbs `gate/*.rs` → the gate, `gate/mod.rs` → store →
+//! audit and the data types below; in the CLI's crate, cli → web → term), so each file can be
 //! read knowing only what lies under it.
 //!
 //! An arrow is a path a file names into another file, `crate::a::b` or `super::c`; a
@@ -159,22 +160,74 @@ fn arrows_of(root: &Path) -> BTreeMap<Module, BTreeSet<Module>> {
     arrows
 }
 
+/// The first circle in the files under `src` (relative to this crate), as a message.
+fn circle_in(src: &str) -> Result<BTreeMap<Module, BTreeSet<Module>>, String> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join(src);
+    let arrows = arrows_of(&root);
+    match circle(&arrows) {
+        None => Ok(arrows),
+        Some(circle) => {
+            let names: Vec<String> = circle.iter().map(|m| m.join("/")).collect();
+            Err(format!(
+                "the files of {src} {} import each other in a circle",
+                names.join(" → ")
+            ))
+        }
+    }
+}
+
+fn module(path: &str) -> Module {
+    path.split("::").map(str::to_owned).collect()
+}
+
 #[test]
 fn the_library_files_import_each_other_without_a_circle() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../approval-gate/src");
-    let arrows = arrows_of(&root);
+    let arrows = circle_in("../approval-gate/src").unwrap_or_else(|e| panic!("{e}"));
     assert!(arrows.len() > 40, "{} files read", arrows.len());
-    // The reader sees arrows: the gate opens its store through `store::open`.
-    assert!(
-        arrows[&vec!["gate".to_owned()]].contains(&vec!["store".to_owned(), "open".to_owned()])
-    );
-    if let Some(circle) = circle(&arrows) {
-        let names: Vec<String> = circle.iter().map(|m| m.join("/")).collect();
-        panic!(
-            "the files {} import each other in a circle",
-            names.join(" → ")
-        );
+    // The reader sees arrows: the gate's builder opens its store through `store::open`, and
+    // a verb reaches the gate it is a file of.
+    assert!(arrows[&module("gate::builder")].contains(&module("store::open")));
+    assert!(arrows[&module("gate::ask")].contains(&module("gate")));
+}
+
+#[test]
+fn every_crate_imports_without_a_circle() {
+    for src in [
+        "../approval-gate-macros/src",
+        "../approval-gate-cli/src",
+        "../approval-gate-mcp/src",
+        "src",
+        "../bindings/python/src",
+        "../examples",
+    ] {
+        let arrows = circle_in(src).unwrap_or_else(|e| panic!("{e}"));
+        assert!(arrows.len() > 2, "{src}: {} files read", arrows.len());
     }
+}
+
+/// The human's crate: `cli/` may use `web/`, `web/` never uses `cli/`, and `term/`, which
+/// both use, uses neither.
+#[test]
+fn in_the_cli_crate_web_never_uses_cli_and_term_uses_neither() {
+    let arrows = circle_in("../approval-gate-cli/src").unwrap_or_else(|e| panic!("{e}"));
+    let under = |m: &Module, top: &str| m.first().is_some_and(|first| first == top);
+    let mut checked = 0;
+    for (from, targets) in &arrows {
+        for to in targets {
+            let forbidden = (under(from, "web") && under(to, "cli"))
+                || (under(from, "term") && (under(to, "cli") || under(to, "web")));
+            assert!(!forbidden, "{} uses {}", from.join("/"), to.join("/"));
+            checked += 1;
+        }
+    }
+    // The rule has something to hold: cli uses web and term, web uses term.
+    assert!(arrows[&module("cli")].iter().any(|to| under(to, "web")));
+    assert!(
+        arrows[&module("web::html")]
+            .iter()
+            .any(|to| under(to, "term"))
+    );
+    assert!(checked > 50, "{checked} arrows");
 }
 
 #[test]

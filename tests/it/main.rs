@@ -1,7 +1,9 @@
 //! End-to-end tests of the directory store and the examples, compiled into one binary. What
 //! every backend must pass is the conformance suite (`tests/conformance`).
 
+mod architecture;
 mod audit_forgery;
+mod crates;
 mod damage;
 mod imports;
 mod layout;

@@ -11,6 +11,7 @@ pub mod ssh;
 // Every case is a test: it panics when the backend fails it, and says why.
 #[allow(clippy::missing_panics_doc)]
 pub mod suite;
+pub mod treatment;
 pub mod webauthn;
 
 use std::collections::BTreeMap;
@@ -195,30 +196,41 @@ fn approved(
 /// The child-process binary (`src/bin/approval-gate-child.rs`): one `execute_approved` on
 /// a store, for the race and crash tests.
 ///
-/// Cargo builds a package's binaries before its integration tests, into the directory above
-/// the `deps/` that holds the test executables; its `CARGO_BIN_EXE_*` variables reach only
-/// the test crates, not this library.
-///
 /// # Panics
 ///
 /// If the binary is not there.
 #[must_use]
 pub fn child_binary() -> PathBuf {
+    workspace_binary("approval-gate-child")
+}
+
+/// A binary of this workspace, by name: `approval-gate`, `approval-gate-mcp`, or this crate's
+/// `approval-gate-child`, for the tests of one front end that need another's binary.
+///
+/// Cargo builds a package's binaries before its integration tests, into the directory above
+/// the `deps/` that holds the test executables; its `CARGO_BIN_EXE_*` variables reach only
+/// that package's test crates. `cargo test --workspace` builds every package's binaries
+/// before it runs any test; after `cargo test -p` of one package, another's binary may be
+/// missing or stale (`cargo build --workspace --bins` makes it).
+///
+/// # Panics
+///
+/// If the binary is not there.
+#[must_use]
+pub fn workspace_binary(name: &str) -> PathBuf {
     let exe = std::env::current_exe().expect("the test executable's path");
     let profile_dir = exe
         .parent()
         .and_then(|deps| deps.parent())
         .expect("the test executable is in target/<profile>/deps");
-    let child = profile_dir.join(format!(
-        "approval-gate-child{}",
-        std::env::consts::EXE_SUFFIX
-    ));
+    let binary = profile_dir.join(format!("{name}{}", std::env::consts::EXE_SUFFIX));
     assert!(
-        child.is_file(),
-        "the child binary is missing at {}: run the tests with cargo",
-        child.display()
+        binary.is_file(),
+        "the {name} binary is missing at {}: run the tests with `cargo test --workspace`, \
+         or `cargo build --workspace --bins` first",
+        binary.display()
     );
-    child
+    binary
 }
 
 /// The binding for an action, operation and payload text.

@@ -356,3 +356,41 @@ impl IntoCallToolResult for Refusal {
         Ok(CallToolResult::structured_error(value).into())
     }
 }
+
+impl From<Failure> for Refusal {
+    fn from(failure: Failure) -> Self {
+        Refusal::failure(&failure)
+    }
+}
+
+impl From<Error> for Refusal {
+    fn from(error: Error) -> Self {
+        Refusal::error(&error)
+    }
+}
+
+impl From<approval_gate::InvalidId> for Refusal {
+    fn from(invalid: approval_gate::InvalidId) -> Self {
+        Refusal::error(&Error::from(invalid))
+    }
+}
+
+/// A wait that ended in anything but an approval ready to consume.
+pub(crate) fn decided_no(report: &StatusReport) -> Refusal {
+    let id = report.request().id();
+    let status = report.effective_status();
+    let code = match status {
+        EffectiveStatus::Denied => "denied",
+        EffectiveStatus::Expired => "expired",
+        EffectiveStatus::Revoked => "revoked",
+        EffectiveStatus::Consumed => "already_consumed",
+        EffectiveStatus::ApprovedExpired => "approval_expired",
+        EffectiveStatus::Pending | EffectiveStatus::ApprovedUnconsumed => "internal",
+    };
+    let mut message = format!("request {id}: {}", note(id, status));
+    if let Some(reason) = report.request().decision_reason() {
+        message.push_str("; the decision's reason: ");
+        message.push_str(reason);
+    }
+    Refusal::new(code, message).id(id).status(status)
+}

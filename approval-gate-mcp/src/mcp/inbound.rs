@@ -17,11 +17,15 @@ use std::collections::HashSet;
 use std::fmt;
 use std::sync::Arc;
 
+use approval_gate::{CanonicalPayload, Error};
 use rmcp::model::{ClientRequest, ErrorCode, ErrorData, JsonRpcMessage, RequestId};
 use rmcp::service::{RoleServer, RxJsonRpcMessage};
 use serde::Deserialize;
 use serde::de::{DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
+use serde_json::Value;
 use serde_json::value::RawValue;
+
+use super::answer::Refusal;
 
 /// The exact JSON text of a `tools/call` request's `payload` argument (`None` without one),
 /// attached to every `tools/call` request's extensions.
@@ -323,6 +327,33 @@ impl<'de> Visitor<'de> for Node<'_> {
         }
         Ok(())
     }
+}
+
+/// The payload in canonical form; `None` when absent. A `null` payload is refused by the
+/// library, as everywhere.
+///
+/// The raw text, when the transport supplied it, is what the agent sent: the library's strict
+/// parser refuses its duplicate keys, which the decoded `Value` has already collapsed.
+pub(crate) fn canonical(
+    value: Option<&Value>,
+    raw: &RawPayload,
+) -> Result<Option<CanonicalPayload>, Refusal> {
+    payload_of(value, raw).map_err(|e| Refusal::error(&e))
+}
+
+/// [`canonical`], refused as the library's error.
+pub(crate) fn payload_of(
+    value: Option<&Value>,
+    raw: &RawPayload,
+) -> Result<Option<CanonicalPayload>, Error> {
+    let Some(value) = value else {
+        return Ok(None);
+    };
+    let payload = match &raw.0 {
+        Some(text) => CanonicalPayload::from_json_text(text),
+        None => CanonicalPayload::from_value(value),
+    };
+    payload.map(Some).map_err(Error::from)
 }
 
 #[cfg(test)]

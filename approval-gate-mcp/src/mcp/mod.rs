@@ -75,7 +75,7 @@ use crate::settings::Flags;
 
 /// The environment variable that sets the log filter (`tracing` `EnvFilter` syntax, e.g.
 /// `debug` or `approval_gate_mcp=debug`); logs go to stderr, and only errors by default.
-pub const LOG_ENV: &str = "APPROVAL_GATE_LOG";
+pub use approval_gate::settings::LOG_ENV;
 
 /// Command-line options of `approval-gate-mcp`.
 #[derive(Debug, Clone, Default, clap::Parser)]

@@ -7,28 +7,22 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use approval_gate::{
-    Binding, CanonicalPayload, Decision, EffectiveStatus, Error, Gate, NewRequest, RequestId,
-    StatusReport, Watch,
-};
+use approval_gate::{Binding, Decision, EffectiveStatus, Gate, NewRequest, RequestId, Watch};
 use rmcp::handler::server::router::tool::ToolRouter;
-use rmcp::handler::server::tool::{Extension, ToolCallContext};
+use rmcp::handler::server::tool::Extension;
 use rmcp::handler::server::wrapper::{Json, Parameters};
-use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, ErrorData, Implementation, ListToolsResult,
-    PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
-};
+use rmcp::model::Tool;
 use rmcp::service::{RequestContext, RoleServer};
-use rmcp::{ServerHandler, tool, tool_router};
-use serde_json::Value;
+use rmcp::{tool, tool_router};
 use tokio_util::sync::CancellationToken;
 
-use super::agent_gate::{AgentGate, Failure};
+use self::handler::decided_by;
+use super::agent_gate::AgentGate;
 use super::answer::{
     Const, Consumed, NotAuthorized, PendingItem, PendingPage, Refusal, Requested, StatusAnswer,
-    note, quorum,
+    decided_no, quorum,
 };
-use super::inbound::RawPayload;
+use super::inbound::{RawPayload, canonical, payload_of};
 use super::log::ClientLog;
 use super::tools::{
     Args, CheckApprovalArgs, ConsumeApprovalArgs, DEFAULT_PAGE, DEFAULT_WAIT_SECONDS,
@@ -37,35 +31,7 @@ use super::tools::{
 };
 use super::wait::{Progress, WaitEnd, Waiter};
 
-/// The agent policy of the seed README, sent to the client as the server's instructions.
-pub(crate) const INSTRUCTIONS: &str = "approval-gate makes consequential actions wait for a \
-human decision. Before any outbound or destructive action (send, publish, delete, purchase, \
-deploy), call request_approval with the exact action text (and the operation and payload you \
-will run), then call wait_for_approval. A human approves or denies in their own terminal with \
-the approval-gate CLI; these tools cannot approve. When wait_for_approval returns approved, \
-call consume_approval with the same id and exact action text (and the same operation and \
-payload), and proceed only if it returns ok: true, doing exactly what was approved, once. \
-Pending, denied, expired, revoked, timed out or any error means no: do not proceed. Never call \
-decide_approval for your own requests. No answer authorizes execution by itself \
-(authorizesExecution is always false).";
-
-impl From<Failure> for Refusal {
-    fn from(failure: Failure) -> Self {
-        Refusal::failure(&failure)
-    }
-}
-
-impl From<Error> for Refusal {
-    fn from(error: Error) -> Self {
-        Refusal::error(&error)
-    }
-}
-
-impl From<approval_gate::InvalidId> for Refusal {
-    fn from(invalid: approval_gate::InvalidId) -> Self {
-        Refusal::error(&Error::from(invalid))
-    }
-}
+mod handler;
 
 /// The approval-gate MCP server.
 #[derive(Debug, Clone)]
@@ -450,140 +416,5 @@ impl Server {
         let report = self.gate().deny(id, decision).await?;
         tracing::info!(%id, "request denied by an agent");
         Ok(Json(StatusAnswer::of(&report)))
-    }
-}
-
-/// The payload in canonical form; `None` when absent. A `null` payload is refused by the
-/// library, as everywhere.
-///
-/// The raw text, when the transport supplied it, is what the agent sent: the library's strict
-/// parser refuses its duplicate keys, which the decoded `Value` has already collapsed.
-fn canonical(value: Option<&Value>, raw: &RawPayload) -> Result<Option<CanonicalPayload>, Refusal> {
-    payload_of(value, raw).map_err(|e| Refusal::error(&e))
-}
-
-/// [`canonical`], refused as the library's error.
-fn payload_of(value: Option<&Value>, raw: &RawPayload) -> Result<Option<CanonicalPayload>, Error> {
-    let Some(value) = value else {
-        return Ok(None);
-    };
-    let payload = match &raw.0 {
-        Some(text) => CanonicalPayload::from_json_text(text),
-        None => CanonicalPayload::from_value(value),
-    };
-    payload.map(Some).map_err(Error::from)
-}
-
-/// A wait that ended in anything but an approval ready to consume.
-fn decided_no(report: &StatusReport) -> Refusal {
-    let id = report.request().id();
-    let status = report.effective_status();
-    let code = match status {
-        EffectiveStatus::Denied => "denied",
-        EffectiveStatus::Expired => "expired",
-        EffectiveStatus::Revoked => "revoked",
-        EffectiveStatus::Consumed => "already_consumed",
-        EffectiveStatus::ApprovedExpired => "approval_expired",
-        EffectiveStatus::Pending | EffectiveStatus::ApprovedUnconsumed => "internal",
-    };
-    let mut message = format!("request {id}: {}", note(id, status));
-    if let Some(reason) = report.request().decision_reason() {
-        message.push_str("; the decision's reason: ");
-        message.push_str(reason);
-    }
-    Refusal::new(code, message).id(id).status(status)
-}
-
-/// The audit log's `decidedBy` for a denial over MCP: plainly not a human at the CLI.
-fn decided_by(context: &RequestContext<RoleServer>) -> String {
-    let client: String = context
-        .client_info()
-        .map(|info| info.name)
-        .unwrap_or_default()
-        .chars()
-        .filter(|c| c.is_ascii_graphic() || *c == ' ')
-        .take(64)
-        .collect();
-    if client.trim().is_empty() {
-        "agent via approval-gate-mcp".to_owned()
-    } else {
-        format!("agent via approval-gate-mcp ({client})")
-    }
-}
-
-// Written out rather than generated by `#[tool_handler]`, which would list the tools by name
-// rather than in `LISTING_ORDER`, answer an unknown tool with a bare "tool not found", and
-// declare no logging.
-impl ServerHandler for Server {
-    #[allow(
-        deprecated,
-        reason = "MCP logging, deprecated by rmcp after SEP-2577, is still in the protocol \
-                  revisions clients speak"
-    )]
-    fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(
-            ServerCapabilities::builder()
-                .enable_tools()
-                .enable_logging()
-                .build(),
-        )
-        .with_server_info(
-            Implementation::new("approval-gate", env!("CARGO_PKG_VERSION"))
-                .with_title("Approval Gate"),
-        )
-        .with_instructions(INSTRUCTIONS)
-    }
-
-    async fn list_tools(
-        &self,
-        _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
-    ) -> Result<ListToolsResult, ErrorData> {
-        Ok(ListToolsResult::with_all_items(self.shared.listed.clone()))
-    }
-
-    fn get_tool(&self, name: &str) -> Option<Tool> {
-        self.shared.router.get(name).cloned()
-    }
-
-    async fn call_tool(
-        &self,
-        request: CallToolRequestParams,
-        context: RequestContext<RoleServer>,
-    ) -> Result<CallToolResponse, ErrorData> {
-        if !self.shared.router.has_route(&request.name) {
-            let name: String = request.name.chars().take(64).collect();
-            return Err(ErrorData::invalid_params(
-                format!("unknown tool {name:?}; call tools/list for the tools"),
-                None,
-            ));
-        }
-        let tool = request.name.clone();
-        let response = self
-            .shared
-            .router
-            .call(ToolCallContext::new(self, request, context))
-            .await;
-        if let Ok(CallToolResponse::Complete(result)) = &response
-            && result.is_error == Some(true)
-        {
-            let code = result
-                .structured_content
-                .as_ref()
-                .and_then(|content| content["code"].as_str());
-            tracing::debug!(%tool, code = code.unwrap_or("none"), "refused a call");
-        }
-        response
-    }
-
-    #[allow(deprecated, reason = "see get_info")]
-    async fn set_level(
-        &self,
-        request: rmcp::model::SetLevelRequestParams,
-        _context: RequestContext<RoleServer>,
-    ) -> Result<(), ErrorData> {
-        self.shared.log.set_level(request.level);
-        tracing::debug!(level = ?request.level, "client log level set");
-        Ok(())
     }
 }

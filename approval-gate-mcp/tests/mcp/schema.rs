@@ -182,7 +182,7 @@ async fn the_cli_and_the_mcp_answers_show_a_request_in_one_shape() {
     assert!(answer["note"].is_string());
     answer.as_object_mut().unwrap().remove("note");
 
-    let cli = std::process::Command::new(env!("CARGO_BIN_EXE_approval-gate"))
+    let cli = std::process::Command::new(approval_gate_tests::workspace_binary("approval-gate"))
         .args(["--store", session.store.location()])
         .args(["show", "--json", id.as_str()])
         .output()

@@ -18,167 +18,28 @@
 //! value.
 
 use std::fmt;
-use std::str::FromStr;
 
 use serde::de::{self, DeserializeOwned, DeserializeSeed, MapAccess, SeqAccess, Visitor};
-use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use serde::{Deserializer, Serialize, Serializer};
 use serde_json::value::RawValue;
 use serde_json::{Map, Number, Value};
 
-use crate::limits::{MAX_PAYLOAD_BYTES, MAX_PAYLOAD_DEPTH, MAX_SAFE_INTEGER};
-
+mod check;
+mod digest;
+mod error;
 mod parse;
 #[cfg(test)]
 mod tests;
 mod write;
 
+use check::{check_nul, check_number, check_size, enter, member_pointer, pointer};
+pub use digest::PayloadDigest;
+pub use error::PayloadError;
+use error::quote;
 use parse::parse;
 use write::Writer;
 #[cfg(test)]
 use write::{format_number, write_string};
-
-/// From this magnitude on, ECMAScript prints integral doubles with an exponent, so they
-/// cannot be mistaken for integers.
-const EXPONENT_FORM_FROM: f64 = 1e21;
-
-/// How many characters of an offending key or number an error message quotes.
-const QUOTE_LIMIT: usize = 64;
-
-/// Why a payload was refused. Any error means the payload is not usable as is.
-#[derive(Debug, thiserror::Error, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum PayloadError {
-    /// The JSON text or its canonical form exceeds [`MAX_PAYLOAD_BYTES`].
-    #[error(
-        "payload is {actual} bytes, over the limit of {limit}; send less data, or store bulky content elsewhere and reference it"
-    )]
-    TooLarge {
-        /// The limit in bytes.
-        limit: usize,
-        /// The size found, in bytes.
-        actual: usize,
-    },
-
-    /// The text is not a single well-formed JSON value.
-    #[error("payload is not valid json: {0}")]
-    Syntax(String),
-
-    /// Arrays and objects nest deeper than [`MAX_PAYLOAD_DEPTH`].
-    #[error(
-        "payload nests arrays and objects deeper than {limit} levels at {}; flatten the structure",
-        at(.path)
-    )]
-    TooDeep {
-        /// The limit.
-        limit: usize,
-        /// JSON Pointer to the first array or object beyond the limit.
-        path: String,
-    },
-
-    /// An object names the same key twice (compared after unescaping).
-    #[error(
-        "duplicate object key {key:?} at {}; a key may appear only once per object, so remove or merge the repeats",
-        at(.path)
-    )]
-    DuplicateKey {
-        /// JSON Pointer to the repeated member.
-        path: String,
-        /// The key (at most 64 characters of it).
-        key: String,
-    },
-
-    /// A string or key contains U+0000, which C-string APIs would silently cut off at.
-    #[error(
-        "nul character (u+0000) in the string or key at {}; remove it, or encode binary data (e.g. as base64)",
-        at(.path)
-    )]
-    NulCharacter {
-        /// JSON Pointer to the string, or to the member whose key holds the NUL.
-        path: String,
-    },
-
-    /// An integer is outside ±[`MAX_SAFE_INTEGER`].
-    #[error(
-        "integer {value} at {} is outside ±9007199254740991, the range every json reader holds exactly; send it as a string",
-        at(.path)
-    )]
-    IntegerOutOfRange {
-        /// JSON Pointer to the number.
-        path: String,
-        /// The number as written (at most 64 characters of it).
-        value: String,
-    },
-
-    /// A float has an integral value below 1e21, so its canonical form would read as an
-    /// integer (`1.0` and `1` would be the same payload).
-    #[error(
-        "number {value} at {} is written as a float but has an integral value, so its canonical form would read as an integer; write it as an integer (e.g. an amount in cents) or with a non-zero fraction",
-        at(.path)
-    )]
-    AmbiguousNumber {
-        /// JSON Pointer to the number.
-        path: String,
-        /// The number as written (at most 64 characters of it).
-        value: String,
-    },
-
-    /// A float does not fit in an IEEE 754 double.
-    #[error(
-        "number {value} at {} does not fit in a 64-bit float; send a smaller number, or send it as a string",
-        at(.path)
-    )]
-    NumberOutOfRange {
-        /// JSON Pointer to the number.
-        path: String,
-        /// The number as written (at most 64 characters of it).
-        value: String,
-    },
-
-    /// The payload does not deserialize into the requested type.
-    #[error("payload does not fit the expected type: {0}")]
-    Deserialize(String),
-
-    /// The requested type does not re-serialize to exactly the approved canonical bytes.
-    #[error(
-        "the type changes the payload at {}: serializing it again does not give back the approved bytes; use a type that keeps every field and value exactly (no skipped, defaulted, renamed or lossy fields)",
-        at(.path)
-    )]
-    Unfaithful {
-        /// JSON Pointer to the first value that differs, empty if none could be pinpointed.
-        path: String,
-    },
-
-    /// A value's `Serialize` implementation failed.
-    #[error("value cannot be serialized as json: {0}")]
-    Serialize(String),
-
-    /// The payload is JSON `null` at the top level, which would read back as "no payload".
-    #[error(
-        "payload is null at the top level; omit the payload instead of sending null (null is fine inside an object or array)"
-    )]
-    Null,
-
-    /// Text that should be a payload digest is not 64 lowercase hex characters.
-    #[error(
-        "invalid payload digest: expected exactly 64 lowercase hex characters (the blake3 hash of the canonical bytes)"
-    )]
-    InvalidDigest,
-}
-
-/// Names a location in a message. Keys are arbitrary text, so the pointer is escaped to keep
-/// messages on one line and free of invisible characters.
-fn at(path: &str) -> String {
-    if path.is_empty() {
-        "the top level".to_owned()
-    } else {
-        path.escape_debug().to_string()
-    }
-}
-
-/// Keeps error messages bounded when the offending text is huge.
-fn quote(text: &dyn fmt::Display) -> String {
-    text.to_string().chars().take(QUOTE_LIMIT).collect()
-}
 
 /// A validated JSON payload in RFC 8785 (JCS) canonical form.
 ///
@@ -272,7 +133,7 @@ impl CanonicalPayload {
     /// BLAKE3 digest of the canonical bytes.
     #[must_use]
     pub fn digest(&self) -> PayloadDigest {
-        PayloadDigest(*blake3::hash(self.as_bytes()).as_bytes())
+        PayloadDigest::of(self.as_bytes())
     }
 
     /// The payload as a [`serde_json::Value`], with every float correctly rounded.
@@ -358,167 +219,6 @@ impl Serialize for CanonicalPayload {
         let raw = RawValue::from_string(self.text.clone()).map_err(serde::ser::Error::custom)?;
         raw.serialize(serializer)
     }
-}
-
-/// BLAKE3 digest of canonical payload bytes.
-///
-/// Written as 64 lowercase hex characters in text and in serde formats.
-#[derive(Clone, Copy, PartialEq, Eq, Hash)]
-pub struct PayloadDigest([u8; 32]);
-
-impl PayloadDigest {
-    /// The digest as 64 lowercase hex characters.
-    #[must_use]
-    pub fn to_hex(&self) -> String {
-        const HEX: &[u8; 16] = b"0123456789abcdef";
-        let mut out = String::with_capacity(64);
-        for byte in self.0 {
-            out.push(char::from(HEX[usize::from(byte >> 4)]));
-            out.push(char::from(HEX[usize::from(byte & 0xf)]));
-        }
-        out
-    }
-
-    /// The raw digest bytes.
-    #[must_use]
-    pub fn as_bytes(&self) -> &[u8; 32] {
-        &self.0
-    }
-}
-
-impl fmt::Display for PayloadDigest {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.to_hex())
-    }
-}
-
-impl fmt::Debug for PayloadDigest {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "PayloadDigest({})", self.to_hex())
-    }
-}
-
-impl FromStr for PayloadDigest {
-    type Err = PayloadError;
-
-    /// Accepts exactly 64 lowercase hex characters, so each digest has one spelling.
-    fn from_str(text: &str) -> Result<Self, PayloadError> {
-        let bytes = text.as_bytes();
-        if bytes.len() != 64 {
-            return Err(PayloadError::InvalidDigest);
-        }
-        let mut digest = [0; 32];
-        for (out, pair) in digest.iter_mut().zip(bytes.chunks_exact(2)) {
-            *out = (hex_digit(pair[0])? << 4) | hex_digit(pair[1])?;
-        }
-        Ok(Self(digest))
-    }
-}
-
-fn hex_digit(byte: u8) -> Result<u8, PayloadError> {
-    match byte {
-        b'0'..=b'9' => Ok(byte - b'0'),
-        b'a'..=b'f' => Ok(byte - b'a' + 10),
-        _ => Err(PayloadError::InvalidDigest),
-    }
-}
-
-impl Serialize for PayloadDigest {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.serialize_str(&self.to_hex())
-    }
-}
-
-impl<'de> Deserialize<'de> for PayloadDigest {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        String::deserialize(deserializer)?
-            .parse()
-            .map_err(de::Error::custom)
-    }
-}
-
-fn check_size(actual: usize) -> Result<(), PayloadError> {
-    if actual > MAX_PAYLOAD_BYTES {
-        return Err(PayloadError::TooLarge {
-            limit: MAX_PAYLOAD_BYTES,
-            actual,
-        });
-    }
-    Ok(())
-}
-
-/// Renders path segments as a JSON Pointer (RFC 6901).
-fn pointer(segments: &[String]) -> String {
-    let mut out = String::new();
-    for segment in segments {
-        push_segment(&mut out, segment);
-    }
-    out
-}
-
-fn push_segment(out: &mut String, segment: &str) {
-    out.push('/');
-    out.push_str(&segment.replace('~', "~0").replace('/', "~1"));
-}
-
-fn member_pointer(segments: &[String], key: &str) -> String {
-    let mut out = pointer(segments);
-    push_segment(&mut out, key);
-    out
-}
-
-/// Returns the depth of a container opened at `depth`, or refuses it.
-fn enter(depth: usize, path: &[String]) -> Result<usize, PayloadError> {
-    if depth >= MAX_PAYLOAD_DEPTH {
-        return Err(PayloadError::TooDeep {
-            limit: MAX_PAYLOAD_DEPTH,
-            path: pointer(path),
-        });
-    }
-    Ok(depth + 1)
-}
-
-fn check_nul(text: &str, path: impl FnOnce() -> String) -> Result<(), PayloadError> {
-    if text.contains('\0') {
-        return Err(PayloadError::NulCharacter { path: path() });
-    }
-    Ok(())
-}
-
-/// Applies the number rules; `spelled` is how the number is shown in a refusal.
-fn check_number(
-    number: &Number,
-    spelled: &dyn fmt::Display,
-    path: &[String],
-) -> Result<(), PayloadError> {
-    let magnitude = number
-        .as_u64()
-        .or_else(|| number.as_i64().map(i64::unsigned_abs));
-    if let Some(magnitude) = magnitude {
-        if magnitude > MAX_SAFE_INTEGER {
-            return Err(PayloadError::IntegerOutOfRange {
-                path: pointer(path),
-                value: quote(spelled),
-            });
-        }
-        return Ok(());
-    }
-    // Every other number has an f64 view, except, under serde_json's `arbitrary_precision`, one
-    // whose digits overflow or do not parse: NaN makes that a refusal.
-    let float = number.as_f64().unwrap_or(f64::NAN);
-    if !float.is_finite() {
-        return Err(PayloadError::NumberOutOfRange {
-            path: pointer(path),
-            value: quote(spelled),
-        });
-    }
-    if float.fract() == 0.0 && float.abs() < EXPONENT_FORM_FROM {
-        return Err(PayloadError::AmbiguousNumber {
-            path: pointer(path),
-            value: quote(spelled),
-        });
-    }
-    Ok(())
 }
 
 /// Pointer segments to the first place `echoed` differs from `approved`, if any. Recursion

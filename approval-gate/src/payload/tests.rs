@@ -1,9 +1,11 @@
 //! Tests of canonical payloads: the RFC 8785 examples, every refusal, and the round trips.
 
+use serde::Deserialize;
 use serde::ser::SerializeMap;
 use serde_json::json;
 
 use super::*;
+use crate::limits::{MAX_PAYLOAD_BYTES, MAX_PAYLOAD_DEPTH};
 
 const RFC_SAMPLE: &str = r#"{"numbers": [333333333.33333329, 1E30, 4.50, 2e-3, 0.000000000000000000000000001], "string": "\u20ac$\u000F\u000aA'\u0042\u0022\u005c\\\"\/", "literals": [null, true, false]}"#;
 const RFC_SORTING: &str = r#"{"\u20ac": "Euro Sign", "\r": "Carriage Return", "\ufb33": "Hebrew Letter Dalet With Dagesh", "1": "One", "\ud83d\ude00": "Emoji: Grinning Face", "\u0080": "Control", "\u00f6": "Latin Small Letter O With Diaeresis"}"#;

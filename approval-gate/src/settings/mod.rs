@@ -94,6 +94,12 @@ pub const SIGNING_KEY_ENV: &str = "APPROVAL_GATE_SIGNING_KEY";
 /// The `ssh-keygen` that signs, by absolute path: never one found through `PATH`.
 pub const SSH_KEYGEN_ENV: &str = "APPROVAL_GATE_SSH_KEYGEN";
 
+/// The log filter of both binaries, in `tracing` `EnvFilter` syntax (`debug`,
+/// `approval_gate=debug`); logs go to stderr, and only errors by default.
+pub const LOG_ENV: &str = "APPROVAL_GATE_LOG";
+
+pub mod help;
+
 /// Why an empty store directory is refused, and what to do instead.
 pub const EMPTY_DIR: &str = "the store directory is empty (from --dir or \
     APPROVAL_GATE_DIR); give a directory, or unset APPROVAL_GATE_DIR and leave out --dir to use \

@@ -24,7 +24,7 @@ ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..")
 def cli() -> str:
     path = os.environ.get("APPROVAL_GATE_BIN") or os.path.join(ROOT, "target", "debug", "approval-gate")
     if not os.access(path, os.X_OK):
-        message = f"the approval-gate binary is not at {path} (cargo build -p approval-gate-mcp)"
+        message = f"the approval-gate binary is not at {path} (cargo build -p approval-gate-cli)"
         if os.environ.get("CI"):
             pytest.fail(message)
         pytest.skip(message)

@@ -1,0 +1,7 @@
+use super::*;
+
+#[test]
+fn command_line_is_consistent() {
+    use clap::CommandFactory;
+    Cli::command().debug_assert();
+}

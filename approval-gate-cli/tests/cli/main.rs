@@ -1,0 +1,25 @@
+//! End-to-end tests of the `approval-gate` binary: one test binary, one module per concern.
+
+mod approve;
+mod damage;
+mod decide;
+mod display;
+mod exec;
+mod exec_ledger;
+#[cfg(feature = "postgres")]
+mod exec_ledger_pg;
+pub(crate) mod exec_policy;
+mod exec_spent;
+mod generate;
+mod json;
+#[cfg(not(feature = "postgres"))]
+mod no_postgres;
+#[cfg(not(feature = "web"))]
+mod no_web;
+#[cfg(feature = "postgres")]
+mod postgres;
+mod settings;
+mod signed;
+mod support;
+mod usage;
+mod watch;

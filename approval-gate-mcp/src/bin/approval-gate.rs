@@ -1,7 +1,0 @@
-//! `approval-gate`: review and decide the approval requests of AI agents.
-
-use std::process::ExitCode;
-
-fn main() -> ExitCode {
-    approval_gate_mcp::cli::run_args(std::env::args_os()).into()
-}
