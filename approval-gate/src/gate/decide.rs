@@ -321,6 +321,3 @@ impl Gate {
         })
     }
 }
-
-#[cfg(test)]
-mod tests;

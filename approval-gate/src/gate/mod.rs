@@ -11,6 +11,8 @@ mod ask;
 mod audit;
 mod builder;
 mod decide;
+#[cfg(test)]
+mod decide_tests;
 mod execute;
 mod health;
 mod list;

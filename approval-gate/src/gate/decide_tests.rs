@@ -1,4 +1,4 @@
-//! What a front end asks before a human confirms an approval.
+//! `decide.rs`: what a front end asks before a human confirms an approval.
 
 use std::time::Duration;
 
