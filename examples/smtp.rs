@@ -221,19 +221,22 @@ fn policy(args: &[String]) -> Result<Option<(Policy, PathBuf)>, Box<dyn std::err
     let quorum = value("--quorum")?
         .map(|n| n.parse::<u32>().map_err(|e| format!("--quorum {n}: {e}")))
         .transpose()?;
+    // This executor only sends mail; `*` says what any other operation would need.
+    let table = quorum
+        .into_iter()
+        .flat_map(|n| [("smtp.send", n), ("*", 1)]);
     let Some(file) = value("--approvers")? else {
-        if quorum.is_some() {
-            return Err("--quorum needs --approvers FILE: whose signatures would count?".into());
-        }
-        return Ok(None);
+        // The library refuses a quorum without approvers: whose signatures would count?
+        return match Policy::with_quorum(None, table) {
+            Ok(_) => Ok(None),
+            Err(e) => Err(format!("--quorum: {e}; give --approvers FILE").into()),
+        };
     };
     // Absolute, so the command printed for the human works from any directory.
     let file = std::fs::canonicalize(file).map_err(|e| format!("--approvers {file}: {e}"))?;
-    // This executor only sends mail; `*` says what any other operation would need.
-    let policy = Policy::load_allowed_signers(&file)?
-        .require("smtp.send", quorum.unwrap_or(1))?
-        .require("*", 1)?;
-    Ok(Some((policy, file)))
+    let approvers = Policy::load_allowed_signers(&file)?;
+    let policy = Policy::with_quorum(Some(approvers), table)?.map(|policy| (policy, file));
+    Ok(policy)
 }
 
 /// `text` as one shell word.

@@ -84,13 +84,13 @@ impl Gate {
         };
         match self.store().spend(id, &entry) {
             Ok(Spent::Now) => {}
-            Ok(Spent::Before) => {
-                let replay = Error::AlreadyConsumed(id);
-                self.record_refused_consume(id, &replay);
-                return Err(replay);
+            // A replay, or the store's own rules; recorded once, by whoever found it.
+            Ok(Spent::Refused { refusal, recorded }) => {
+                if !recorded {
+                    self.record_refused_consume(id, &refusal);
+                }
+                return Err(refusal);
             }
-            // Refused by the store's own rules, and recorded there.
-            Ok(Spent::Refused(refusal)) => return Err(refusal),
             Err(error) => {
                 // An error that spent nothing is a refusal like the others.
                 if !error.took_effect() {

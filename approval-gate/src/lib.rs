@@ -114,7 +114,7 @@ pub use request::{
     STATEMENT_VERSION, SignedApproval, Status, StatusReport, check_operation_name, os_user,
 };
 pub use scan::UnreadableRecord;
-pub use store::Location;
+pub use store::{Capabilities, Filer, Location, Refusals};
 
 /// The PostgreSQL store's schema: what `approval-gate db init` applies. Open a
 /// gate on it with a `postgres://` [`Location`]; `docs/postgres.md` shows an operator's

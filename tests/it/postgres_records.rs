@@ -420,6 +420,8 @@ fn postgres_who_filed_is_the_session_user_beside_the_claimed_requester() {
     let logins = Logins::create(&store);
     let agent = gate_as(&store, &logins.agent);
     let approver = gate_as(&store, &logins.approver);
+    // What this test shows, the store declares: front ends believe the filer by it.
+    assert!(agent.capabilities().filer.is_authenticated());
 
     let id = agent
         .request_approval(NewRequest::new("deploy", "test").requested_by(&logins.approver))

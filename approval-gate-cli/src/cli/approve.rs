@@ -15,10 +15,7 @@ use std::fmt::Write as _;
 use std::io::{self, BufRead, IsTerminal, Read};
 use std::path::{Path, PathBuf};
 
-use approval_gate::limits::MAX_REASON_BYTES;
-use approval_gate::{
-    EffectiveStatus, Error, Gate, Policy, Request, RequestId, Status, StatusReport,
-};
+use approval_gate::{Error, Gate, Policy, Request, RequestId, Status, StatusReport};
 
 use super::decide;
 use crate::settings::{SIGNING_KEY_ENV, Settings};
@@ -61,24 +58,16 @@ pub(crate) fn approve(
         )
         .into());
     }
-    if reason.len() > MAX_REASON_BYTES {
-        return Err(Error::InvalidInput {
-            field: "reason",
-            problem: format!(
-                "is {} bytes long; the limit is {MAX_REASON_BYTES}",
-                reason.len()
-            ),
-        }
-        .into());
-    }
+    // The library's rules, asked before the human spends time on the screen.
+    decide::decision(reason).validate()?;
     let gate = settings.open()?;
     let shown = gate.status(id)?;
-    require_pending(&shown)?;
+    gate.check_approvable(&shown)?;
     // Everything about the key is settled before the screen, so a mistake costs no code.
     let signing = signing(settings, &gate, &shown, signer)?;
 
     let style = Style::detect();
-    let screen = screen(&shown, gate.now(), style, gate.location());
+    let screen = screen(&shown, gate.now(), style, gate.capabilities().filer);
     let code = confirmation_code(shown.request(), &screen, &nonce()?);
     output::stdout(&screen)?;
     discard_typeahead();
@@ -114,7 +103,7 @@ pub(crate) fn approve(
     };
 
     // The human read the screen; approve only what it showed, and only in time.
-    if gate.now() > shown.request().expires_at() {
+    if let Err(Error::Expired(_)) = gate.check_approvable(&shown) {
         return refuse(
             "expired",
             &format!("request {id} expired while it was on screen: nothing was approved"),
@@ -289,25 +278,12 @@ fn refuse(code: &'static str, why: &str) -> anyhow::Result<Exit> {
     Err(Refusal::new(code, why).into())
 }
 
-fn require_pending(report: &StatusReport) -> Result<(), Error> {
-    let id = report.request().id();
-    match report.effective_status() {
-        EffectiveStatus::Pending => Ok(()),
-        EffectiveStatus::Expired => Err(Error::Expired(id)),
-        status => Err(Error::WrongState {
-            id,
-            operation: "approve",
-            status,
-        }),
-    }
-}
-
 /// Everything the human decides on, then what approving means.
 fn screen(
     report: &StatusReport,
     now: approval_gate::Timestamp,
     style: Style,
-    store: &approval_gate::Location,
+    store: approval_gate::Filer,
 ) -> String {
     let expires = report.request().expires_at();
     let mut text = style.bold("Approval requested");
@@ -446,7 +422,12 @@ mod tests {
         let spoofed = request(&gate, "send the invoice to alice@ex\u{430}mple.com");
         let shown = |r: &Request| {
             let report = gate.status(r.id()).unwrap();
-            screen(&report, gate.now(), Style::plain(), gate.location())
+            screen(
+                &report,
+                gate.now(),
+                Style::plain(),
+                gate.capabilities().filer,
+            )
         };
         let (plain, tricked) = (shown(&honest), shown(&spoofed));
         assert!(!plain.contains("look-alike letters in"), "{plain}");

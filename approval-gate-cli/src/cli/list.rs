@@ -50,7 +50,7 @@ pub(crate) fn list(gate: &Gate, args: &ListArgs) -> anyhow::Result<Exit> {
             text.push('\n');
             if let ListItem::Request(report) = item {
                 for extra in [
-                    render::list_filer(report, gate.location(), width),
+                    render::list_filer(report, gate.capabilities().filer, width),
                     render::list_approvals(report, width),
                     render::list_warning(report, style, width),
                 ]

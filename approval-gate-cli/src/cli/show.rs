@@ -11,7 +11,12 @@ pub(crate) fn show(gate: &Gate, id: RequestId, json: bool) -> anyhow::Result<Exi
     let text = if json {
         render::json(&report)?
     } else {
-        render::details(&report, gate.now(), Style::detect(), gate.location())
+        render::details(
+            &report,
+            gate.now(),
+            Style::detect(),
+            gate.capabilities().filer,
+        )
     };
     output::stdout(&text)?;
     Ok(Exit::Done)

@@ -4,7 +4,7 @@
 use std::fmt::Write as _;
 
 use approval_gate::{
-    EffectiveStatus, Location, Request, Standing, StatusReport, Timestamp, UnreadableRecord,
+    EffectiveStatus, Filer, Request, Standing, StatusReport, Timestamp, UnreadableRecord,
 };
 use serde::Serialize;
 use unicode_width::UnicodeWidthStr;
@@ -238,31 +238,34 @@ fn optional(value: Option<&str>) -> String {
     value.map_or_else(|| "(none)".to_owned(), escape)
 }
 
-/// Who vouches for the filer a store records: the database authenticated its session user;
-/// the directory store knows the OS user, which any process on that account may claim.
-fn filer_kind(store: &Location) -> &'static str {
-    match store {
-        Location::Postgres(_) => "database user",
-        _ => "OS user",
+/// Who vouches for the filer a store records, as the store declares it: the database
+/// authenticated its session user; the directory store knows the OS user, which any process
+/// on that account may claim.
+fn filer_kind(filer: Filer) -> &'static str {
+    if filer.is_authenticated() {
+        "database user"
+    } else {
+        "OS user"
     }
 }
 
 /// The filer of a request as shown, with who vouches for it, or `(not recorded)` for records
 /// written before it was kept.
-fn filer(request: &Request, store: &Location) -> String {
+fn filer(request: &Request, store: Filer) -> String {
     request.filed_by().map_or_else(
         || "(not recorded)".to_owned(),
         |who| format!("{} ({})", escape(who), filer_kind(store)),
     )
 }
 
-/// The line printed under a list line on a PostgreSQL store when the filing login is not the
-/// requester the agent claimed: the claim is the agent's word, the login the database's.
-pub(crate) fn list_filer(report: &StatusReport, store: &Location, width: usize) -> Option<String> {
+/// The line printed under a list line on a store that authenticates its filer (PostgreSQL)
+/// when the filing login is not the requester the agent claimed: the claim is the agent's
+/// word, the login the database's.
+pub(crate) fn list_filer(report: &StatusReport, store: Filer, width: usize) -> Option<String> {
     const LEAD: &str = "  filed by: ";
     let request = report.request();
     let who = request.filed_by()?;
-    if !matches!(store, Location::Postgres(_)) || request.requested_by() == Some(who) {
+    if !store.is_authenticated() || request.requested_by() == Some(who) {
         return None;
     }
     let text = format!("{who} ({}); requested by is a claim", filer_kind(store));
@@ -272,12 +275,7 @@ pub(crate) fn list_filer(report: &StatusReport, store: &Location, width: usize) 
 
 /// The full view of a request: every field, escaped, the payload pretty-printed whole and
 /// its digest; `store` says who vouches for its filer. Ends with a newline.
-pub(crate) fn details(
-    report: &StatusReport,
-    now: Timestamp,
-    style: Style,
-    store: &Location,
-) -> String {
+pub(crate) fn details(report: &StatusReport, now: Timestamp, style: Style, store: Filer) -> String {
     let request = report.request();
     let status = report.effective_status();
     let mut out = String::new();

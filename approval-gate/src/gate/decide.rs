@@ -9,7 +9,7 @@ use crate::id::RequestId;
 use crate::limits::MAX_QUORUM;
 use crate::policy::passkey::counter;
 use crate::policy::{self, Standing};
-use crate::request::{Decision, Request, StatusReport};
+use crate::request::{Decision, EffectiveStatus, Request, StatusReport};
 use crate::rules::Verdict;
 use crate::store::{Entry, Scope};
 use crate::time::Timestamp;
@@ -40,6 +40,21 @@ impl Gate {
         decision: &Decision,
     ) -> Result<StatusReport, Error> {
         self.decide(shown.id(), decision, Verdict::Approve, Some(shown))
+    }
+
+    /// Checks, at this gate's clock and without recording anything, that the request as
+    /// `shown` (a report of this gate) may be approved: it is pending and not past its expiry,
+    /// as [`approve_as_shown`](Gate::approve_as_shown) checks again under the request's lock.
+    /// A front end asks before it shows a human a request to confirm, and again before it
+    /// approves, since a screen may stand past the expiry.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Expired`] if it is past its expiry; [`Error::WrongState`] if it is not pending.
+    pub fn check_approvable(&self, shown: &StatusReport) -> Result<(), Error> {
+        let request = shown.request();
+        let claimed = shown.effective_status() == EffectiveStatus::Consumed;
+        Verdict::Approve.check(request.id(), request.effective(claimed, self.now()))
     }
 
     /// Denies a pending request.

@@ -11,6 +11,8 @@ mod ask;
 mod audit;
 mod builder;
 mod decide;
+#[cfg(test)]
+mod decide_tests;
 mod execute;
 mod health;
 mod list;
@@ -29,7 +31,7 @@ use crate::id::RequestId;
 use crate::limits::Limits;
 use crate::policy::Policy;
 use crate::request::{Request, Status, StatusReport};
-use crate::store::{Entry, Location, Shelf, Store};
+use crate::store::{Capabilities, Entry, Location, Shelf, Store};
 use crate::time::{Clock, Timestamp};
 
 pub use archive::ArchiveReport;
@@ -146,6 +148,15 @@ impl Gate {
         &self.inner.store.about().location
     }
 
+    /// What this gate's store can do, as its backend declares it: how its audit lines go
+    /// with their effects, who vouches for the filer it records, how often it records a
+    /// repeated refusal. A front end that shows or relies on any of these asks here rather
+    /// than looking at the [`location`](Gate::location).
+    #[must_use]
+    pub fn capabilities(&self) -> Capabilities {
+        self.inner.store.about().capabilities
+    }
+
     /// The state directory, for a directory store.
     #[must_use]
     pub fn dir(&self) -> Option<&Path> {
@@ -192,10 +203,7 @@ impl Gate {
 
     /// The backend's name in traces: `dir` or `postgres`.
     fn store_kind(&self) -> &'static str {
-        match self.location() {
-            Location::Dir(_) => "dir",
-            Location::Postgres(_) => "postgres",
-        }
+        self.inner.store.about().backend
     }
 
     /// Runs a public operation inside a `tracing` span (`approval_gate`, at DEBUG: the
@@ -262,7 +270,7 @@ impl Gate {
         mut request: Request,
         now: Timestamp,
     ) -> Result<Request, Error> {
-        if request.status() == Status::Pending && request.is_past_expiry(now) {
+        if crate::rules::expiry_due(&request, now) {
             request.decide(Status::Expired, now, None);
             let details = details(json!({ "expiresAt": request.expires_at() }));
             let entry = Entry {

@@ -3,7 +3,7 @@
 use crate::error::Error;
 use crate::gate::Gate;
 use crate::id::RequestId;
-use crate::request::{Status, StatusReport};
+use crate::request::StatusReport;
 
 impl Gate {
     /// Where a request stands. Records the expiry of a pending request past it.
@@ -16,7 +16,7 @@ impl Gate {
     pub fn status(&self, id: RequestId) -> Result<StatusReport, Error> {
         let now = self.now();
         let request = self.load_live(id)?;
-        let request = if request.status() == Status::Pending && request.is_past_expiry(now) {
+        let request = if crate::rules::expiry_due(&request, now) {
             let _lock = self.store().lock(id)?;
             self.refresh_locked(id, now)?.request
         } else {

@@ -481,6 +481,37 @@ mod tests {
         "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIHnZwmXVt3qbW0f6C3lbYqQ7Y1E9ifmZhhiCphQ2YUlz";
 
     #[test]
+    fn a_quorum_needs_approvers_and_is_required_of_them() {
+        let refused = Policy::with_quorum(None, [("p.*", 2)]).unwrap_err();
+        assert!(
+            matches!(&refused, Error::InvalidInput { field: "quorum", problem }
+                if problem.starts_with("needs trusted approvers")),
+            "{refused:?}"
+        );
+        assert!(Policy::with_quorum(None, []).unwrap().is_none());
+        let approvers = || Policy::from_allowed_signers(&format!("a@x {ED}")).unwrap();
+        let policy = Policy::with_quorum(Some(approvers()), [("p.*", 2), ("*", 1)])
+            .unwrap()
+            .unwrap();
+        assert_eq!(policy.required_approvals(Some("p.send")), 2);
+        assert_eq!(policy.required_approvals(Some("q.send")), 1);
+        let plain = Policy::with_quorum(Some(approvers()), []).unwrap().unwrap();
+        assert_eq!(plain.required_approvals(Some("p.send")), 1);
+        // What `require` refuses, it refuses here.
+        let bad = Policy::with_quorum(Some(approvers()), [("p.*", 0)]).unwrap_err();
+        assert!(
+            matches!(
+                bad,
+                Error::InvalidInput {
+                    field: "quorum",
+                    ..
+                }
+            ),
+            "{bad:?}"
+        );
+    }
+
+    #[test]
     fn the_largest_matching_quorum_applies() {
         let policy = Policy::from_allowed_signers(&format!("a@x {ED}"))
             .unwrap()

@@ -76,7 +76,15 @@ impl Decision {
         self.signed.as_ref().map(|s| s.principal.as_str())
     }
 
-    pub(crate) fn validate(&self) -> Result<(), Error> {
+    /// Checks every field against the library's limits (the name and the reason: length, no
+    /// NUL; a signature's principal and size), as every decision is checked before it is
+    /// taken: a front end may ask first, before a human spends time on a decision that would
+    /// be refused. Nothing is recorded.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidInput`] naming the field.
+    pub fn validate(&self) -> Result<(), Error> {
         check_text(
             "decided_by",
             &self.decided_by,

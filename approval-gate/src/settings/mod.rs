@@ -376,14 +376,20 @@ fn policy(
     system: Option<&SystemPolicy>,
 ) -> Result<Option<Policy>, SettingsError> {
     let Some(path) = &approvers.value else {
-        if quorum.value.is_empty() {
-            return Ok(None);
-        }
-        return Err(SettingsError(format!(
-            "quorum ({}) needs trusted approvers to count: give --approvers, {APPROVERS_ENV} \
-             or `approvers` in the config file (an OpenSSH allowed_signers file)",
-            quorum.source
-        )));
+        // The library's rule: a quorum without approvers is refused; said here with where
+        // the approvers can be given.
+        let table = quorum
+            .value
+            .iter()
+            .map(|(pattern, n)| (pattern.as_str(), *n));
+        return Policy::with_quorum(None, table).map_err(|e| {
+            SettingsError(format!(
+                "quorum ({}) {}; give --approvers, {APPROVERS_ENV} or `approvers` in the config \
+                 file",
+                quorum.source,
+                library(e)
+            ))
+        });
     };
     let fail = |problem: &dyn fmt::Display| {
         SettingsError(format!(

@@ -13,6 +13,7 @@
 //! crate-private; a backend is held to the conformance suite in `tests/conformance`, which
 //! every backend runs with one line, and which fails if it never calls one of the steps.
 
+mod capability;
 pub(crate) mod dir;
 mod location;
 pub(crate) mod open;
@@ -35,6 +36,7 @@ use crate::id::RequestId;
 use crate::request::Request;
 use crate::time::Timestamp;
 
+pub use capability::{Capabilities, Filer, Refusals};
 pub use location::Location;
 
 /// A lock or liveness token held for as long as the value lives.
@@ -57,24 +59,16 @@ impl fmt::Debug for Guard {
 pub(crate) struct About {
     /// Where the store is.
     pub(crate) location: Location,
+    /// The backend's name in traces: `dir` or `postgres`.
+    pub(crate) backend: &'static str,
     /// Who files through this store, as far as it can tell: a request records it beside its
-    /// claimed requester. The directory store knows only the OS user (which a process on the
-    /// same account can set as it likes); the PostgreSQL store names its login, and its
-    /// database records the session user whatever this says.
+    /// claimed requester. How far it can be believed is [`Capabilities::filer`]: the directory
+    /// store knows only the OS user (which a process on the same account can set as it
+    /// likes); the PostgreSQL store names its login, and its database records the session
+    /// user whatever this says.
     pub(crate) filer: Option<String>,
     /// What it can do.
     pub(crate) capabilities: Capabilities,
-}
-
-/// A backend's capabilities: the one place the lifecycle asks how a store does a step, so
-/// that no caller branches on which store it has.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Capabilities {
-    /// Each step writes its effect and its audit line in one transaction: none is ever left
-    /// without the other. A store without it writes a "yes" line before its effect and a
-    /// "no" line after ([`Order`](crate::rules::Order)), and a crash between leaves exactly
-    /// those gaps, which `audit verify` allows for.
-    pub(crate) atomic_lines: bool,
 }
 
 /// The audit line that goes with a step. Every step that changes something takes its line
@@ -113,15 +107,29 @@ pub(crate) enum Filed {
 
 /// What [`Store::spend`] did with an approval.
 #[derive(Debug)]
-#[cfg_attr(not(feature = "postgres"), allow(dead_code))]
 pub(crate) enum Spent {
     /// Spent it now, with its `consumed` line: acting is authorized.
     Now,
-    /// Nothing: it was spent before (a replay, which the caller records).
-    Before,
-    /// Nothing: the store refused, for this reason, by rules it checks itself on its own
-    /// clock, and has recorded the refusal.
-    Refused(Error),
+    /// Nothing: the store refused, for this reason (a replay of an approval spent before is
+    /// [`Error::AlreadyConsumed`]). A store that checks a claim again by its own rules, on its
+    /// own clock, records its refusal in the same step (`recorded`); otherwise the caller
+    /// records it, as it records the refusals it finds itself.
+    Refused {
+        /// Why.
+        refusal: Error,
+        /// Whether the store wrote the refusal's line.
+        recorded: bool,
+    },
+}
+
+impl Spent {
+    /// A replay of `id`, spent before, which the caller records.
+    pub(crate) fn before(id: RequestId) -> Self {
+        Self::Refused {
+            refusal: Error::AlreadyConsumed(id),
+            recorded: false,
+        }
+    }
 }
 
 /// Which records [`Store::load`] reads.

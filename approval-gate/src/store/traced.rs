@@ -20,8 +20,7 @@ use std::path::PathBuf;
 use std::sync::{Mutex, OnceLock, PoisonError};
 
 use super::{
-    About, Caps, Chain, Entry, Filed, Guard, Loaded, Location, Marks, Recovery, Scope, Shelf,
-    Spent, Store,
+    About, Caps, Chain, Entry, Filed, Guard, Loaded, Marks, Recovery, Scope, Shelf, Spent, Store,
 };
 use crate::audit::{AuditRecord, AuditSummary, Reanchored};
 use crate::change::ChangeSink;
@@ -74,10 +73,7 @@ impl fmt::Debug for Traced {
 impl Traced {
     /// The backend's name in traces and notes.
     fn backend(&self) -> &'static str {
-        match self.0.about().location {
-            Location::Dir(_) => "dir",
-            Location::Postgres(_) => "postgres",
-        }
+        self.0.about().backend
     }
 
     /// Runs one step inside its span, and says how it ended.

@@ -72,7 +72,15 @@ fn lookalikes_are_warned_about_in_full_views_and_under_list_lines() {
     let honest = page.items[1].report().unwrap();
 
     assert_eq!(list_warning(honest, Style::plain(), 80), None);
-    assert!(!details(honest, gate.now(), Style::plain(), gate.location()).contains("warning"));
+    assert!(
+        !details(
+            honest,
+            gate.now(),
+            Style::plain(),
+            gate.capabilities().filer
+        )
+        .contains("warning")
+    );
 
     let warning = list_warning(spoofed, Style::plain(), 120).unwrap();
     assert!(warning.width() <= 120, "{warning}");
@@ -91,7 +99,12 @@ fn lookalikes_are_warned_about_in_full_views_and_under_list_lines() {
         "{warning}"
     );
 
-    let full = details(spoofed, gate.now(), Style::plain(), gate.location());
+    let full = details(
+        spoofed,
+        gate.now(),
+        Style::plain(),
+        gate.capabilities().filer,
+    );
     let lines: Vec<_> = full
         .lines()
         .filter(|l| l.starts_with("warning: "))

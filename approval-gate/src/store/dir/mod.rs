@@ -29,6 +29,7 @@ mod audit_log;
 mod boot;
 pub(crate) mod fs;
 mod health;
+mod layout;
 mod queue;
 mod steps;
 mod watch;
@@ -38,10 +39,11 @@ use std::path::{Path, PathBuf};
 use serde_json::json;
 
 use self::audit_log::AuditLog;
+use self::layout::{Layout, Locked, ids_in, lock_exclusive, lock_file, try_lock_existing};
 use self::queue::Queue;
 use super::{
-    About, Capabilities, Caps, Chain, Entry, Filed, Guard, Loaded, Location, Marks, Recovery,
-    Scope, Shelf, Spent, Store,
+    About, Capabilities, Caps, Chain, Entry, Filed, Filer, Guard, Loaded, Location, Marks,
+    Recovery, Refusals, Scope, Shelf, Spent, Store,
 };
 use crate::audit::{AuditRecord, AuditSummary, Reanchored};
 use crate::change::ChangeSink;
@@ -65,99 +67,6 @@ pub(crate) struct DirStore {
     layout: Layout,
     audit: AuditLog,
     queue: Queue,
-}
-
-#[derive(Debug)]
-struct Layout {
-    root: PathBuf,
-}
-
-impl Layout {
-    fn requests_dir(&self) -> PathBuf {
-        self.root.join("requests")
-    }
-    fn claims_dir(&self) -> PathBuf {
-        self.root.join("claims")
-    }
-    fn locks_dir(&self) -> PathBuf {
-        self.root.join("locks")
-    }
-    fn archive_dir(&self) -> PathBuf {
-        self.root.join("archive")
-    }
-    fn filing_lock(&self) -> PathBuf {
-        self.root.join("gate.lock")
-    }
-    fn request(&self, id: RequestId) -> PathBuf {
-        self.requests_dir().join(format!("{id}.json"))
-    }
-    fn claim(&self, id: RequestId) -> PathBuf {
-        self.claims_dir().join(format!("{id}.used"))
-    }
-    /// Made after the `consumed` line is durable, so recovery knows which claims to check.
-    fn claim_logged(&self, id: RequestId) -> PathBuf {
-        self.claims_dir().join(format!("{id}.logged"))
-    }
-    /// Guard locked by a process while it executes an approved action.
-    fn execution_marker(&self, id: RequestId) -> PathBuf {
-        self.claims_dir().join(format!("{id}.exec"))
-    }
-    fn lock(&self, id: RequestId) -> PathBuf {
-        self.locks_dir().join(format!("{}.lock", &id.as_str()[..2]))
-    }
-    /// Locked while a passkey approval's signature counter is checked and recorded; made
-    /// when first locked.
-    fn counters_lock(&self) -> PathBuf {
-        self.locks_dir().join("passkeys.lock")
-    }
-    fn archived(&self, id: RequestId) -> PathBuf {
-        self.archive_dir().join(format!("{id}.json"))
-    }
-    fn archived_claim(&self, id: RequestId) -> PathBuf {
-        self.archive_dir().join(format!("{id}.used"))
-    }
-}
-
-/// An exclusive lock held for the life of the value.
-struct Locked {
-    _lock: Box<fd_lock::RwLock<std::fs::File>>,
-}
-
-/// Takes the lock only if no other process holds it; `None` if one does, or if the file
-/// does not exist (it is never created here).
-fn try_lock_existing(path: &Path) -> Result<Option<Locked>, Error> {
-    let Some(file) = fs::open_existing_rw(path)? else {
-        return Ok(None);
-    };
-    let mut lock = Box::new(fd_lock::RwLock::new(file));
-    match lock.try_write() {
-        Ok(guard) => std::mem::forget(guard),
-        Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return Ok(None),
-        Err(e) => return Err(Error::io("locking", path, e)),
-    }
-    Ok(Some(Locked { _lock: lock }))
-}
-
-fn lock_exclusive(path: &Path) -> Result<Locked, Error> {
-    lock_file(fs::open_lock(path)?, path)
-}
-
-/// Waits for an exclusive lock on an already opened file.
-fn lock_file(file: std::fs::File, path: &Path) -> Result<Locked, Error> {
-    let mut lock = Box::new(fd_lock::RwLock::new(file));
-    // fd-lock hands out a guard borrowing the lock; flock(2) itself is held by the open file
-    // description until it is closed, so keep the file and forget the guard.
-    std::mem::forget(lock.write().map_err(|e| Error::io("locking", path, e))?);
-    Ok(Locked { _lock: lock })
-}
-
-/// Ids named `<id><suffix>` in `dir`.
-fn ids_in(dir: &Path, suffix: &str) -> Result<Vec<RequestId>, Error> {
-    Ok(fs::list_names(dir)?
-        .iter()
-        .filter_map(|name| name.strip_suffix(suffix))
-        .filter_map(|id| RequestId::parse(id).ok())
-        .collect())
 }
 
 impl DirStore {
@@ -194,12 +103,17 @@ impl DirStore {
         Self {
             about: About {
                 location: Location::Dir(layout.root.clone()),
+                backend: "dir",
                 filer: Some(crate::request::os_user()),
                 capabilities: Capabilities {
                     // A line is appended before a "yes" and after a "no": a crash between
                     // the two leaves the one without the other, which recovery and `audit
                     // verify` allow for.
                     atomic_lines: false,
+                    // The OS user, which the filing process reports.
+                    filer: Filer::Claimed,
+                    // Whoever can be refused can write the store's files anyway.
+                    refusals: Refusals::EachTime,
                 },
             },
             audit: AuditLog::new(&layout.root),
@@ -431,7 +345,7 @@ impl Store for DirStore {
         let made = fs::create_exclusive(&self.layout.claim(id), claim.as_bytes())
             .map_err(|failed| failed.on(id, "consume"))?;
         if !made {
-            return Ok(Spent::Before);
+            return Ok(Spent::before(id));
         }
         // From here on the approval is spent, whatever happens next.
         let record = || -> Result<(), Error> {
@@ -527,16 +441,4 @@ fn between_effect_and_record() -> Result<(), Error> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_watched_directory_is_where_requests_are_saved() {
-        let dir = tempfile::tempdir().unwrap();
-        let store = DirStore::open(dir.path().join("g")).unwrap();
-        let id = RequestId::parse("a1b2c3d4e5f6").unwrap();
-        let record = store.layout.request(id);
-        assert_eq!(record.parent(), Some(store.layout.requests_dir().as_path()));
-        assert_eq!(watch::request_of(&record), Some(id));
-    }
-}
+mod tests;

@@ -44,8 +44,8 @@ mod tls;
 use std::sync::{Arc, PoisonError};
 
 use super::{
-    About, Capabilities, Caps, Chain, Entry, Filed, Guard, Loaded, Location, Marks, Recovery,
-    Scope, Shelf, Spent, Store,
+    About, Capabilities, Caps, Chain, Entry, Filed, Filer, Guard, Loaded, Location, Marks,
+    Recovery, Refusals, Scope, Shelf, Spent, Store,
 };
 use crate::audit::{AuditRecord, AuditSummary, LineHash, Reanchored, parse_chain_with};
 use crate::change::ChangeSink;
@@ -82,12 +82,17 @@ impl PgStore {
         let pool = Arc::new(pool_for(url)?);
         let about = About {
             location: Location::Postgres(url.to_owned()),
+            backend: "postgres",
             // What the database will record: its session user, this login.
             filer: pool.config.get_user().map(str::to_owned),
             capabilities: Capabilities {
                 // Every step is one call of the schema's functions, which writes the change
                 // and its audit row in one transaction.
                 atomic_lines: true,
+                // `file_request` records the session user, whatever the caller wrote.
+                filer: Filer::Authenticated,
+                // `refuse` keeps one role's same refused decision of a request once.
+                refusals: Refusals::OncePerRole,
             },
         };
         let store = Self { about, pool };
@@ -261,9 +266,13 @@ impl Store for PgStore {
                 after().map_err(|error| error.after_effect(id, "consume"))?;
                 Spent::Now
             }
-            "already_consumed" => Spent::Before,
+            // Nothing written: the caller records the replay.
+            "already_consumed" => Spent::before(id),
             // Refused by the database's own checks, on its clock, and recorded there.
-            reason => Spent::Refused(self.refusal(id, reason)),
+            reason => Spent::Refused {
+                refusal: self.refusal(id, reason),
+                recorded: true,
+            },
         })
     }
 

@@ -21,21 +21,25 @@ BEGIN
     END IF;
     v_now := CASE WHEN given_ms IS NOT NULL AND v_trusted THEN given_ms
                   ELSE floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint END;
-    IF r.claimed_ms IS NOT NULL THEN
-        RETURN 'already_consumed';
-    END IF;
+    -- The first refusal that applies, in the library's order (`rules::check_consumable`,
+    -- after a due expiry is recorded): status, quorum, claim, expiry.
     v_reason := CASE
+        WHEN r.status = 'pending' AND v_now > r.expires_ms THEN 'expired'
         WHEN r.status = 'pending' THEN 'not_approved'
         WHEN r.status = 'denied' THEN 'denied'
         WHEN r.status = 'expired' THEN 'expired'
         WHEN r.status = 'revoked' THEN 'revoked'
         WHEN r.status <> 'approved' THEN 'not_approved'
-        WHEN v_now > r.expires_ms THEN 'approval_expired'
         WHEN (SELECT count(DISTINCT e->>'principal')
               FROM jsonb_array_elements(coalesce(r.record->'approvals', '[]'::jsonb)) e)
              < coalesce((r.record->>'requiredApprovals')::int, 1)
              AND coalesce((r.record->>'requiredApprovals')::int, 1) > 1 THEN 'insufficient_approvals'
+        WHEN r.claimed_ms IS NOT NULL THEN 'already_consumed'
+        WHEN v_now > r.expires_ms THEN 'approval_expired'
     END;
+    IF v_reason = 'already_consumed' THEN
+        RETURN v_reason;
+    END IF;
     IF v_reason IS NOT NULL THEN
         PERFORM approval_gate.append(v_now, 'consume_refused', rid,
             jsonb_build_object('reason', v_reason, 'detail', 'refused by the database'));

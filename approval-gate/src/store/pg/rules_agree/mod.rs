@@ -11,6 +11,8 @@ use super::init;
 use crate::audit::AuditEvent;
 use crate::rules::{EVENTS, Stage, next_stage};
 
+mod claim;
+
 /// The filing time, and a minute later, when every decision of the test is taken.
 const T0: i64 = 1_767_225_600_000;
 const T1: i64 = T0 + 60_000;
@@ -211,8 +213,10 @@ fn add_approval(record: &mut Value, principal: &str) {
     }
 }
 
-#[test]
-fn every_transition_the_schema_takes_is_the_rules_and_no_other() {
+/// Runs `test` on a fresh database named after `tag` with the schema installed, connected as
+/// the superuser, on a thread of its own (the sync client must not run on a runtime's
+/// thread); drops the database after. Skips outside CI without `APPROVAL_GATE_TEST_PG`.
+fn with_db(tag: &str, test: impl FnOnce(&mut Db) + Send + 'static) {
     // The server of `APPROVAL_GATE_TEST_PG` (a superuser URL), which `.ci/run` sets.
     let Ok(admin) = std::env::var("APPROVAL_GATE_TEST_PG") else {
         assert!(
@@ -221,10 +225,9 @@ fn every_transition_the_schema_takes_is_the_rules_and_no_other() {
         );
         return;
     };
-    let name = format!("agrules_{}", std::process::id());
+    let name = format!("ag{tag}_{}", std::process::id());
     let base = admin.rsplit_once('/').expect("a URL ending in /database").0;
     let url = format!("{base}/{name}");
-    // On a thread of its own: the sync client must not run on a runtime's thread.
     std::thread::spawn(move || {
         let mut server = Client::connect(&admin, NoTls).expect("connect");
         for sql in [
@@ -238,6 +241,19 @@ fn every_transition_the_schema_takes_is_the_rules_and_no_other() {
             client: Client::connect(&url, NoTls).expect("connect"),
             next: 0,
         };
+        test(&mut db);
+        drop(db);
+        server
+            .batch_execute(&format!("DROP DATABASE {name} WITH (FORCE)"))
+            .expect("drop");
+    })
+    .join()
+    .expect("the rules and the schema agree");
+}
+
+#[test]
+fn every_transition_the_schema_takes_is_the_rules_and_no_other() {
+    with_db("rules", |db| {
         let moves: Vec<AuditEvent> = EVENTS
             .into_iter()
             .filter(|event| crate::rules::effect(*event) == crate::rules::Effect::Moves)
@@ -267,11 +283,5 @@ fn every_transition_the_schema_takes_is_the_rules_and_no_other() {
         }
         // The walk took steps as well as refusing them.
         assert!(taken >= 12, "{taken}");
-        drop(db);
-        server
-            .batch_execute(&format!("DROP DATABASE {name} WITH (FORCE)"))
-            .expect("drop");
-    })
-    .join()
-    .expect("the rules and the schema agree");
+    });
 }
