@@ -57,16 +57,14 @@ compile_error!(
 );
 
 // The lifecycle states the rules once, with `rules`: `gate` holds the `Gate`, its builder and
-// its verbs a file each (ask, status, decide, execute, list, wait, archive, health, recover,
-// audit; `consume` and `claim` are still beside it), and `trail` checks what the audit lines
+// its verbs a file each (ask, status, decide, consume, claim, execute, list, wait, archive,
+// health, recover, audit), and `trail` checks what the audit lines
 // say against the rules; `store` holds the two traits a backend implements
 // (docs/architecture.md), `store::dir` the directory store and `store::pg` PostgreSQL.
 // `request`, `status`, `id`, `payload`, `time`, `limits` and `error` are the vocabulary, and
 // import nothing from the lifecycle.
 mod audit;
 mod change;
-mod claim;
-mod consume;
 mod error;
 mod faults;
 #[cfg(feature = "fs-trace")]
@@ -95,10 +93,10 @@ mod trail;
 #[cfg(feature = "macros")]
 pub use approval_gate_macros::requires_approval;
 pub use audit::{AuditEvent, AuditRecord, AuditSummary, Reanchored};
-#[doc(hidden)]
-pub use claim::__private;
-pub use claim::Claim;
 pub use error::{Error, ErrorClass, ErrorCode, ErrorFamily};
+pub use gate::__private;
+#[doc(hidden)]
+pub use gate::Claim;
 pub use gate::{
     ArchiveReport, Gate, GateBuilder, HealthReport, ListFilter, ListItem, Page, Recovery, Submitted,
 };

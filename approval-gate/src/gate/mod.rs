@@ -2,14 +2,15 @@
 //!
 //! This file holds the [`Gate`] itself and the steps its verbs share (loading a live request,
 //! recording a due expiry, reporting); each verb is a file of its own: `builder` (opening a
-//! gate), `ask`, `status`, `decide`, `execute`, `list`, `wait`, `archive`, `health`,
-//! `recover` and `audit`. Consuming (`crate::consume`) and the macro's claim
-//! (`crate::claim`) are verbs too, for now beside this directory.
+//! gate), `ask`, `status`, `decide`, `consume`, `claim` (the macro's), `execute`, `list`,
+//! `wait`, `archive`, `health`, `recover` and `audit`.
 
 mod archive;
 mod ask;
 mod audit;
 mod builder;
+mod claim;
+mod consume;
 mod decide;
 #[cfg(test)]
 mod decide_tests;
@@ -36,6 +37,9 @@ use crate::time::{Clock, Timestamp};
 
 pub use archive::ArchiveReport;
 pub use builder::GateBuilder;
+#[doc(hidden)]
+pub use claim::__private;
+pub use claim::Claim;
 pub use health::HealthReport;
 pub use list::{ListFilter, ListItem, Page};
 pub use recover::Recovery;
