@@ -221,6 +221,65 @@ fn listing_pending_reads_no_finished_request() {
 }
 
 #[test]
+fn each_filter_has_its_own_name_and_line_of_help() {
+    let names: BTreeSet<&str> = ListFilter::ALL.iter().map(|f| f.name()).collect();
+    let abouts: BTreeSet<&str> = ListFilter::ALL.iter().map(|f| f.about()).collect();
+    assert_eq!(names.len(), ListFilter::ALL.len());
+    assert_eq!(abouts.len(), ListFilter::ALL.len());
+    assert!(names.contains("pending") && names.contains("all"));
+    assert!(ListFilter::All.about().contains("pending first"));
+    assert!(abouts.iter().all(|about| about.len() > 5));
+}
+
+/// Every id of a listing, page by page from `after`, `limit` at a time.
+fn ids(gate: &Gate, filter: ListFilter, after: Option<RequestId>, limit: usize) -> Vec<RequestId> {
+    let page = gate.list(filter, after, limit).unwrap();
+    page.items.iter().map(ListItem::id).collect()
+}
+
+#[test]
+fn a_cursor_that_left_the_list_keeps_its_place() {
+    let fx = Fixture::new();
+    let asked: Vec<RequestId> = (0..5)
+        .map(|i| {
+            fx.advance(Duration::from_millis(5));
+            fx.ask(&format!("p{i}"), None, None)
+        })
+        .collect();
+    // Pending: the page's last request is denied before the next page is asked for.
+    let first = fx.gate.list(ListFilter::Pending, None, 2).unwrap();
+    assert_eq!(first.next_after, Some(asked[1]));
+    fx.gate.deny(asked[1], &Decision::by("h")).unwrap();
+    assert_eq!(
+        ids(&fx.gate, ListFilter::Pending, Some(asked[1]), 2),
+        [asked[2], asked[3]]
+    );
+    // Approved: the page's last approval is spent before the next page is asked for.
+    let approved: Vec<RequestId> = (0..4)
+        .map(|i| {
+            fx.advance(Duration::from_millis(5));
+            fx.approved(&format!("a{i}"), None, None)
+        })
+        .collect();
+    let first = fx.gate.list(ListFilter::Approved, None, 2).unwrap();
+    assert_eq!(first.next_after, Some(approved[1]));
+    let grant = fx
+        .gate
+        .consume::<()>(approved[1], &binding("a1", None, None));
+    assert!(grant.is_ok(), "{grant:?}");
+    assert_eq!(
+        ids(&fx.gate, ListFilter::Approved, Some(approved[1]), 2),
+        [approved[2], approved[3]]
+    );
+    // A page that holds exactly the rest says there is no more.
+    let last = fx
+        .gate
+        .list(ListFilter::Approved, Some(approved[1]), 2)
+        .unwrap();
+    assert_eq!(last.next_after, None);
+}
+
+#[test]
 fn pagination_visits_every_request_exactly_once_in_a_stable_order_pending_first() {
     let fx = Fixture::new();
     let mut all = Vec::new();
