@@ -5,7 +5,7 @@
 #![no_main]
 
 use approval_gate::CanonicalPayload;
-use approval_gate_cli::display::{
+use approval_gate_cli::term::display::{
     escape, json_safe, lookalike_warning, lookalikes, needs_escape, payload_lookalike_warnings,
     unescape,
 };
