@@ -3,7 +3,8 @@
 //! Each answer carries `authorizesExecution: false`, typed so that nothing else can be
 //! written. A refusal is a tool result with `isError: true` whose `code` is stable (the
 //! library's [`Error::code`] where the library refused) and whose `message` says what
-//! happened and what the agent should do next.
+//! happened and what the agent should do next; `error` repeats the message, under the name
+//! the Node predecessor (approval-gate-mcp) gave its refusals.
 
 use std::borrow::Cow;
 
@@ -194,6 +195,9 @@ pub(crate) struct Refusal {
     /// Stable `snake_case` reason, e.g. `timeout`, `denied`, `expired`, `revoked`,
     /// `already_consumed`, `action_mismatch`, `not_found`, `invalid_arguments`.
     code: &'static str,
+    /// The same text as `message`, under the name approval-gate-mcp (Node) gave its refusals
+    /// (`{"error": "No request with id ..."}`), for agents that test for `error`.
+    error: String,
     /// What happened and what to do next.
     message: String,
     /// The request concerned, if known.
@@ -208,10 +212,12 @@ pub(crate) struct Refusal {
 
 impl Refusal {
     pub(crate) fn new(code: &'static str, message: impl Into<String>) -> Self {
+        let message = message.into();
         Self {
             ok: Const,
             code,
-            message: message.into(),
+            error: message.clone(),
+            message,
             id: None,
             effective_status: None,
             authorizes_execution: NotAuthorized::default(),
@@ -346,10 +352,12 @@ impl IntoCallToolResult for Refusal {
     /// `isError: true`.
     fn into_call_tool_result(self) -> Result<CallToolResponse, ErrorData> {
         let value = serde_json::to_value(&self).unwrap_or_else(|e| {
+            let message = format!("cannot encode the answer ({e}); treat it as not approved");
             serde_json::json!({
                 "ok": false,
                 "code": "internal",
-                "message": format!("cannot encode the answer ({e}); treat it as not approved"),
+                "error": message,
+                "message": message,
                 "authorizesExecution": false,
             })
         });

@@ -278,6 +278,12 @@ impl Reply {
                 .as_str()
                 .is_some_and(|m| !m.is_empty())
         );
+        // The predecessor's agents test `error`: every refusal carries it, as the message.
+        assert_eq!(
+            self.content["error"], self.content["message"],
+            "{}",
+            self.content
+        );
         self.content
     }
 }
