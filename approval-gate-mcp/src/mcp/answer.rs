@@ -1,10 +1,6 @@
-//! What the tools answer: the structured content of every result, success or refusal.
-//!
-//! Each answer carries `authorizesExecution: false`, typed so that nothing else can be
-//! written. A refusal is a tool result with `isError: true` whose `code` is stable (the
-//! library's [`Error::code`] where the library refused) and whose `message` says what
-//! happened and what the agent should do next; `error` repeats the message, under the name
-//! the Node predecessor (approval-gate-mcp) gave its refusals.
+//! What the tools answer: the structured content of every result. Each answer carries
+//! `authorizesExecution: false`, typed so that nothing else can be written. Refusals, with
+//! `isError: true`, are in `refusal.rs`.
 
 use std::borrow::Cow;
 
@@ -12,13 +8,8 @@ use approval_gate::{
     EffectiveStatus, Error, ListItem, PayloadDigest, PayloadShown, ReportJson, RequestId, Status,
     StatusReport, Timestamp, UnreadableRecord,
 };
-use rmcp::ErrorData;
-use rmcp::handler::server::tool::IntoCallToolResult;
-use rmcp::model::{CallToolResponse, CallToolResult};
 use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
 use serde::{Serialize, Serializer};
-
-use super::agent_gate::Failure;
 
 /// A JSON boolean that is always `B`, with a schema that says so.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -165,6 +156,9 @@ pub(crate) struct PendingPage {
     pub(crate) items: Vec<PendingItem>,
     /// Pass as `after` to get the next page; null on the last page.
     pub(crate) next_after: Option<String>,
+    /// The same as `nextAfter`, under the name approval-gate-mcp (Node) 0.4 gave it: pass it
+    /// as `cursor` (or `after`).
+    pub(crate) next_cursor: Option<String>,
     /// Always false.
     pub(crate) authorizes_execution: NotAuthorized,
 }
@@ -184,91 +178,6 @@ pub(crate) struct Consumed {
     pub(crate) authorizes_execution: NotAuthorized,
     /// What this means.
     pub(crate) note: String,
-}
-
-/// A refusal: the call did not do what was asked. Every refusal means no.
-#[derive(Debug, Serialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub(crate) struct Refusal {
-    /// Always false.
-    ok: Const<false>,
-    /// Stable `snake_case` reason, e.g. `timeout`, `denied`, `expired`, `revoked`,
-    /// `already_consumed`, `action_mismatch`, `not_found`, `invalid_arguments`.
-    code: &'static str,
-    /// The same text as `message`, under the name approval-gate-mcp (Node) gave its refusals
-    /// (`{"error": "No request with id ..."}`), for agents that test for `error`.
-    error: String,
-    /// What happened and what to do next.
-    message: String,
-    /// The request concerned, if known.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    id: Option<String>,
-    /// Where the request stands, if known.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    effective_status: Option<EffectiveStatus>,
-    /// Always false.
-    authorizes_execution: NotAuthorized,
-}
-
-impl Refusal {
-    pub(crate) fn new(code: &'static str, message: impl Into<String>) -> Self {
-        let message = message.into();
-        Self {
-            ok: Const,
-            code,
-            error: message.clone(),
-            message,
-            id: None,
-            effective_status: None,
-            authorizes_execution: NotAuthorized::default(),
-        }
-    }
-
-    pub(crate) fn id(mut self, id: RequestId) -> Self {
-        self.id = Some(id.to_string());
-        self
-    }
-
-    pub(crate) fn status(mut self, status: EffectiveStatus) -> Self {
-        self.effective_status = Some(status);
-        self
-    }
-
-    /// Arguments that do not fit the tool's input schema.
-    pub(crate) fn arguments(problem: impl std::fmt::Display) -> Self {
-        let mut problem = problem.to_string();
-        if let Some((cut, _)) = problem.char_indices().nth(300) {
-            problem.truncate(cut);
-            problem.push_str("...");
-        }
-        Self::new(
-            "invalid_arguments",
-            format!("invalid arguments: {problem}; nothing changed, see the tool's input schema"),
-        )
-    }
-
-    /// A refusal by the store (or of the blocking task that ran it).
-    pub(crate) fn failure(failure: &Failure) -> Self {
-        match failure {
-            Failure::Gate(error) => Self::error(error),
-            Failure::Task(problem) => Self::new(
-                "internal",
-                format!(
-                    "the server could not complete the call ({problem}); treat it as not approved and do not proceed"
-                ),
-            ),
-        }
-    }
-
-    /// A library refusal: its code, its message, and what the agent should do about it.
-    pub(crate) fn error(error: &Error) -> Self {
-        let mut refusal = Self::new(error.code().as_str(), format!("{error}; {}", advice(error)));
-        refusal.id = error.request_id().map(|id| id.to_string());
-        // Where a change took effect but was not made durable or recorded, the agent has to
-        // ask again: the status is not known from the error.
-        refusal.effective_status = error.status();
-        refusal
-    }
 }
 
 /// What the agent should do about a library error: by its family, from the error table (no
@@ -333,72 +242,4 @@ pub(crate) fn note(id: RequestId, status: EffectiveStatus) -> String {
         EffectiveStatus::Expired => "expired before a human decided: not approved; do not proceed, file a new request if the action is still needed".to_owned(),
         EffectiveStatus::Revoked => "approval revoked by a human: do not proceed".to_owned(),
     }
-}
-
-/// A tool's structured content: its own answer, or a refusal. The output schemas describe
-/// this type; a result is serialized from the answer or the refusal itself.
-#[expect(dead_code, reason = "only its schema is used")]
-#[derive(Debug, Serialize, JsonSchema)]
-#[serde(untagged)]
-pub(crate) enum Outcome<T> {
-    /// What the tool was asked for.
-    Done(T),
-    /// Why not (with `isError: true`).
-    Refused(Refusal),
-}
-
-impl IntoCallToolResult for Refusal {
-    /// The structured content, the same JSON as text for clients that read only text, and
-    /// `isError: true`.
-    fn into_call_tool_result(self) -> Result<CallToolResponse, ErrorData> {
-        let value = serde_json::to_value(&self).unwrap_or_else(|e| {
-            let message = format!("cannot encode the answer ({e}); treat it as not approved");
-            serde_json::json!({
-                "ok": false,
-                "code": "internal",
-                "error": message,
-                "message": message,
-                "authorizesExecution": false,
-            })
-        });
-        Ok(CallToolResult::structured_error(value).into())
-    }
-}
-
-impl From<Failure> for Refusal {
-    fn from(failure: Failure) -> Self {
-        Refusal::failure(&failure)
-    }
-}
-
-impl From<Error> for Refusal {
-    fn from(error: Error) -> Self {
-        Refusal::error(&error)
-    }
-}
-
-impl From<approval_gate::InvalidId> for Refusal {
-    fn from(invalid: approval_gate::InvalidId) -> Self {
-        Refusal::error(&Error::from(invalid))
-    }
-}
-
-/// A wait that ended in anything but an approval ready to consume.
-pub(crate) fn decided_no(report: &StatusReport) -> Refusal {
-    let id = report.request().id();
-    let status = report.effective_status();
-    let code = match status {
-        EffectiveStatus::Denied => "denied",
-        EffectiveStatus::Expired => "expired",
-        EffectiveStatus::Revoked => "revoked",
-        EffectiveStatus::Consumed => "already_consumed",
-        EffectiveStatus::ApprovedExpired => "approval_expired",
-        EffectiveStatus::Pending | EffectiveStatus::ApprovedUnconsumed => "internal",
-    };
-    let mut message = format!("request {id}: {}", note(id, status));
-    if let Some(reason) = report.request().decision_reason() {
-        message.push_str("; the decision's reason: ");
-        message.push_str(reason);
-    }
-    Refusal::new(code, message).id(id).status(status)
 }

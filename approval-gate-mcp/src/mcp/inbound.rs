@@ -25,7 +25,7 @@ use serde::de::{DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::Value;
 use serde_json::value::RawValue;
 
-use super::answer::Refusal;
+use super::refusal::Refusal;
 
 /// The exact JSON text of a `tools/call` request's `payload` argument (`None` without one),
 /// attached to every `tools/call` request's extensions.

@@ -53,6 +53,7 @@ mod answer;
 pub(crate) use answer::advice;
 mod inbound;
 mod log;
+mod refusal;
 mod server;
 mod tools;
 mod transport;

@@ -19,15 +19,15 @@ use tokio_util::sync::CancellationToken;
 use self::handler::decided_by;
 use super::agent_gate::AgentGate;
 use super::answer::{
-    Const, Consumed, NotAuthorized, PendingItem, PendingPage, Refusal, Requested, StatusAnswer,
-    decided_no, quorum,
+    Const, Consumed, NotAuthorized, PendingItem, PendingPage, Requested, StatusAnswer,
 };
 use super::inbound::{RawPayload, canonical, payload_of};
 use super::log::ClientLog;
+use super::refusal::{Refusal, decided_no, timed_out};
 use super::tools::{
     Args, CheckApprovalArgs, ConsumeApprovalArgs, DEFAULT_PAGE, DEFAULT_WAIT_SECONDS,
-    DecideApprovalArgs, ListPendingArgs, MAX_PAGE, MAX_WAIT_SECONDS, RequestApprovalArgs,
-    WaitForApprovalArgs, output_schema,
+    DecideApprovalArgs, ListPendingArgs, MAX_PAGE, MAX_POLL_SECONDS, MAX_WAIT_SECONDS,
+    MIN_POLL_SECONDS, RequestApprovalArgs, WaitForApprovalArgs, output_schema,
 };
 use super::wait::{Progress, WaitEnd, Waiter};
 
@@ -198,9 +198,11 @@ impl Server {
             effectiveStatus approved_unconsumed is a success, and even then call \
             consume_approval before acting. Everything else is an error result whose code \
             says why: timeout (still pending, NOT approved: do not proceed; wait again if you \
-            like), denied, expired, revoked, already_consumed, approval_expired, not_found, \
-            shutting_down. Sends progress notifications when the call carries a progress \
-            token; stops when cancelled.",
+            like; it also carries the request's fields with status: pending and a note, as \
+            approval-gate-mcp (Node) answered), denied, expired, revoked, already_consumed, \
+            approval_expired, not_found, shutting_down. pollSeconds (poll_seconds) is \
+            accepted and ignored: the wait follows the store's events. Sends progress \
+            notifications when the call carries a progress token; stops when cancelled.",
         output_schema = output_schema::<StatusAnswer>(),
         annotations(
             title = "Wait for approval",
@@ -222,6 +224,14 @@ impl Server {
                 "timeoutSeconds is {seconds}; it must be 1 to {MAX_WAIT_SECONDS}"
             )));
         }
+        // Checked as the predecessor checked it, then ignored: waits follow the store's events.
+        if let Some(poll) = args.poll_seconds
+            && !(MIN_POLL_SECONDS..=MAX_POLL_SECONDS).contains(&poll)
+        {
+            return Err(Refusal::arguments(format_args!(
+                "pollSeconds is {poll}; it must be {MIN_POLL_SECONDS} to {MAX_POLL_SECONDS}"
+            )));
+        }
         let id = RequestId::parse(&args.id)?;
         let progress = context.meta.get_progress_token().map(|token| Progress {
             peer: context.peer.clone(),
@@ -236,31 +246,15 @@ impl Server {
             .await;
         tracing::debug!(%id, ?end, "wait ended");
         match end {
-            WaitEnd::Decided(report)
+            WaitEnd::Decided(report) | WaitEnd::TimedOut(report)
                 if report.effective_status() == EffectiveStatus::ApprovedUnconsumed =>
             {
                 Ok(Json(StatusAnswer::of(&report)))
             }
-            WaitEnd::Decided(report) => Err(decided_no(&report)),
-            WaitEnd::TimedOut => {
-                // A quorum still being gathered is worth saying; a store that cannot answer
-                // now changes nothing about the answer, which is no.
-                let quorum = match self.gate().status(id).await {
-                    Ok(report) => quorum(&report).map(|q| format!(" ({q})")),
-                    Err(_) => None,
-                };
-                Err(Refusal::new(
-                    "timeout",
-                    format!(
-                        "still pending{}: not approved. No human decided request {id} within \
-                         {seconds} s; do not proceed. Call wait_for_approval again to keep \
-                         waiting.",
-                        quorum.unwrap_or_default()
-                    ),
-                )
-                .id(id)
-                .status(EffectiveStatus::Pending))
+            WaitEnd::TimedOut(report) if report.effective_status() == EffectiveStatus::Pending => {
+                Err(timed_out(&report, seconds))
             }
+            WaitEnd::Decided(report) | WaitEnd::TimedOut(report) => Err(decided_no(&report)),
             WaitEnd::ShuttingDown => Err(Refusal::new(
                 "shutting_down",
                 format!(
@@ -284,7 +278,8 @@ impl Server {
         title = "List pending approvals",
         description = "List requests waiting for a human decision, oldest first, one page at \
             a time (limit 1 to 100, default 20). Pass the answer's nextAfter as `after` to get \
-            the next page; nextAfter is null on the last page. A request whose record cannot \
+            the next page; nextAfter is null on the last page (nextCursor and `cursor` are the \
+            same, under approval-gate-mcp (Node) 0.4's names). A request whose record cannot \
             be read is listed first with unreadable: true and its id: it refuses everything \
             until a human repairs it, so do not proceed with it.",
         output_schema = output_schema::<PendingPage>(),
@@ -310,9 +305,11 @@ impl Server {
             })?;
         let after = args.after.as_deref().map(RequestId::parse).transpose()?;
         let page = self.gate().list_pending(after, limit).await?;
+        let next = page.next_after.map(|id| id.to_string());
         Ok(Json(PendingPage {
             items: page.items.iter().map(PendingItem::of).collect(),
-            next_after: page.next_after.map(|id| id.to_string()),
+            next_after: next.clone(),
+            next_cursor: next,
             authorizes_execution: NotAuthorized::default(),
         }))
     }

@@ -3,8 +3,10 @@
 //! are the `#[tool]` methods in [`super::server`].
 //!
 //! Argument types refuse unknown fields, so a call that smuggles in `"status": "approved"`
-//! or `"force": true` is refused, not half-read. The seed's `snake_case` spellings
-//! (`requested_by`, `ttl_seconds`, `timeout_seconds`) are accepted as aliases.
+//! or `"force": true` is refused, not half-read. The argument names of approval-gate-mcp
+//! (Node), which this server succeeds (`requested_by`, `ttl_seconds`, `timeout_seconds`,
+//! `poll_seconds`, `cursor`), are accepted as aliases, one spelling per call, and listed in
+//! the input schemas as deprecated properties ([`Spellings`]).
 
 use std::borrow::Cow;
 use std::sync::Arc;
@@ -19,11 +21,14 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Deserializer};
 use serde_json::Value;
 
-use super::answer::{Outcome, Refusal};
+use super::refusal::{Outcome, Refusal};
 
 /// Default and bounds of `wait_for_approval`'s `timeoutSeconds`.
 pub(crate) const DEFAULT_WAIT_SECONDS: u64 = 300;
 pub(crate) const MAX_WAIT_SECONDS: u64 = 3600;
+/// Bounds of `wait_for_approval`'s `pollSeconds`, the Node predecessor's.
+pub(crate) const MIN_POLL_SECONDS: u64 = 1;
+pub(crate) const MAX_POLL_SECONDS: u64 = 60;
 /// Default and bound of `list_pending`'s `limit`.
 pub(crate) const DEFAULT_PAGE: usize = 20;
 pub(crate) const MAX_PAGE: usize = 100;
@@ -93,6 +98,13 @@ pub(crate) struct WaitForApprovalArgs {
     #[serde(default, alias = "timeout_seconds")]
     #[schemars(range(min = 1, max = MAX_WAIT_SECONDS))]
     pub(crate) timeout_seconds: Option<u64>,
+    /// Accepted for agents written for approval-gate-mcp (Node), where it set how often the
+    /// wait re-read the request: 1 to 60. Ignored: this server wakes on the store's change
+    /// events (and re-reads on its own schedule in case one is lost), so it answers as soon
+    /// as a human decides, sooner than any polling interval would.
+    #[serde(default, alias = "poll_seconds")]
+    #[schemars(range(min = MIN_POLL_SECONDS, max = MAX_POLL_SECONDS))]
+    pub(crate) poll_seconds: Option<u64>,
 }
 
 /// Arguments of `list_pending`.
@@ -103,8 +115,9 @@ pub(crate) struct ListPendingArgs {
     #[serde(default)]
     #[schemars(range(min = 1, max = MAX_PAGE))]
     pub(crate) limit: Option<u64>,
-    /// Start after this request id: the previous page's nextAfter.
-    #[serde(default)]
+    /// Start after this request id: the previous page's nextAfter (or nextCursor, the same
+    /// value).
+    #[serde(default, alias = "cursor")]
     #[schemars(regex(pattern = r"^[0-9a-f]{12}$"))]
     pub(crate) after: Option<String>,
 }
@@ -146,6 +159,59 @@ pub(crate) struct DecideApprovalArgs {
     pub(crate) reason: Option<String>,
 }
 
+/// The Node predecessor's spellings of a tool's arguments, accepted besides ours (serde
+/// aliases): `(theirs, ours)`. The input schema lists each as a deprecated property with our
+/// property's bounds, so a client that checks calls against the schema lets the
+/// predecessor's calls through, and one that writes calls from it is steered to ours.
+pub(crate) trait Spellings {
+    const ALIASES: &'static [(&'static str, &'static str)] = &[];
+}
+
+impl Spellings for RequestApprovalArgs {
+    const ALIASES: &'static [(&'static str, &'static str)] = &[
+        ("requested_by", "requestedBy"),
+        ("ttl_seconds", "ttlSeconds"),
+    ];
+}
+
+impl Spellings for CheckApprovalArgs {}
+
+impl Spellings for WaitForApprovalArgs {
+    const ALIASES: &'static [(&'static str, &'static str)] = &[
+        ("timeout_seconds", "timeoutSeconds"),
+        ("poll_seconds", "pollSeconds"),
+    ];
+}
+
+impl Spellings for ListPendingArgs {
+    const ALIASES: &'static [(&'static str, &'static str)] = &[("cursor", "after")];
+}
+
+impl Spellings for ConsumeApprovalArgs {}
+
+impl Spellings for DecideApprovalArgs {}
+
+/// Adds `T`'s aliases to the properties of its input schema.
+fn list_aliases<T: Spellings>(schema: &mut JsonObject) {
+    let Some(Value::Object(properties)) = schema.get_mut("properties") else {
+        return;
+    };
+    for (theirs, ours) in T::ALIASES {
+        let Some(Value::Object(mut alias)) = properties.get(*ours).cloned() else {
+            continue;
+        };
+        alias.insert(
+            "description".to_owned(),
+            Value::from(format!(
+                "The same as `{ours}`, under the name approval-gate-mcp (Node) gave it; \
+                 give one or the other, not both."
+            )),
+        );
+        alias.insert("deprecated".to_owned(), Value::Bool(true));
+        properties.insert((*theirs).to_owned(), Value::Object(alias));
+    }
+}
+
 /// A tool's arguments: decoded into `T`, or the `invalid_arguments` refusal saying why not.
 ///
 /// rmcp answers arguments that do not decode with a bare text error; an agent gets a
@@ -160,7 +226,7 @@ impl<'de, T: DeserializeOwned> Deserialize<'de> for Args<T> {
     }
 }
 
-impl<T: JsonSchema> JsonSchema for Args<T> {
+impl<T: JsonSchema + Spellings> JsonSchema for Args<T> {
     fn schema_name() -> Cow<'static, str> {
         T::schema_name()
     }
@@ -173,6 +239,7 @@ impl<T: JsonSchema> JsonSchema for Args<T> {
         let mut schema = T::json_schema(generator);
         if let Some(object) = schema.as_object_mut() {
             unwrap_descriptions(object);
+            list_aliases::<T>(object);
         }
         schema
     }

@@ -26,8 +26,8 @@ const PROGRESS_EVERY: Duration = Duration::from_secs(5);
 pub(crate) enum WaitEnd {
     /// No longer pending: approved, denied, expired, revoked, consumed.
     Decided(StatusReport),
-    /// Still pending when the wait's time ran out.
-    TimedOut,
+    /// Still pending when the wait's time ran out, as this last read shows.
+    TimedOut(StatusReport),
     /// Still pending when the server began shutting down.
     ShuttingDown,
     /// The client cancelled the call.
@@ -84,7 +84,7 @@ impl Waiter<'_> {
                 () = self.shutdown.cancelled() => return WaitEnd::ShuttingDown,
                 waited = &mut waiting => return match waited {
                     Ok(Waited::Decided(report)) => WaitEnd::Decided(report),
-                    Ok(Waited::TimedOut(_)) => WaitEnd::TimedOut,
+                    Ok(Waited::TimedOut(report)) => WaitEnd::TimedOut(report),
                     Err(error) => WaitEnd::Failed(Failure::Gate(error)),
                 },
                 _ = ticks.tick(), if progress.is_some() => {

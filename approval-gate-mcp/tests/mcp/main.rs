@@ -5,6 +5,7 @@ mod damage;
 mod hostile;
 mod logging;
 mod never_approves;
+mod predecessor;
 mod schema;
 mod settings;
 mod signed;
