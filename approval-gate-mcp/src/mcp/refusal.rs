@@ -40,21 +40,23 @@ pub(crate) struct Refusal {
     /// Where the request stands, if known.
     #[serde(skip_serializing_if = "Option::is_none")]
     effective_status: Option<EffectiveStatus>,
-    /// The request's own fields and a `note`, where the refusal leaves it pending and they
-    /// are known (a wait that timed out): what the Node predecessor answered there.
+    /// The request's own fields and a `note`, on a wait that ended without an approval, where
+    /// the record does not say `approved`: what the Node predecessor answered there.
     #[serde(flatten)]
-    request: Option<Box<PendingFields>>,
+    request: Option<Box<RecordFields>>,
     /// Always false.
     authorizes_execution: NotAuthorized,
 }
 
-/// A pending request's fields, as the Node predecessor's `wait_for_approval` answered them
-/// when it timed out (the record, `status: "pending"`), on our `timeout` refusal.
+/// A request's own fields on a refusal about it, as the Node predecessor's
+/// `wait_for_approval` answered them (the record, with a `note` on a timeout), so an agent
+/// that reads the record finds it. Only where the record's `status` itself says no: a
+/// refusal never says `approved`.
 #[derive(Debug, Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
-pub(crate) struct PendingFields {
-    /// Always `pending`: the request is pending, as the wait's last read showed.
-    status: PendingStatus,
+pub(crate) struct RecordFields {
+    /// The persisted status: `pending`, `denied`, `expired` or `revoked`, never `approved`.
+    status: NoStatus,
     /// The exact action text the human reads and approves.
     action: String,
     /// Why the agent asked.
@@ -62,50 +64,32 @@ pub(crate) struct PendingFields {
     /// Who asked, as they said (not verified).
     #[serde(skip_serializing_if = "Option::is_none")]
     requested_by: Option<String>,
-    /// The operation name the approval would be bound to.
+    /// The operation name the approval is bound to.
     #[serde(skip_serializing_if = "Option::is_none")]
     operation: Option<String>,
-    /// BLAKE3 digest (64 hex characters) of the canonical payload the approval would be
-    /// bound to.
+    /// BLAKE3 digest (64 hex characters) of the canonical payload the approval is bound to.
     #[serde(skip_serializing_if = "Option::is_none")]
     payload_digest: Option<PayloadDigest>,
     /// When the request was filed (RFC 3339, UTC).
     created_at: Timestamp,
     /// When the request, and any approval of it, stops being usable (RFC 3339, UTC).
     expires_at: Timestamp,
+    /// When it was denied or expired.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    decided_at: Option<Timestamp>,
+    /// The reason given with the decision.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    decision_reason: Option<String>,
     /// What this means for the agent: not approved, do not proceed.
     note: String,
 }
 
-/// The string `pending`, with a schema that says so: a `timeout` refusal can say nothing else,
-/// so no agent that reads `status` can take it for `approved`.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct PendingStatus;
-
-impl Serialize for PendingStatus {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        Status::Pending.serialize(serializer)
-    }
-}
-
-impl JsonSchema for PendingStatus {
-    fn schema_name() -> Cow<'static, str> {
-        "PendingStatus".into()
-    }
-
-    fn inline_schema() -> bool {
-        true
-    }
-
-    fn json_schema(_: &mut SchemaGenerator) -> Schema {
-        json_schema!({ "type": "string", "const": "pending" })
-    }
-}
-
-impl PendingFields {
-    fn of(request: &Request, note: String) -> Self {
-        Self {
-            status: PendingStatus,
+impl RecordFields {
+    /// `None` where the record says `approved` (a spent or expired approval): a refusal
+    /// carries no `status` an agent could take for a yes.
+    fn of(request: &Request, note: String) -> Option<Self> {
+        Some(Self {
+            status: NoStatus::of(request.status())?,
             action: request.action().to_owned(),
             reason: request.reason().to_owned(),
             requested_by: request.requested_by().map(str::to_owned),
@@ -113,8 +97,46 @@ impl PendingFields {
             payload_digest: request.payload_digest(),
             created_at: request.created_at(),
             expires_at: request.expires_at(),
+            decided_at: request.decided_at(),
+            decision_reason: request.decision_reason().map(str::to_owned),
             note,
+        })
+    }
+}
+
+/// A persisted status that is not `approved`, with a schema that says so.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct NoStatus(Status);
+
+impl NoStatus {
+    #[deny(clippy::wildcard_enum_match_arm)]
+    fn of(status: Status) -> Option<Self> {
+        match status {
+            Status::Approved => None,
+            Status::Pending | Status::Denied | Status::Expired | Status::Revoked => {
+                Some(Self(status))
+            }
         }
+    }
+}
+
+impl Serialize for NoStatus {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        self.0.serialize(serializer)
+    }
+}
+
+impl JsonSchema for NoStatus {
+    fn schema_name() -> Cow<'static, str> {
+        "NoStatus".into()
+    }
+
+    fn inline_schema() -> bool {
+        true
+    }
+
+    fn json_schema(_: &mut SchemaGenerator) -> Schema {
+        json_schema!({ "type": "string", "enum": ["pending", "denied", "expired", "revoked"] })
     }
 }
 
@@ -230,8 +252,8 @@ impl From<approval_gate::InvalidId> for Refusal {
 
 /// A wait whose time ran out while the request is pending, as `report` (the wait's last read)
 /// shows: not approved. A refusal, as every wait that ends without an approval is, that also
-/// carries what the Node predecessor answered (the request's fields, `status: "pending"`
-/// and a `note`), so an agent written for either reads it as no.
+/// carries what the Node predecessor answered (the record, `status: "pending"` and a
+/// `note`), so an agent written for either reads it as no.
 pub(crate) fn timed_out(report: &StatusReport, seconds: u64) -> Refusal {
     let id = report.request().id();
     let quorum = quorum(report).map(|q| format!(" ({q})"));
@@ -247,14 +269,12 @@ pub(crate) fn timed_out(report: &StatusReport, seconds: u64) -> Refusal {
     .status(EffectiveStatus::Pending);
     let note = "timed out while pending: not approved. Do not proceed; call wait_for_approval \
                 again to keep waiting";
-    refusal.request = Some(Box::new(PendingFields::of(
-        report.request(),
-        note.to_owned(),
-    )));
+    refusal.request = RecordFields::of(report.request(), note.to_owned()).map(Box::new);
     refusal
 }
 
-/// A wait that ended in anything but an approval ready to consume.
+/// A wait that ended in anything but an approval ready to consume; with the record, as the
+/// predecessor answered, unless it says `approved` (spent, or expired unused).
 pub(crate) fn decided_no(report: &StatusReport) -> Refusal {
     let id = report.request().id();
     let status = report.effective_status();
@@ -271,5 +291,7 @@ pub(crate) fn decided_no(report: &StatusReport) -> Refusal {
         message.push_str("; the decision's reason: ");
         message.push_str(reason);
     }
-    Refusal::new(code, message).id(id).status(status)
+    let mut refusal = Refusal::new(code, message).id(id).status(status);
+    refusal.request = RecordFields::of(report.request(), note(id, status)).map(Box::new);
+    refusal
 }

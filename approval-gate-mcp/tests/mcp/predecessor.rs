@@ -116,6 +116,18 @@ async fn the_v010_flow_request_check_wait_deny_answers_the_predecessors_fields()
     assert_eq!(denied["status"], "denied");
     assert_eq!(denied["decisionReason"], "wrong recipient");
     assert_iso_millis(&denied["decidedAt"]);
+
+    // Waiting on it: the predecessor answered the record; ours is a refusal that carries it.
+    let waited = session
+        .call("wait_for_approval", json!({ "id": other }))
+        .await
+        .refused("denied");
+    assert_eq!(waited["status"], "denied");
+    assert_eq!(waited["action"], "deny me");
+    assert_eq!(waited["decisionReason"], "wrong recipient");
+    assert_eq!(waited["decidedAt"], denied["decidedAt"]);
+    assert_eq!(waited["createdAt"], denied["createdAt"]);
+    assert!(waited["note"].as_str().unwrap().contains("do not proceed"));
     session.client.cancel().await.unwrap();
 }
 
@@ -293,6 +305,16 @@ async fn the_04_consume_call_spends_once_with_ok() {
         .refused("already_consumed");
     assert_eq!(again["ok"], false);
     assert!(again["error"].is_string());
+    // A wait on the spent approval: its record says approved, so the refusal carries no
+    // record at all; an agent that acts on `status: "approved"` finds none.
+    let waited = session
+        .call("wait_for_approval", json!({ "id": id }))
+        .await
+        .refused("already_consumed");
+    assert_eq!(waited["effectiveStatus"], "consumed");
+    for field in ["status", "action", "note", "decidedAt"] {
+        assert!(waited.get(field).is_none(), "{field} in {waited}");
+    }
 
     // With an operation and a payload, as 0.4's consume_approval took them.
     let bound = session
@@ -408,14 +430,18 @@ async fn the_schemas_list_every_predecessor_argument_name() {
             .unwrap()
             .contains("`after`")
     );
-    // A timed-out wait's status can only be `pending`, and its schema says so.
     let tool = tools
         .iter()
         .find(|t| t.name == "wait_for_approval")
         .unwrap();
     let output = Value::Object(tool.output_schema.as_ref().unwrap().as_ref().clone());
     let refusal = &output["$defs"]["Refusal"]["properties"];
-    assert_eq!(refusal["status"]["const"], "pending", "{refusal}");
+    // A refusal's status can never be `approved`, and its schema says so.
+    assert_eq!(
+        refusal["status"]["enum"],
+        json!(["pending", "denied", "expired", "revoked"]),
+        "{refusal}"
+    );
     for field in [
         "error",
         "note",
