@@ -197,6 +197,7 @@ fn every_crate_imports_without_a_circle() {
         "../approval-gate-cli/src",
         "../approval-gate-mcp/src",
         "src",
+        "../bindings/node/src",
         "../bindings/python/src",
         "../examples",
     ] {
