@@ -6,7 +6,8 @@
 // object is none of them: `assertConsumed` refuses it. The constructor takes a module-private
 // token, so no other code can make one.
 
-import { GrantRefused, nativeSync } from "./errors.js";
+import { nativeSync } from "./call.js";
+import { GrantRefused } from "./errors.js";
 import { frozenPayload } from "./payload.js";
 
 /** Only this module and index.js hold it: the constructors refuse anything else. */

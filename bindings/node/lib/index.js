@@ -23,9 +23,8 @@ import {
   InvalidInput,
   OperationMismatch,
   PayloadMismatch,
-  nativeCall,
-  nativeSync,
 } from "./errors.js";
+import { nativeCall, nativeSync } from "./call.js";
 import { ExecutionContext, Grant, ISSUE } from "./grant.js";
 import { native } from "./native.js";
 import { jsonText } from "./payload.js";

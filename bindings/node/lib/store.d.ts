@@ -1,0 +1,2 @@
+// The predecessor's import path: the same API as the main entry.
+export * from "./index.js";
