@@ -24,10 +24,12 @@ function isPlainObject(value) {
 }
 
 /**
- * Checks that `value` is JSON exactly: `null`, booleans, strings, finite numbers (integers
- * within ±(2^53 − 1)), dense arrays and plain objects with string keys, without cycles.
- * Everything else (`undefined`, functions, symbols, BigInt, NaN, Infinity, Dates, Maps, class
- * instances, `toJSON` methods, holes) is refused with its path, never dropped or converted.
+ * Checks that `value` is JSON exactly: `null`, booleans, strings, finite numbers, dense arrays
+ * and plain objects with string keys, without cycles. Everything else (`undefined`, functions,
+ * symbols, BigInt, NaN, Infinity, Dates, Maps, class instances, `toJSON` methods, holes) is
+ * refused with its path, never dropped or converted. Numbers go on as `JSON.stringify` writes
+ * them, and the library's rules apply to that text as to any other front end's (an integer
+ * beyond ±(2^53 − 1) is refused there).
  */
 function check(value, path, ancestors) {
   if (value === null || typeof value === "boolean" || typeof value === "string") {
@@ -36,12 +38,6 @@ function check(value, path, ancestors) {
   if (typeof value === "number") {
     if (!Number.isFinite(value)) {
       throw refuse(`the number ${value} at ${shown(path)} is not finite; json has no NaN or infinity`);
-    }
-    if (Number.isInteger(value) && !Number.isSafeInteger(value)) {
-      throw refuse(
-        `the integer ${value} at ${shown(path)} is beyond ±9007199254740991, where numbers lose ` +
-          "precision; send it as a string",
-      );
     }
     return;
   }
