@@ -46,6 +46,14 @@ export class Grant {
     Object.freeze(this);
   }
 
+  /**
+   * Always `true`: approval-gate-mcp 0.4's `consumeApproval` answered `{ ok }`, and code that
+   * checks `ok` keeps working. A refused consume throws here; it never returns.
+   */
+  get ok() {
+    return true;
+  }
+
   /** The consumed request's id. */
   get id() {
     return this.#facts.id;

@@ -106,6 +106,8 @@ export declare class ExecutionContext<P = JsonValue> {
 /** The result of a successful `consume`: check it with `assertConsumed` before acting. */
 export declare class Grant<P = JsonValue> {
   private constructor();
+  /** Always `true` (approval-gate-mcp 0.4 answered `{ ok }`); a refused consume throws. */
+  readonly ok: true;
   readonly id: string;
   readonly action: string;
   readonly operation: string | null;

@@ -17,6 +17,7 @@ async function granted() {
 test("a grant consume issued is accepted once, for its own binding, with the frozen approved payload", async () => {
   const { gate, id, grant } = await granted();
   assert.ok(grant instanceof ag.Grant);
+  assert.equal(grant.ok, true);
   assert.equal(grant.id, id);
   const payload = ag.assertConsumed(grant, id, BINDING);
   assert.deepEqual(payload, BINDING.payload);
