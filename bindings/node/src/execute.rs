@@ -8,11 +8,14 @@
 //! store runs on the event loop. If the outcome never comes (the execution object is dropped
 //! unfinished) the closure unwinds and the library records the outcome as unknown; if the
 //! process dies, the marker left behind makes the next open record it as unknown.
+//!
+//! The threads are kept for the next execution once theirs is recorded (a few idle ones at
+//! most): starting a thread costs more than the rest of the module's work around an execution.
 
 use std::fmt;
+use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Mutex;
 use std::sync::mpsc::{Receiver, Sender, channel};
-use std::thread::JoinHandle;
 
 use approval_gate::{Error, Gate, Grant, RequestId};
 use napi::bindgen_prelude::AsyncTask;
@@ -53,10 +56,51 @@ type BodyOutcome = Result<(), String>;
 /// the library records the outcome as unknown.
 struct Abandoned;
 
-/// A started execution, for its `finish`: where to send the outcome, and the thread to join.
+/// A started execution, for its `finish`: where to send the outcome, and where its thread says
+/// the outcome is recorded.
 pub struct Running {
     outcome: Sender<BodyOutcome>,
-    thread: JoinHandle<()>,
+    recorded: Receiver<()>,
+}
+
+/// What an execution thread runs.
+type Work = Box<dyn FnOnce() + Send>;
+
+/// Idle execution threads, each waiting for its next work.
+static IDLE: Mutex<Vec<Sender<Work>>> = Mutex::new(Vec::new());
+
+/// How many idle execution threads are kept; more end when their execution does.
+const MAX_IDLE: usize = 8;
+
+/// Runs `work` on an idle execution thread, or on a new one.
+fn on_execution_thread(work: Work) -> std::io::Result<()> {
+    let mut work = work;
+    loop {
+        let idle = IDLE.lock().ok().and_then(|mut idle| idle.pop());
+        let Some(worker) = idle else { break };
+        match worker.send(work) {
+            Ok(()) => return Ok(()),
+            // That thread is gone: take the work back and try another.
+            Err(returned) => work = returned.0,
+        }
+    }
+    let (sender, receiver) = channel::<Work>();
+    let _ = sender.send(work);
+    std::thread::Builder::new()
+        .name("approval-gate-execute".into())
+        .spawn(move || {
+            while let Ok(work) = receiver.recv() {
+                // An abandoned execution unwinds out of its work (its outcome is recorded
+                // unknown by then): the thread itself goes on.
+                let _ = catch_unwind(AssertUnwindSafe(work));
+                let Ok(mut idle) = IDLE.lock() else { return };
+                if idle.len() >= MAX_IDLE {
+                    return;
+                }
+                idle.push(sender.clone());
+            }
+        })
+        .map(drop)
 }
 
 /// Starts an execution on a thread of this module, on libuv's pool only until the library
@@ -122,34 +166,30 @@ impl Task for Begin {
             .ok_or_else(|| napi::Error::from_reason("this execution already began"))?;
         let (started_tx, started_rx) = channel();
         let (outcome_tx, outcome_rx) = channel();
-        let thread = std::thread::Builder::new()
-            .name("approval-gate-execute".into())
-            .spawn(move || run(&gate, id, input, &started_tx, &outcome_rx))
-            .map_err(|source| {
-                to_js(&Error::Io {
-                    op: "start the execution thread",
-                    path: std::path::PathBuf::new(),
-                    source,
-                })
-            })?;
+        let (recorded_tx, recorded_rx) = channel();
+        on_execution_thread(Box::new(move || {
+            run(&gate, id, input, &started_tx, &outcome_rx);
+            let _ = recorded_tx.send(());
+        }))
+        .map_err(|source| {
+            to_js(&Error::Io {
+                op: "start the execution thread",
+                path: std::path::PathBuf::new(),
+                source,
+            })
+        })?;
         match started_rx.recv() {
             Ok(Ok(grant)) => Ok((
                 grant,
                 Running {
                     outcome: outcome_tx,
-                    thread,
+                    recorded: recorded_rx,
                 },
             )),
-            Ok(Err(refusal)) => {
-                let _ = thread.join();
-                Err(to_js(&refusal))
-            }
-            Err(_) => {
-                let _ = thread.join();
-                Err(napi::Error::from_reason(
-                    "the execution thread ended without an answer; nothing ran",
-                ))
-            }
+            Ok(Err(refusal)) => Err(to_js(&refusal)),
+            Err(_) => Err(napi::Error::from_reason(
+                "the execution thread ended without an answer; nothing ran",
+            )),
         }
     }
 
@@ -195,10 +235,9 @@ impl NativeExecution {
         Ok(Job::spawn(move || {
             let outcome = error.map_or(Ok(()), Err);
             let _ = running.outcome.send(outcome);
-            running
-                .thread
-                .join()
-                .map_err(|_| napi::Error::from_reason("the execution thread failed"))
+            running.recorded.recv().map_err(|_| {
+                napi::Error::from_reason("the execution thread failed before recording the outcome")
+            })
         }))
     }
 }
