@@ -15,17 +15,17 @@
 use std::fmt;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Mutex;
-use std::sync::mpsc::{Receiver, Sender, channel};
+use std::sync::mpsc::{Sender, channel};
 
 use approval_gate::{Error, Gate, Grant, RequestId};
-use napi::bindgen_prelude::AsyncTask;
-use napi::{Env, Task};
+use napi::bindgen_prelude::Object;
+use napi::{Env, JsDeferred};
 use napi_derive::napi;
 use serde_json::Value;
 
 use crate::binding::{BindingInput, binding};
 use crate::grant::NativeGrant;
-use crate::{Job, to_js};
+use crate::to_js;
 
 /// Why an execution failed: the gate refused or failed around the body, or the body threw
 /// (its text, for the audit log).
@@ -56,11 +56,10 @@ type BodyOutcome = Result<(), String>;
 /// the library records the outcome as unknown.
 struct Abandoned;
 
-/// A started execution, for its `finish`: where to send the outcome, and where its thread says
-/// the outcome is recorded.
+/// A started execution, for its `finish`: where to send the body's outcome, with the Promise
+/// its thread settles once the outcome is recorded.
 pub struct Running {
-    outcome: Sender<BodyOutcome>,
-    recorded: Receiver<()>,
+    outcome: Sender<(BodyOutcome, Settle<()>)>,
 }
 
 /// What an execution thread runs.
@@ -103,106 +102,74 @@ fn on_execution_thread(work: Work) -> std::io::Result<()> {
         .map(drop)
 }
 
-/// Starts an execution on a thread of this module, on libuv's pool only until the library
-/// answers whether the body may run.
-pub struct Begin {
-    work: Option<(Gate, RequestId, BindingInput)>,
-}
+/// A Promise's settling from the execution thread (through a thread-safe function: the event
+/// loop settles it, no pool thread waits for it).
+type Settle<T> = JsDeferred<T, Box<dyn FnOnce(Env) -> napi::Result<T> + Send>>;
 
-impl Begin {
-    pub(crate) fn new(gate: Gate, id: RequestId, input: BindingInput) -> Self {
-        Self {
-            work: Some((gate, id, input)),
-        }
-    }
-}
-
-/// The execution thread: `execute_approved`, handing the grant over `started` and waiting on
-/// `outcome` for the body's.
-fn run(
-    gate: &Gate,
-    id: RequestId,
-    input: BindingInput,
-    started: &Sender<Result<NativeGrant, Error>>,
-    outcome: &Receiver<BodyOutcome>,
-) {
+/// The execution thread: `execute_approved`, handing the execution to `started` once the body
+/// may run, waiting for the body's outcome (`NativeExecution::finish`), and settling the Promise
+/// that came with it once the library has recorded it.
+fn run(gate: &Gate, id: RequestId, input: BindingInput, started: Settle<NativeExecution>) {
     let binding = match binding(gate, id, input) {
         Ok(binding) => binding,
-        Err(refusal) => {
-            let _ = started.send(Err(refusal));
-            return;
-        }
+        Err(refusal) => return started.reject(to_js(&refusal)),
     };
+    let mut started = Some(started);
+    let mut recorded = None;
     let result = gate.execute_approved(id, &binding, |grant: &Grant<Value>| {
+        let (outcome_tx, outcome_rx) = channel();
         let native = NativeGrant::new(gate, grant)?;
-        if started.send(Ok(native)).is_err() {
-            // Nobody can run the body any more; it did not run.
-            return Err(Failure::Body(
-                "the executor went away before the body ran".into(),
-            ));
+        if let Some(started) = started.take() {
+            let running = Running {
+                outcome: outcome_tx,
+            };
+            started.resolve(Box::new(move |_env| {
+                Ok(NativeExecution {
+                    grant: native,
+                    running: Mutex::new(Some(running)),
+                })
+            }));
         }
-        match outcome.recv() {
-            Ok(Ok(())) => Ok(()),
-            Ok(Err(text)) => Err(Failure::Body(text)),
+        match outcome_rx.recv() {
+            Ok((body, settle)) => {
+                recorded = Some(settle);
+                body.map_err(Failure::Body)
+            }
             // The body may or may not have had its effect: unwinding through the library's
             // execution record makes it record an unknown outcome.
             Err(_) => std::panic::resume_unwind(Box::new(Abandoned)),
         }
     });
-    if let Err(Failure::Gate(error)) = result {
-        // A refusal before the body ran (the body's own failure was reported by JavaScript).
-        let _ = started.send(Err(error));
+    if let Some(started) = started {
+        // Refused before the body could run: nothing ran.
+        let refusal = match result {
+            Err(Failure::Gate(error)) => to_js(&error),
+            _ => napi::Error::from_reason("the execution ended before its body could run"),
+        };
+        return started.reject(refusal);
+    }
+    if let Some(settle) = recorded {
+        settle.resolve(Box::new(|_env| Ok(())));
     }
 }
 
-impl Task for Begin {
-    type Output = (NativeGrant, Running);
-    type JsValue = NativeExecution;
-
-    fn compute(&mut self) -> napi::Result<Self::Output> {
-        let (gate, id, input) = self
-            .work
-            .take()
-            .ok_or_else(|| napi::Error::from_reason("this execution already began"))?;
-        let (started_tx, started_rx) = channel();
-        let (outcome_tx, outcome_rx) = channel();
-        let (recorded_tx, recorded_rx) = channel();
-        on_execution_thread(Box::new(move || {
-            run(&gate, id, input, &started_tx, &outcome_rx);
-            let _ = recorded_tx.send(());
-        }))
-        .map_err(|source| {
-            to_js(&Error::Io {
-                op: "start the execution thread",
-                path: std::path::PathBuf::new(),
-                source,
-            })
-        })?;
-        match started_rx.recv() {
-            Ok(Ok(grant)) => Ok((
-                grant,
-                Running {
-                    outcome: outcome_tx,
-                    recorded: recorded_rx,
-                },
-            )),
-            Ok(Err(refusal)) => Err(to_js(&refusal)),
-            Err(_) => Err(napi::Error::from_reason(
-                "the execution thread ended without an answer; nothing ran",
-            )),
-        }
-    }
-
-    fn resolve(
-        &mut self,
-        _env: Env,
-        (grant, running): Self::Output,
-    ) -> napi::Result<NativeExecution> {
-        Ok(NativeExecution {
-            grant,
-            running: Mutex::new(Some(running)),
+/// Starts an execution on an execution thread: a Promise of the `NativeExecution`, settled by
+/// that thread once the library answers whether the body may run.
+pub(crate) fn begin(
+    env: &Env,
+    gate: Gate,
+    id: RequestId,
+    input: BindingInput,
+) -> napi::Result<Object<'_>> {
+    let (started, promise) = env.create_deferred()?;
+    on_execution_thread(Box::new(move || run(&gate, id, input, started))).map_err(|source| {
+        to_js(&Error::Io {
+            op: "start the execution thread",
+            path: std::path::PathBuf::new(),
+            source,
         })
-    }
+    })?;
+    Ok(promise)
 }
 
 /// An execution whose body may run now: `execution_started` is durable and the expiry was
@@ -223,21 +190,27 @@ impl NativeExecution {
     }
 
     /// Records the body's outcome (`error` is the text of what it threw, `null` when it
-    /// succeeded) and resolves once `execution_finished` is written. Once only.
+    /// succeeded): a Promise settled once `execution_finished` is written. Once only.
     #[napi]
-    pub fn finish(&self, error: Option<String>) -> napi::Result<AsyncTask<Job<()>>> {
+    pub fn finish<'env>(
+        &self,
+        env: &'env Env,
+        error: Option<String>,
+    ) -> napi::Result<Object<'env>> {
         let running = self
             .running
             .lock()
             .map_err(|_| napi::Error::from_reason("the execution's lock is poisoned"))?
             .take()
             .ok_or_else(|| napi::Error::from_reason("this execution is already finished"))?;
-        Ok(Job::spawn(move || {
-            let outcome = error.map_or(Ok(()), Err);
-            let _ = running.outcome.send(outcome);
-            running.recorded.recv().map_err(|_| {
-                napi::Error::from_reason("the execution thread failed before recording the outcome")
-            })
-        }))
+        let (recorded, promise) = env.create_deferred()?;
+        let outcome = error.map_or(Ok(()), Err);
+        if let Err(returned) = running.outcome.send((outcome, recorded)) {
+            let (_, recorded) = returned.0;
+            recorded.reject(napi::Error::from_reason(
+                "the execution thread is gone: the outcome could not be recorded",
+            ));
+        }
+        Ok(promise)
     }
 }

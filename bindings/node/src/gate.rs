@@ -5,12 +5,13 @@ use std::time::Duration;
 
 use approval_gate::settings::{Flags, Settings};
 use approval_gate::{Decision, Error, Gate, Grant, Location, NewRequest, RequestId, StatusReport};
-use napi::bindgen_prelude::AsyncTask;
+use napi::Env;
+use napi::bindgen_prelude::{AsyncTask, Object};
 use napi_derive::napi;
 use serde_json::{Value, json};
 
 use crate::binding::{BindingInput, binding};
-use crate::execute::Begin;
+use crate::execute;
 use crate::grant::NativeGrant;
 use crate::{Job, canonical, parse_id, to_js};
 
@@ -229,13 +230,14 @@ impl NativeGate {
     /// re-checked, to the execution whose `finish` records the outcome; rejects, running
     /// nothing, on any refusal.
     #[napi]
-    pub fn begin_execution(
+    pub fn begin_execution<'env>(
         &self,
+        env: &'env Env,
         id: String,
         input: BindingInput,
-    ) -> napi::Result<AsyncTask<Begin>> {
+    ) -> napi::Result<Object<'env>> {
         let id = parse_id(&id)?;
-        Ok(AsyncTask::new(Begin::new(self.gate.clone(), id, input)))
+        execute::begin(env, self.gate.clone(), id, input)
     }
 
     /// Makes the audit log agree with the claims after a crash (every open does it too):
