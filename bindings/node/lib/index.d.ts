@@ -193,6 +193,9 @@ export declare function requiresApproval<P extends JsonValue, R>(
 /** The canonical JSON (RFC 8785) of a payload and its BLAKE3 digest, as the library computes them. */
 export declare function canonicalize(payload: JsonValue): { text: string; digest: string };
 
+/** Applies the PostgreSQL store's schema to the database at `url` (`approval-gate db init`); its version. */
+export declare function postgresInit(url: string): Promise<number>;
+
 /** One row of the library's error table. */
 export interface ErrorRow {
   code: string;

@@ -296,6 +296,14 @@ export function canonicalize(payload) {
   return nativeSync(() => native.canonicalize(jsonText(payload)));
 }
 
+/**
+ * Applies the PostgreSQL store's schema to the database at `url` (what `approval-gate db init`
+ * does); resolves to its version. An operator's step, run once per database.
+ */
+export async function postgresInit(url) {
+  return nativeCall(() => native.postgresInit(url));
+}
+
 /** The library's error table: every code with its class and family. */
 export function errorTable() {
   return native.errorTable();

@@ -144,6 +144,14 @@ pub fn max_safe_integer() -> f64 {
     MAX_SAFE_INTEGER as f64
 }
 
+/// Applies the PostgreSQL store's schema to the database at `url` (what `approval-gate db
+/// init` does), on libuv's pool; resolves to its version. An operator's step, run once per
+/// database.
+#[napi]
+pub fn postgres_init(url: String) -> AsyncTask<Job<u32>> {
+    Job::spawn(move || approval_gate::postgres::init(&url).map_err(|e| to_js(&e)))
+}
+
 /// The version of this native module (the crate's), which the JavaScript layer checks.
 #[napi]
 pub fn native_version() -> String {
