@@ -13,7 +13,6 @@ pub mod execute;
 pub mod gate;
 pub mod grant;
 
-use approval_gate::limits::MAX_SAFE_INTEGER;
 use approval_gate::{CanonicalPayload, Error, ErrorCode, RequestId};
 use napi::bindgen_prelude::{AsyncTask, ToNapiValue, TypeName};
 use napi::{Env, Task};
@@ -136,24 +135,10 @@ pub fn check_operation_name(name: String) -> napi::Result<()> {
     approval_gate::check_operation_name(&name).map_err(|e| to_js(&e))
 }
 
-/// The largest integer a payload may hold (2^53 − 1), as JavaScript's
-/// `Number.MAX_SAFE_INTEGER`.
-#[napi]
-#[allow(clippy::cast_precision_loss)] // 2^53 − 1 is exact in an f64
-pub fn max_safe_integer() -> f64 {
-    MAX_SAFE_INTEGER as f64
-}
-
 /// Applies the PostgreSQL store's schema to the database at `url` (what `approval-gate db
 /// init` does), on libuv's pool; resolves to its version. An operator's step, run once per
 /// database.
 #[napi]
 pub fn postgres_init(url: String) -> AsyncTask<Job<u32>> {
     Job::spawn(move || approval_gate::postgres::init(&url).map_err(|e| to_js(&e)))
-}
-
-/// The version of this native module (the crate's), which the JavaScript layer checks.
-#[napi]
-pub fn native_version() -> String {
-    env!("CARGO_PKG_VERSION").to_owned()
 }

@@ -28,6 +28,25 @@ test("index.d.ts declares every runtime export of lib/index.js, and no other val
   assert.deepEqual(values, Object.keys(ag).sort());
 });
 
+/** The members a `declare class` or `interface` block of a .d.ts names. */
+function members(path, block) {
+  const text = readFileSync(path, "utf8");
+  const start = text.search(new RegExp(`^export (?:declare class|interface) ${block}\\b`, "m"));
+  assert.notEqual(start, -1, `no ${block} in ${path}`);
+  const body = text.slice(text.indexOf("{", start) + 1, text.indexOf("\n}", start));
+  return [...body.matchAll(/^  (?:readonly )?(\w+)[(:<]/gm)].map(([, name]) => name).sort();
+}
+
+test("native.d.ts names exactly what the built native module exports, and each class's members", async () => {
+  const { native } = await import("../lib/native.js");
+  const path = here("../lib/native.d.ts");
+  assert.deepEqual(members(path, "NativeModule"), Object.keys(native).sort());
+  for (const name of ["NativeGate", "NativeGrant", "NativeExecution"]) {
+    const own = Object.getOwnPropertyNames(native[name].prototype).filter((member) => member !== "constructor");
+    assert.deepEqual(members(path, name), own.sort(), name);
+  }
+});
+
 function tsc(project) {
   return spawnSync(process.execPath, [TSC, "-p", here(project)], { encoding: "utf8" });
 }
