@@ -299,6 +299,19 @@ error_table! {
             problem: String,
         },
 
+        /// The directory holds a store of the predecessor, approval-gate-mcp (Node): its
+        /// `requests/*.json` and `audit.jsonl`, not ours. Nothing in it was changed; `approval-gate
+        /// migrate` brings it over. Also a store that mixes its records with ours, and a store
+        /// `migrate` cannot bring over exactly (the problem names the file and why).
+        #[error("refusing {path}: {problem}; nothing in it was changed")]
+        #[code("predecessor_store", Fault, Setup, "the directory holds a store of approval-gate-mcp (Node), not ours yet.")]
+        PredecessorStore {
+            /// The store, or the file in it that is the problem.
+            path: PathBuf,
+            /// What it is, and what to do.
+            problem: String,
+        },
+
         /// A request's record cannot be read (damaged, truncated, of an unknown format version,
         /// or failing its own consistency checks). It refuses everything about its own id and
         /// nothing else: listings show it as unreadable, other requests keep working.

@@ -12,6 +12,7 @@ mod postgres;
 mod postgres_jams;
 mod postgres_passkeys;
 mod postgres_records;
+mod predecessor;
 mod properties;
 mod smtp_example;
 mod smtp_quorum;

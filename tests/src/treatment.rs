@@ -82,6 +82,7 @@ pub const PINNED: &[(&str, u8, u8, u16, &str)] = &[
     ("wrong_state", 1, 125, 409, NOTHING_CHANGED),
     ("unsafe_state", 2, 125, 500, HUMAN),
     ("corrupt", 2, 125, 500, HUMAN),
+    ("predecessor_store", 2, 125, 500, HUMAN),
     ("unreadable", 2, 125, 500, HUMAN),
     ("audit_broken", 2, 125, 500, HUMAN),
     ("audit_inconsistent", 2, 125, 500, HUMAN),
@@ -192,6 +193,10 @@ pub fn sample(code: ErrorCode) -> Error {
             problem: problem(),
         },
         C::Corrupt => Error::Corrupt {
+            path: "x".into(),
+            problem: problem(),
+        },
+        C::PredecessorStore => Error::PredecessorStore {
             path: "x".into(),
             problem: problem(),
         },

@@ -55,6 +55,7 @@ impl Error {
             | Self::Signing(_)
             | Self::UnsafeState { .. }
             | Self::Corrupt { .. }
+            | Self::PredecessorStore { .. }
             | Self::AuditBroken { .. }
             | Self::NoStateDir
             | Self::Random(_)
@@ -101,6 +102,7 @@ impl Error {
             | Self::Changed(_)
             | Self::UnsafeState { .. }
             | Self::Corrupt { .. }
+            | Self::PredecessorStore { .. }
             | Self::Unreadable { .. }
             | Self::AuditBroken { .. }
             | Self::AuditInconsistent { .. }

@@ -30,6 +30,7 @@ mod boot;
 pub(crate) mod fs;
 mod health;
 mod layout;
+pub(crate) mod predecessor;
 mod queue;
 mod steps;
 mod watch;
@@ -71,7 +72,11 @@ pub(crate) struct DirStore {
 
 impl DirStore {
     /// Opens the store in `root`, creating its directories `0700` if needed.
+    ///
+    /// A directory holding the predecessor's store is refused before anything in it is
+    /// created or checked ([`predecessor::refuse_predecessor`]).
     pub(crate) fn open(root: PathBuf) -> Result<Self, Error> {
+        predecessor::refuse_predecessor(&root)?;
         let layout = Layout { root };
         if let Some(parent) = layout.root.parent()
             && !parent.as_os_str().is_empty()

@@ -78,6 +78,7 @@ __all__ = [
     "WrongState",
     "UnsafeState",
     "Corrupt",
+    "PredecessorStore",
     "Unreadable",
     "AuditBroken",
     "AuditInconsistent",

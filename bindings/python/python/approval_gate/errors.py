@@ -55,6 +55,7 @@ __all__ = [
     "WrongState",
     "UnsafeState",
     "Corrupt",
+    "PredecessorStore",
     "Unreadable",
     "AuditBroken",
     "AuditInconsistent",
@@ -344,6 +345,13 @@ class Corrupt(Fault):
 
     code = "corrupt"
     family = "damage"
+
+
+class PredecessorStore(Fault):
+    """Code ``predecessor_store``: the directory holds a store of approval-gate-mcp (Node), not ours yet."""
+
+    code = "predecessor_store"
+    family = "setup"
 
 
 class Unreadable(Fault):
