@@ -52,6 +52,11 @@ pub enum AuditEvent {
     /// The store's owner changed the store's own caps (the PostgreSQL store, which holds
     /// them). Concerns the whole store, so its id is [`RequestId::STORE`].
     LimitsSet,
+    /// `approval-gate migrate` brought a store of approval-gate-mcp (Node) over: the first line
+    /// of the new chain, committing to the old audit log (its length and BLAKE3 digest, kept
+    /// byte for byte under `predecessor/`). Concerns the whole store, so its id is
+    /// [`RequestId::STORE`].
+    Migrated,
 }
 
 /// One parsed line of the audit log.

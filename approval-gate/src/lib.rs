@@ -112,6 +112,9 @@ pub use request::{
     STATEMENT_VERSION, SignedApproval, Status, StatusReport, check_operation_name, os_user,
 };
 pub use scan::UnreadableRecord;
+pub use store::dir::predecessor::{
+    MigratedRequest, Migration, MigrationOutcome, migrate_predecessor,
+};
 pub use store::{Capabilities, Filer, Location, Refusals};
 
 /// The PostgreSQL store's schema: what `approval-gate db init` applies. Open a

@@ -7,6 +7,7 @@ mod crates;
 mod damage;
 mod imports;
 mod layout;
+mod migrate;
 mod never_blocking;
 mod postgres;
 mod postgres_jams;

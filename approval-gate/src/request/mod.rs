@@ -116,6 +116,44 @@ impl Request {
         }
     }
 
+    /// A request of the predecessor's store as `migrate` brings it over: pending, as it was
+    /// filed (its own times; no operation, payload or filer, which it did not keep).
+    pub(crate) fn migrated(
+        id: RequestId,
+        ask: NewRequest,
+        created_at: Timestamp,
+        expires_at: Timestamp,
+    ) -> Self {
+        Self {
+            version: FORMAT_VERSION,
+            id,
+            action: ask.action,
+            reason: ask.reason,
+            requested_by: ask.requested_by,
+            operation: None,
+            payload: None,
+            payload_digest: None,
+            created_at,
+            expires_at,
+            status: Status::Pending,
+            decided_at: None,
+            decision_reason: None,
+            decided_by: None,
+            required_approvals: 1,
+            approvals: Vec::new(),
+            filed_by: None,
+        }
+    }
+
+    /// Records a decision the predecessor made, as it recorded it: who decided it, it did not
+    /// keep, so `decided_by` names the predecessor.
+    pub(crate) fn decided_before(&mut self, status: Status, at: Timestamp, reason: Option<String>) {
+        self.status = status;
+        self.decided_at = Some(at);
+        self.decision_reason = reason;
+        self.decided_by = Some("approval-gate-mcp".to_owned());
+    }
+
     /// The same request, recorded as filed by `who` (the store's authenticated filer).
     #[must_use]
     pub(crate) fn filed_by_as(mut self, who: Option<String>) -> Self {

@@ -68,13 +68,13 @@ pub(crate) enum Effect {
     /// Concerns the whole store (the line names [`RequestId::STORE`](crate::RequestId::STORE)):
     /// a re-anchoring accepted the log as it was, lines lost before it included.
     Reanchors,
-    /// Concerns the whole store too: its owner changed a setting (the caps). No request
-    /// moves.
+    /// Concerns the whole store too: its owner changed a setting (the caps), or `migrate`
+    /// began the chain of a store brought over from the predecessor. No request moves.
     Configures,
 }
 
 /// Every event, for [`reachable`]. A new event must be added here and to [`effect`].
-pub(crate) const EVENTS: [AuditEvent; 15] = [
+pub(crate) const EVENTS: [AuditEvent; 16] = [
     AuditEvent::Requested,
     AuditEvent::Approved,
     AuditEvent::ApprovalAdded,
@@ -90,6 +90,7 @@ pub(crate) const EVENTS: [AuditEvent; 15] = [
     AuditEvent::Archived,
     AuditEvent::Reanchored,
     AuditEvent::LimitsSet,
+    AuditEvent::Migrated,
 ];
 
 /// What `event` does to the request its line names.
@@ -109,7 +110,7 @@ pub(crate) fn effect(event: AuditEvent) -> Effect {
             Effect::Refuses
         }
         AuditEvent::Reanchored => Effect::Reanchors,
-        AuditEvent::LimitsSet => Effect::Configures,
+        AuditEvent::LimitsSet | AuditEvent::Migrated => Effect::Configures,
     }
 }
 

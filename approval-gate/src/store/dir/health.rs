@@ -9,7 +9,7 @@ type IsKnown = fn(&str) -> bool;
 
 /// The store's directories (relative to its root, `""` for the root itself) and whether a
 /// name in one of them is one the store writes. Mirrors the layout in `mod.rs`.
-const DIRS: [(&str, IsKnown); 5] = [
+const DIRS: [(&str, IsKnown); 7] = [
     ("", |name| {
         matches!(
             name,
@@ -21,6 +21,7 @@ const DIRS: [(&str, IsKnown); 5] = [
                 | "audit.head"
                 | "gate.lock"
                 | "queue"
+                | "predecessor"
         )
     }),
     ("requests", |name| id_with(name, &[".json"])),
@@ -37,6 +38,11 @@ const DIRS: [(&str, IsKnown); 5] = [
             })
     }),
     ("archive", |name| id_with(name, &[".json", ".used"])),
+    // A store `approval-gate migrate` brought over keeps the old one's files, byte for byte.
+    ("predecessor", |name| {
+        matches!(name, "audit.jsonl" | "requests")
+    }),
+    ("predecessor/requests", |name| id_with(name, &[".json"])),
 ];
 
 /// Whether `name` is a request id followed by one of `suffixes`.
@@ -70,9 +76,21 @@ pub(super) fn stray_entries(root: &Path) -> Result<Vec<PathBuf>, Error> {
 }
 
 /// Every name in `dir`, including those that are not UTF-8 (which the store never writes).
-/// Read-only, so it need not go through `fs.rs`'s rules for what the store opens.
+/// Read-only, so it need not go through `fs.rs`'s rules for what the store opens. Only a
+/// migrated store has `predecessor/`: elsewhere it is missing, with nothing in it.
 fn names(dir: &Path) -> Result<Vec<std::ffi::OsString>, Error> {
-    let entries = std::fs::read_dir(dir).map_err(|e| Error::io("listing", dir, e))?;
+    let entries = match std::fs::read_dir(dir) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound && dir.ends_with("predecessor") => {
+            return Ok(Vec::new());
+        }
+        Err(e)
+            if e.kind() == std::io::ErrorKind::NotFound
+                && dir.ends_with("predecessor/requests") =>
+        {
+            return Ok(Vec::new());
+        }
+        entries => entries.map_err(|e| Error::io("listing", dir, e))?,
+    };
     entries
         .map(|entry| {
             entry

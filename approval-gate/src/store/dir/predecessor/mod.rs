@@ -12,11 +12,18 @@
 //! ```
 //!
 //! [`refuse_predecessor`] runs before the directory store creates or checks anything, so every
-//! front end says so in one line and changes nothing.
+//! front end says so in one line and changes nothing. [`migrate_predecessor`] reads the store
+//! strictly (anything it cannot read exactly refuses the whole store), builds the new store
+//! beside it, and swaps the two atomically.
 
 mod detect;
+mod format;
+mod migrate;
+mod plan;
 
 pub(crate) use detect::refuse_predecessor;
+pub use migrate::{Migration, MigrationOutcome, migrate_predecessor};
+pub use plan::MigratedRequest;
 
 /// What the predecessor is called in messages.
 const PREDECESSOR: &str = "approval-gate-mcp (Node)";

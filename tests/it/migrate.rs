@@ -1,0 +1,354 @@
+//! `approval-gate migrate` (`approval_gate::migrate_predecessor`) on stores the clean-room
+//! writer makes: what each request becomes, the spent rule, the old log kept and committed to,
+//! idempotence, `--dry-run`, and every refusal leaving the store's bytes as they were.
+
+use std::os::unix::fs::PermissionsExt;
+
+use approval_gate::{
+    AuditEvent, Binding, EffectiveStatus, Error, ErrorCode, Gate, MigrationOutcome, RequestId,
+    migrate_predecessor,
+};
+use approval_gate_tests::predecessor::{OldRecord, OldStore, iso, snapshot};
+
+/// Now, as the tests' requests see it: the real clock (migrate reads it), less a minute.
+fn now_ms() -> i64 {
+    use approval_gate::Clock as _;
+    approval_gate::SystemClock.now().unix_millis() - 60_000
+}
+
+fn id(text: &str) -> RequestId {
+    RequestId::parse(text).unwrap()
+}
+
+fn sample() -> (tempfile::TempDir, OldStore) {
+    let tmp = tempfile::tempdir().unwrap();
+    let store = OldStore::sample(&tmp.path().join("gate"), now_ms());
+    (tmp, store)
+}
+
+fn status(gate: &Gate, text: &str) -> EffectiveStatus {
+    gate.status(id(text)).unwrap().effective_status()
+}
+
+#[test]
+fn every_request_is_brought_over_and_nothing_approved_is_usable() {
+    let (_tmp, store) = sample();
+    let old_log = std::fs::read(store.root.join("audit.jsonl")).unwrap();
+    let old_records: Vec<_> = (1..=5)
+        .map(|n| std::fs::read(store.root.join(format!("requests/a0000000000{n}.json"))).unwrap())
+        .collect();
+    let done = migrate_predecessor(&store.root, false).unwrap();
+    assert_eq!(done.outcome, MigrationOutcome::Migrated);
+    assert_eq!(done.requests.len(), 5);
+    let gate = Gate::open(&store.root).unwrap();
+    assert_eq!(status(&gate, "a00000000001"), EffectiveStatus::Pending);
+    assert_eq!(status(&gate, "a00000000002"), EffectiveStatus::Consumed);
+    assert_eq!(status(&gate, "a00000000003"), EffectiveStatus::Denied);
+    assert_eq!(status(&gate, "a00000000004"), EffectiveStatus::Expired);
+    assert_eq!(status(&gate, "a00000000005"), EffectiveStatus::Expired);
+    // The approved one is spent: no consume of it is ever granted.
+    let refused = gate
+        .consume::<()>(id("a00000000002"), &Binding::new("pay 10 EUR"))
+        .unwrap_err();
+    assert_eq!(refused.code(), ErrorCode::AlreadyConsumed, "{refused}");
+    // Every field and time kept.
+    let pending = gate.status(id("a00000000001")).unwrap().into_request();
+    assert_eq!(pending.action(), "send email to alice");
+    assert_eq!(pending.reason(), "because");
+    assert_eq!(pending.requested_by(), Some("agent-1"));
+    let approved = gate.status(id("a00000000002")).unwrap().into_request();
+    assert_eq!(approved.decision_reason(), Some("looks right"));
+    assert_eq!(
+        approved.decided_at().unwrap().to_string(),
+        iso(approved.created_at().unix_millis() + 5_000)
+    );
+    // The old files, byte for byte, and the new chain's first line commits to the old log.
+    assert_eq!(
+        std::fs::read(store.root.join("predecessor/audit.jsonl")).unwrap(),
+        old_log
+    );
+    for (n, bytes) in (1..=5).zip(&old_records) {
+        let kept = store
+            .root
+            .join(format!("predecessor/requests/a0000000000{n}.json"));
+        assert_eq!(&std::fs::read(kept).unwrap(), bytes);
+    }
+    gate.verify_audit().unwrap();
+    let records = gate.audit_records().unwrap();
+    let first = &records[0];
+    assert_eq!(first.event, AuditEvent::Migrated);
+    assert_eq!(first.id, RequestId::STORE);
+    assert_eq!(
+        first.details["predecessorLogBlake3"],
+        blake3::hash(&old_log).to_hex().to_string()
+    );
+    assert_eq!(first.details["predecessorLogBytes"], old_log.len());
+    assert_eq!(done.log_blake3, blake3::hash(&old_log).to_hex().to_string());
+    // The store is healthy: nothing stray, nothing unreadable.
+    let health = gate.check_health().unwrap();
+    assert!(health.is_healthy(), "{health:?}");
+}
+
+#[test]
+fn an_approved_line_spends_the_request_whatever_its_record_says_now() {
+    let tmp = tempfile::tempdir().unwrap();
+    let store = OldStore::create(&tmp.path().join("gate"));
+    let now = now_ms();
+    // Two decisions raced: both lines were written, the denial's record won.
+    let raced = OldRecord::pending("c00000000001", "wire money", now - 10_000, 3_600_000);
+    store.file(&raced);
+    store.log(
+        now - 5_000,
+        "approved",
+        "c00000000001",
+        &serde_json::json!({"action": "wire money"}),
+    );
+    store.decide(&raced.clone().decided("denied", now - 4_000, Some("no")));
+    // And a record still pending whose approval line was written: spent too.
+    let torn = OldRecord::pending("c00000000002", "wire more", now - 10_000, 3_600_000);
+    store.file(&torn);
+    store.log(
+        now - 5_000,
+        "approved",
+        "c00000000002",
+        &serde_json::json!({"action": "wire more"}),
+    );
+    let done = migrate_predecessor(&store.root, false).unwrap();
+    assert!(
+        done.requests
+            .iter()
+            .all(|r| r.new_status == EffectiveStatus::Consumed),
+        "{done:?}"
+    );
+    let gate = Gate::open(&store.root).unwrap();
+    assert_eq!(status(&gate, "c00000000001"), EffectiveStatus::Consumed);
+    assert_eq!(status(&gate, "c00000000002"), EffectiveStatus::Consumed);
+}
+
+#[test]
+fn a_second_run_says_so_and_changes_nothing() {
+    let (_tmp, store) = sample();
+    migrate_predecessor(&store.root, false).unwrap();
+    let after = snapshot(&store.root);
+    let again = migrate_predecessor(&store.root, false).unwrap();
+    assert_eq!(again.outcome, MigrationOutcome::AlreadyMigrated);
+    assert_eq!(snapshot(&store.root), after);
+    let dry = migrate_predecessor(&store.root, true).unwrap();
+    assert_eq!(dry.outcome, MigrationOutcome::AlreadyMigrated);
+}
+
+#[test]
+fn a_dry_run_says_what_it_would_do_and_changes_nothing() {
+    let (tmp, store) = sample();
+    let before = snapshot(tmp.path());
+    let plan = migrate_predecessor(&store.root, true).unwrap();
+    assert_eq!(plan.outcome, MigrationOutcome::Planned);
+    assert_eq!(snapshot(tmp.path()), before);
+    let approved = plan
+        .requests
+        .iter()
+        .find(|r| r.id == id("a00000000002"))
+        .unwrap();
+    assert_eq!(approved.old_status, "approved");
+    assert_eq!(approved.new_status, EffectiveStatus::Consumed);
+    assert!(approved.why.contains("spent"), "{}", approved.why);
+}
+
+#[test]
+fn a_directory_without_their_store_is_not_migrated() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("gate");
+    std::fs::create_dir(&dir).unwrap();
+    let error = migrate_predecessor(&dir, false).unwrap_err();
+    assert_eq!(error.code(), ErrorCode::InvalidInput, "{error}");
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700)).unwrap();
+    drop(Gate::open(&dir).unwrap());
+    let before = snapshot(&dir);
+    let error = migrate_predecessor(&dir, false).unwrap_err();
+    assert_eq!(error.code(), ErrorCode::InvalidInput, "{error}");
+    assert_eq!(snapshot(&dir), before);
+}
+
+/// A damage done to a sample store, the file the refusal names, and words it says.
+type Damage = (&'static str, fn(&OldStore), &'static str, &'static str);
+
+const DAMAGES: &[Damage] = &[
+    (
+        "an empty record",
+        |s| s.write_raw("a00000000002.json", b""),
+        "requests/a00000000002.json",
+        "empty",
+    ),
+    (
+        "a truncated record",
+        |s| s.write_raw("a00000000002.json", b"{\n  \"id\": \"a000"),
+        "requests/a00000000002.json",
+        "truncated",
+    ),
+    (
+        "a record under another name",
+        |s| {
+            let bytes = std::fs::read(s.root.join("requests/a00000000003.json")).unwrap();
+            s.write_raw("b00000000009.json", &bytes);
+        },
+        "requests/b00000000009.json",
+        "under another name",
+    ),
+    (
+        "an unknown key",
+        |s| {
+            let text = String::from_utf8(
+                std::fs::read(s.root.join("requests/a00000000001.json")).unwrap(),
+            )
+            .unwrap();
+            s.write_raw(
+                "a00000000001.json",
+                text.replacen(
+                    "{\n",
+                    "{\n  \"consumedAt\": \"2026-01-01T00:00:00.000Z\",\n",
+                    1,
+                )
+                .as_bytes(),
+            );
+        },
+        "requests/a00000000001.json",
+        "unknown key `consumedAt`",
+    ),
+    (
+        "an unknown status",
+        |s| {
+            let text = String::from_utf8(
+                std::fs::read(s.root.join("requests/a00000000002.json")).unwrap(),
+            )
+            .unwrap();
+            s.write_raw(
+                "a00000000002.json",
+                text.replace("\"approved\"", "\"revoked\"").as_bytes(),
+            );
+        },
+        "requests/a00000000002.json",
+        "status \"revoked\"",
+    ),
+    (
+        "a partial audit line",
+        |s| s.append_raw(b"{\"at\":\"2026-"),
+        "audit.jsonl",
+        "cut short",
+    ),
+    (
+        "a later version's event",
+        |s| s.log(0, "consumed", "a00000000002", &serde_json::json!({})),
+        "audit.jsonl",
+        "\"consumed\" is not one 0.1 writes",
+    ),
+    (
+        "a line of a request without a record",
+        |s| {
+            s.log(
+                0,
+                "approved",
+                "d00000000001",
+                &serde_json::json!({"action": "x"}),
+            );
+        },
+        "audit.jsonl",
+        "has no record",
+    ),
+    (
+        "a pending record the log decided",
+        |s| {
+            s.log(
+                0,
+                "denied",
+                "a00000000001",
+                &serde_json::json!({"action": "send email to alice"}),
+            );
+        },
+        "requests/a00000000001.json",
+        "decided it at line",
+    ),
+    (
+        "a temporary file",
+        |s| s.write_raw(".a00000000001.json.tmp-1", b"{}"),
+        "requests/.a00000000001.json.tmp-1",
+        "temporary file",
+    ),
+    (
+        "a claim marker",
+        |s| std::fs::write(s.root.join("requests/a00000000002.used"), b"").unwrap(),
+        "requests/a00000000002.used",
+        "not a request record's name",
+    ),
+    (
+        "an archive",
+        |s| {
+            std::fs::create_dir(s.root.join("archive")).unwrap();
+            std::fs::write(s.root.join("archive/a00000000009.json"), b"{}").unwrap();
+        },
+        "archive",
+        "not something approval-gate-mcp (Node) 0.1 writes",
+    ),
+    (
+        "a file others may write",
+        |s| {
+            std::fs::set_permissions(
+                s.root.join("requests/a00000000003.json"),
+                std::fs::Permissions::from_mode(0o666),
+            )
+            .unwrap();
+        },
+        "requests/a00000000003.json",
+        "writable by others",
+    ),
+    (
+        "a symlink",
+        |s| {
+            std::os::unix::fs::symlink("/etc/hostname", s.root.join("requests/a00000000009.json"))
+                .unwrap();
+        },
+        "requests/a00000000009.json",
+        "symlink",
+    ),
+    (
+        "no audit log",
+        |s| std::fs::remove_file(s.root.join("audit.jsonl")).unwrap(),
+        "audit.jsonl",
+        "missing while requests exist",
+    ),
+];
+
+#[test]
+fn a_store_it_cannot_read_exactly_is_refused_whole_naming_the_file_and_nothing_changes() {
+    for (what, damage, file, words) in DAMAGES {
+        let (tmp, store) = sample();
+        damage(&store);
+        let before = snapshot(tmp.path());
+        for dry_run in [true, false] {
+            let error = migrate_predecessor(&store.root, dry_run).unwrap_err();
+            assert_eq!(error.code(), ErrorCode::PredecessorStore, "{what}: {error}");
+            let Error::PredecessorStore { path, problem } = &error else {
+                unreachable!()
+            };
+            assert_eq!(path, &store.root.join(file), "{what}: {error}");
+            assert!(problem.contains(words), "{what}: {error}");
+            assert_eq!(snapshot(tmp.path()), before, "{what}: nothing changed");
+        }
+    }
+}
+
+#[test]
+fn a_pending_request_over_our_limits_is_refused_and_a_finished_one_kept() {
+    let tmp = tempfile::tempdir().unwrap();
+    let store = OldStore::create(&tmp.path().join("gate"));
+    let now = now_ms();
+    let long = "x".repeat(5000);
+    let denied = OldRecord::pending("e00000000001", &long, now - 10_000, 3_600_000);
+    store.file(&denied);
+    store.decide(&denied.decided("denied", now - 5_000, None));
+    migrate_predecessor(&store.root, true).unwrap();
+    let pending = OldRecord::pending("e00000000002", &long, now - 10_000, 3_600_000);
+    store.file(&pending);
+    let error = migrate_predecessor(&store.root, true).unwrap_err();
+    assert_eq!(error.code(), ErrorCode::PredecessorStore, "{error}");
+    assert!(error.to_string().contains("e00000000002.json"), "{error}");
+}
