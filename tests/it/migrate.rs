@@ -352,3 +352,47 @@ fn a_pending_request_over_our_limits_is_refused_and_a_finished_one_kept() {
     assert_eq!(error.code(), ErrorCode::PredecessorStore, "{error}");
     assert!(error.to_string().contains("e00000000002.json"), "{error}");
 }
+
+fn cli(dir: &std::path::Path, args: &[&str]) -> std::process::Output {
+    std::process::Command::new(approval_gate_tests::workspace_binary("approval-gate"))
+        .arg("migrate")
+        .arg("--dir")
+        .arg(dir)
+        .args(args)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn the_cli_migrates_says_what_it_would_do_and_refuses_with_the_error_tables_exit() {
+    let (tmp, store) = sample();
+    let before = snapshot(tmp.path());
+    let dry = cli(&store.root, &["--dry-run"]);
+    assert_eq!(dry.status.code(), Some(0), "{dry:?}");
+    let text = String::from_utf8_lossy(&dry.stdout);
+    assert!(
+        text.contains("a00000000002  approved -> consumed: approved by approval-gate-mcp"),
+        "{text}"
+    );
+    assert!(text.contains("a00000000001  pending -> pending"), "{text}");
+    assert!(text.contains("nothing was changed"), "{text}");
+    assert_eq!(snapshot(tmp.path()), before);
+    let done = cli(&store.root, &["--json"]);
+    assert_eq!(done.status.code(), Some(0), "{done:?}");
+    let json: serde_json::Value = serde_json::from_slice(&done.stdout).unwrap();
+    assert_eq!(json["outcome"], "migrated");
+    assert_eq!(json["requests"].as_array().unwrap().len(), 5);
+    let again = cli(&store.root, &[]);
+    assert!(String::from_utf8_lossy(&again.stdout).contains("nothing to do"));
+    // A refusal: exit 2 (a fault), one line naming the file, the bytes as they were.
+    let (tmp, store) = sample();
+    store.write_raw("a00000000003.json", b"{\n  \"id\": \"a0000");
+    let before = snapshot(tmp.path());
+    let refused = cli(&store.root, &[]);
+    assert_eq!(refused.status.code(), Some(2), "{refused:?}");
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(stderr.contains("requests/a00000000003.json"), "{stderr}");
+    assert!(stderr.contains("nothing in it was changed"), "{stderr}");
+    assert_eq!(snapshot(tmp.path()), before);
+}

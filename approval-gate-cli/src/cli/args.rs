@@ -192,6 +192,32 @@ commands) and nothing else; repair it from a backup or move it out of the store.
         json: bool,
     },
 
+    /// Bring a store of approval-gate-mcp (Node) over to this one, in place.
+    #[command(after_help = "\
+migrate reads the store approval-gate-mcp wrote in the directory (--dir, APPROVAL_GATE_DIR or
+~/.approval-gate) and replaces it, in one atomic swap, with a store of ours holding the same
+requests: ids, text, requester, times and decisions kept, pending ones still pending with
+their expiry. Anything approval-gate-mcp approved is brought over SPENT (consumed, outcome
+unknown): it never spent an approval, so an agent may have acted on it any number of times.
+Its audit log and records are kept byte for byte under predecessor/, and the new audit chain
+begins with a line recording the old log's length and BLAKE3 digest.
+
+Stop approval-gate-mcp first. A store it cannot read exactly (a damaged or truncated record, a
+partial audit line, a temporary file, a mark of a later version, ...) is refused whole, naming
+the file, and nothing is changed; so is a store mixing its files with ours. Run it again after
+an interruption: it finishes or starts over. On a migrated store it says so and changes
+nothing. See docs/migrating.md.")]
+    Migrate {
+        /// Print what would become of each request, and why; change nothing.
+        #[arg(long)]
+        dry_run: bool,
+        /// Print {"outcome": "planned"|"migrated"|"already_migrated", "dir": ...,
+        /// "logBytes": n, "logBlake3": hex, "requests": [{"id", "oldStatus", "newStatus",
+        /// "why"}]}.
+        #[arg(long)]
+        json: bool,
+    },
+
     /// Print new pending requests as they arrive (and those already waiting).
     #[command(after_help = "\
 watch follows the store's pending queue through file-system events (with a fallback check
@@ -277,6 +303,7 @@ impl Command {
             | Self::Revoke { json, .. }
             | Self::Archive { json, .. }
             | Self::Doctor { json }
+            | Self::Migrate { json, .. }
             | Self::Config { json }
             | Self::Db(DbCommand::Init { json })
             | Self::Audit(AuditCommand::Verify { json } | AuditCommand::Reanchor { json, .. }) => {

@@ -41,6 +41,7 @@ pub(crate) mod exec;
 mod generate;
 mod ledger;
 mod list;
+mod migrate;
 mod show;
 mod watch;
 
@@ -198,6 +199,8 @@ fn dispatch(cli: Cli) -> anyhow::Result<Exit> {
             let settings = settings()?;
             doctor::doctor(&settings, &settings.open()?, json)
         }
+        // Never opens the store: a store of the predecessor is what it reads.
+        Command::Migrate { dry_run, json } => migrate::migrate(&settings()?, dry_run, json),
         Command::Config { json } => config::config(&settings()?, json),
         Command::Db(DbCommand::Init { json }) => db::init(&settings()?, json),
         #[cfg(feature = "web")]
