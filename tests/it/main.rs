@@ -8,6 +8,7 @@ mod damage;
 mod imports;
 mod layout;
 mod migrate;
+mod migrate_crash;
 mod never_blocking;
 mod postgres;
 mod postgres_jams;
