@@ -242,6 +242,54 @@ const DAMAGES: &[Damage] = &[
         "\"consumed\" is not one 0.1 writes",
     ),
     (
+        "0.4's execution_started line",
+        |s| {
+            s.log(
+                0,
+                "execution_started",
+                "a00000000002",
+                &serde_json::json!({}),
+            );
+        },
+        "audit.jsonl",
+        "\"execution_started\" is not one 0.1 writes",
+    ),
+    (
+        "0.4's operation on a record",
+        |s| add_key(s, "a00000000001", "  \"operation\": \"smtp.send\",\n"),
+        "requests/a00000000001.json",
+        "unknown key `operation`",
+    ),
+    (
+        "0.4's revokedAt on a record",
+        |s| {
+            add_key(
+                s,
+                "a00000000002",
+                "  \"revokedAt\": \"2026-01-01T00:00:00.000Z\",\n",
+            );
+        },
+        "requests/a00000000002.json",
+        "unknown key `revokedAt`",
+    ),
+    (
+        "a claim marker beside the store's files",
+        |s| std::fs::write(s.root.join("a00000000002.used"), b"").unwrap(),
+        "a00000000002.used",
+        "not something approval-gate-mcp (Node) 0.1 writes",
+    ),
+    (
+        "a record written without JSON.stringify's times",
+        |s| {
+            let text = read_text(s, "a00000000003");
+            let created = text.split("\"createdAt\": \"").nth(1).unwrap()[..24].to_owned();
+            let odd = created.replace(".000Z", "Z").replace('Z', "+00:00");
+            s.write_raw("a00000000003.json", text.replace(&created, &odd).as_bytes());
+        },
+        "requests/a00000000003.json",
+        "createdAt",
+    ),
+    (
         "a line of a request without a record",
         |s| {
             s.log(
@@ -316,6 +364,17 @@ const DAMAGES: &[Damage] = &[
         "missing while requests exist",
     ),
 ];
+
+fn read_text(store: &OldStore, id: &str) -> String {
+    String::from_utf8(std::fs::read(store.root.join(format!("requests/{id}.json"))).unwrap())
+        .unwrap()
+}
+
+/// Adds a key (a line of JSON, with its comma) at the top of a record.
+fn add_key(store: &OldStore, id: &str, line: &str) {
+    let text = read_text(store, id).replacen("{\n", &format!("{{\n{line}"), 1);
+    store.write_raw(&format!("{id}.json"), text.as_bytes());
+}
 
 #[test]
 fn a_store_it_cannot_read_exactly_is_refused_whole_naming_the_file_and_nothing_changes() {

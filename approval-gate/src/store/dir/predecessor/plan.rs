@@ -101,6 +101,8 @@ pub(super) fn plan(store: &OldStore, root: &Path, now: Timestamp) -> Result<Vec<
         }
         steps.push(step);
     }
+    // Filed in the order they were: the new queue lists them as the old one did.
+    steps.sort_by_key(|step| (step.filed.created_at(), step.filed.id()));
     Ok(steps)
 }
 
