@@ -140,3 +140,17 @@ fn an_empty_directory_and_a_store_of_ours_open_as_before() {
     drop(gate);
     Gate::open(&dir).unwrap();
 }
+
+#[test]
+fn their_store_cut_short_by_a_crash_is_still_theirs() {
+    let tmp = tempfile::tempdir().unwrap();
+    let store = OldStore::create(&tmp.path().join("gate"));
+    // The predecessor truncates, then writes: a crash leaves the start of a record, and of a
+    // line.
+    store.write_raw("a00000000001.json", b"{\n  \"id\": \"a00000");
+    store.append_raw(b"{\"at\":\"2026-12-06T21:1");
+    let before = snapshot(&store.root);
+    let error = Gate::open(&store.root).unwrap_err();
+    assert_eq!(error.code(), ErrorCode::PredecessorStore, "{error}");
+    assert_eq!(snapshot(&store.root), before);
+}

@@ -80,12 +80,9 @@ pub(super) fn stray_entries(root: &Path) -> Result<Vec<PathBuf>, Error> {
 /// migrated store has `predecessor/`: elsewhere it is missing, with nothing in it.
 fn names(dir: &Path) -> Result<Vec<std::ffi::OsString>, Error> {
     let entries = match std::fs::read_dir(dir) {
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound && dir.ends_with("predecessor") => {
-            return Ok(Vec::new());
-        }
         Err(e)
             if e.kind() == std::io::ErrorKind::NotFound
-                && dir.ends_with("predecessor/requests") =>
+                && (dir.ends_with("predecessor") || dir.ends_with("predecessor/requests")) =>
         {
             return Ok(Vec::new());
         }

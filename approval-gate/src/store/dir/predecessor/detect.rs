@@ -32,9 +32,12 @@ pub(super) enum Shape {
     Unknown,
 }
 
-/// The shape of a request record's bytes.
+/// The shape of a request record's bytes. A record cut short by a crash (the predecessor's
+/// writes are not atomic) is still theirs by its first bytes: `JSON.stringify(record, null, 2)`
+/// begins with the id on a line of its own, ours is compact and begins with the version.
 pub(super) fn record_shape(bytes: &[u8]) -> Shape {
     match serde_json::from_slice::<Map<String, Value>>(bytes) {
+        Err(_) if bytes.starts_with(b"{\n  \"id\": ") => Shape::Theirs,
         Ok(record) if record.contains_key("version") => Shape::Ours,
         Ok(record)
             if record.contains_key("id")
@@ -47,9 +50,12 @@ pub(super) fn record_shape(bytes: &[u8]) -> Shape {
     }
 }
 
-/// The shape of an audit line (without its newline).
+/// The shape of an audit line (without its newline); a line cut short is told by its first
+/// key (`at` theirs, `seq` ours).
 pub(super) fn line_shape(line: &[u8]) -> Shape {
     match serde_json::from_slice::<Map<String, Value>>(line) {
+        Err(_) if line.starts_with(b"{\"at\":") => Shape::Theirs,
+        Err(_) if line.starts_with(b"{\"seq\":") => Shape::Ours,
         Ok(object) if object.contains_key("seq") || object.contains_key("hash") => Shape::Ours,
         Ok(object) if object.contains_key("at") && object.contains_key("event") => Shape::Theirs,
         _ => Shape::Unknown,

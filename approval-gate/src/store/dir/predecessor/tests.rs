@@ -18,4 +18,8 @@ fn their_records_and_lines_are_told_from_ours() {
     assert_eq!(line_shape(chained), Shape::Ours);
     assert_eq!(line_shape(br#"{"at":"x"}"#), Shape::Unknown);
     assert_eq!(line_shape(b"{\"at\""), Shape::Unknown);
+    // Cut short by a crash: still told by the first bytes.
+    assert_eq!(record_shape(&THEIR_RECORD.as_bytes()[..30]), Shape::Theirs);
+    assert_eq!(line_shape(&line[..20]), Shape::Theirs);
+    assert_eq!(line_shape(&chained[..20]), Shape::Ours);
 }
