@@ -455,3 +455,32 @@ fn the_cli_migrates_says_what_it_would_do_and_refuses_with_the_error_tables_exit
     assert!(stderr.contains("nothing in it was changed"), "{stderr}");
     assert_eq!(snapshot(tmp.path()), before);
 }
+
+#[test]
+fn two_pending_requests_for_the_same_ask_are_refused_and_finished_ones_are_not() {
+    let tmp = tempfile::tempdir().unwrap();
+    let store = OldStore::create(&tmp.path().join("gate"));
+    let now = now_ms();
+    // Denied and expired twins are finished: brought over as they are.
+    for n in 1..=2 {
+        let twin = OldRecord::pending(&format!("f0000000000{n}"), "same", now - 10_000, 3_600_000);
+        store.file(&twin);
+        store.decide(&twin.decided("denied", now - 5_000, None));
+    }
+    migrate_predecessor(&store.root, true).unwrap();
+    for n in 3..=4 {
+        store.file(&OldRecord::pending(
+            &format!("f0000000000{n}"),
+            "same",
+            now - 10_000,
+            3_600_000,
+        ));
+    }
+    let error = migrate_predecessor(&store.root, true).unwrap_err();
+    assert_eq!(error.code(), ErrorCode::PredecessorStore, "{error}");
+    assert!(error.to_string().contains("f00000000004.json"), "{error}");
+    assert!(
+        error.to_string().contains("same action and requester"),
+        "{error}"
+    );
+}
