@@ -84,6 +84,37 @@ fn every_request_is_brought_over_and_nothing_approved_is_usable() {
     );
     assert_eq!(first.details["predecessorLogBytes"], old_log.len());
     assert_eq!(done.log_blake3, blake3::hash(&old_log).to_hex().to_string());
+    // Each request's own lines say what became of it.
+    let events = |text: &str| -> Vec<AuditEvent> {
+        records
+            .iter()
+            .filter(|r| r.id == id(text))
+            .map(|r| r.event)
+            .collect()
+    };
+    assert_eq!(events("a00000000001"), [AuditEvent::Requested]);
+    // (and the replay refused above)
+    assert_eq!(
+        events("a00000000002"),
+        [
+            AuditEvent::Requested,
+            AuditEvent::Approved,
+            AuditEvent::Consumed,
+            AuditEvent::ConsumeReplayed
+        ]
+    );
+    assert_eq!(
+        events("a00000000003"),
+        [AuditEvent::Requested, AuditEvent::Denied]
+    );
+    assert_eq!(
+        events("a00000000004"),
+        [AuditEvent::Requested, AuditEvent::Expired]
+    );
+    assert_eq!(
+        events("a00000000005"),
+        [AuditEvent::Requested, AuditEvent::Expired]
+    );
     // The store is healthy: nothing stray, nothing unreadable.
     let health = gate.check_health().unwrap();
     assert!(health.is_healthy(), "{health:?}");
@@ -290,6 +321,40 @@ const DAMAGES: &[Damage] = &[
         "createdAt",
     ),
     (
+        "a record without its reason",
+        |s| {
+            let text = read_text(s, "a00000000003");
+            let text = text.replace("  \"reason\": \"because\",\n", "");
+            s.write_raw("a00000000003.json", text.as_bytes());
+        },
+        "requests/a00000000003.json",
+        "no `reason`",
+    ),
+    (
+        "a pending record with a decision reason",
+        |s| add_key(s, "a00000000001", "  \"decisionReason\": \"x\",\n"),
+        "requests/a00000000001.json",
+        "pending, yet it has a decision",
+    ),
+    (
+        "requests that is a file",
+        |s| {
+            std::fs::remove_dir_all(s.root.join("requests")).unwrap();
+            std::fs::write(s.root.join("requests"), b"").unwrap();
+        },
+        "requests",
+        "not something approval-gate-mcp (Node) 0.1 writes",
+    ),
+    (
+        "an audit log that is a directory",
+        |s| {
+            std::fs::remove_file(s.root.join("audit.jsonl")).unwrap();
+            std::fs::create_dir(s.root.join("audit.jsonl")).unwrap();
+        },
+        "audit.jsonl",
+        "not something approval-gate-mcp (Node) 0.1 writes",
+    ),
+    (
         "a line of a request without a record",
         |s| {
             s.log(
@@ -483,4 +548,128 @@ fn two_pending_requests_for_the_same_ask_are_refused_and_finished_ones_are_not()
         error.to_string().contains("same action and requester"),
         "{error}"
     );
+}
+
+/// A file beyond the residue, and the damage that makes it.
+type Beyond = (&'static str, fn(&OldStore));
+
+/// What a binary of ours from before the check left in their store when it opened it.
+fn add_residue(store: &OldStore) {
+    for dir in ["claims", "archive", "locks"] {
+        std::fs::create_dir(store.root.join(dir)).unwrap();
+    }
+    for file in [
+        "audit.head",
+        "gate.lock",
+        "locks/00.lock",
+        "locks/ff.lock",
+        "locks/passkeys.lock",
+    ] {
+        std::fs::write(store.root.join(file), b"").unwrap();
+    }
+    std::fs::write(store.root.join("queue"), vec![b'q'; 64 * 1024]).unwrap();
+}
+
+#[test]
+fn the_residue_of_an_earlier_binary_of_ours_is_dropped_and_nothing_more_is_tolerated() {
+    let (_tmp, store) = sample();
+    add_residue(&store);
+    let done = migrate_predecessor(&store.root, false).unwrap();
+    assert_eq!(done.outcome, MigrationOutcome::Migrated);
+    assert!(!store.root.join("predecessor/queue").exists());
+    // Anything beyond it is not residue: refused, naming it.
+    let beyond: &[Beyond] = &[
+        ("audit.head", |s| {
+            std::fs::write(s.root.join("audit.head"), b"1").unwrap();
+        }),
+        ("gate.lock", |s| {
+            std::fs::write(s.root.join("gate.lock"), b"1").unwrap();
+        }),
+        ("queue", |s| {
+            std::fs::write(s.root.join("queue"), vec![b'q'; 64 * 1024 + 1]).unwrap();
+        }),
+        ("claims", |s| {
+            std::fs::write(s.root.join("claims/a00000000002.used"), b"").unwrap();
+        }),
+        ("archive", |s| {
+            std::fs::write(s.root.join("archive/a00000000002.json"), b"").unwrap();
+        }),
+        ("locks", |s| {
+            std::fs::write(s.root.join("locks/0.lock"), b"").unwrap();
+        }),
+        ("locks", |s| {
+            std::fs::write(s.root.join("locks/0g.lock"), b"").unwrap();
+        }),
+        ("locks", |s| {
+            std::fs::write(s.root.join("locks/00.lock"), b"x").unwrap();
+        }),
+        ("locks", |s| {
+            std::fs::create_dir(s.root.join("locks/01.lock")).unwrap();
+        }),
+        ("gate.lock", |s| {
+            std::fs::remove_file(s.root.join("gate.lock")).unwrap();
+            std::fs::create_dir(s.root.join("gate.lock")).unwrap();
+        }),
+    ];
+    for (name, damage) in beyond {
+        let (tmp, store) = sample();
+        add_residue(&store);
+        damage(&store);
+        let before = snapshot(tmp.path());
+        let error = migrate_predecessor(&store.root, false).unwrap_err();
+        let Error::PredecessorStore { path, .. } = &error else {
+            panic!("{name}: {error}")
+        };
+        assert_eq!(path, &store.root.join(name), "{error}");
+        assert_eq!(snapshot(tmp.path()), before, "{name}");
+    }
+}
+
+#[test]
+fn a_record_up_to_the_largest_a_request_file_may_be_is_read_and_a_larger_one_refused() {
+    const LIMIT: usize = 1024 * 1024;
+    for (size, readable) in [(LIMIT, true), (LIMIT + 1, false)] {
+        let tmp = tempfile::tempdir().unwrap();
+        let store = OldStore::create(&tmp.path().join("gate"));
+        let now = now_ms();
+        let mut big = OldRecord::pending("e00000000001", "", now - 10_000, 3_600_000).decided(
+            "denied",
+            now - 5_000,
+            None,
+        );
+        let short = big.bytes().len();
+        big.action = "x".repeat(size - short);
+        assert_eq!(big.bytes().len(), size);
+        store.write(&big);
+        store.log(
+            now,
+            "requested",
+            "e00000000001",
+            &serde_json::json!({"action": "x", "reason": "because"}),
+        );
+        let result = migrate_predecessor(&store.root, true);
+        assert_eq!(result.is_ok(), readable, "{size}: {result:?}");
+        if let Err(error) = result {
+            assert!(error.to_string().contains("larger than"), "{error}");
+        }
+    }
+}
+
+#[test]
+fn a_store_of_ours_holding_predecessor_that_no_migration_made_is_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("gate");
+    drop(Gate::open(&dir).unwrap());
+    std::fs::create_dir(dir.join("predecessor")).unwrap();
+    let before = snapshot(&dir);
+    let error = migrate_predecessor(&dir, false).unwrap_err();
+    let Error::PredecessorStore { path, problem } = &error else {
+        panic!("{error}")
+    };
+    assert_eq!(path, &dir.join("predecessor"));
+    assert!(
+        problem.contains("not the result of `approval-gate migrate`"),
+        "{error}"
+    );
+    assert_eq!(snapshot(&dir), before);
 }
