@@ -154,3 +154,24 @@ fn their_store_cut_short_by_a_crash_is_still_theirs() {
     assert_eq!(error.code(), ErrorCode::PredecessorStore, "{error}");
     assert_eq!(snapshot(&store.root), before);
 }
+
+#[test]
+fn a_store_of_ours_with_its_anchor_is_told_at_once_and_a_record_of_theirs_in_it_is_unreadable() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("gate");
+    let gate = Gate::open(&dir).unwrap();
+    gate.request_approval(approval_gate::NewRequest::new("ours", "r"))
+        .unwrap();
+    drop(gate);
+    // Its audit.head is not empty: no record is read to open it, and a record of theirs
+    // dropped in is one unreadable record of ours, refusing only its own id.
+    OldStore { root: dir.clone() }.write(&approval_gate_tests::predecessor::OldRecord::pending(
+        "b00000000001",
+        "theirs",
+        NOW,
+        3_600_000,
+    ));
+    let gate = Gate::open(&dir).unwrap();
+    let health = gate.check_health().unwrap();
+    assert_eq!(health.unreadable.len(), 1, "{health:?}");
+}
