@@ -2,6 +2,7 @@
 // build from source), else the `.node` file of this platform's npm package.
 
 import { createRequire } from "node:module";
+import { resolve } from "node:path";
 
 import { platformFile } from "./platform.js";
 
@@ -12,7 +13,8 @@ function load() {
   const require = createRequire(import.meta.url);
   const given = process.env.APPROVAL_GATE_NODE_ADDON;
   if (given !== undefined && given !== "") {
-    return require(given);
+    // A path as the user wrote it: relative to the working directory, not to this file.
+    return require(resolve(given));
   }
   const path = platformFile(ADDON_FILE);
   if (path instanceof Error) {
