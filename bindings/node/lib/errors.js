@@ -209,6 +209,11 @@ export class Corrupt extends Fault {
   static code = "corrupt";
   static family = "damage";
 }
+/** Code `predecessor_store`: the directory holds a store of approval-gate-mcp (Node), not ours yet (`approval-gate migrate`). */
+export class PredecessorStore extends Fault {
+  static code = "predecessor_store";
+  static family = "setup";
+}
 /** Code `unreadable`. */
 export class Unreadable extends Fault {
   static code = "unreadable";
@@ -272,8 +277,9 @@ for (const [, value] of Object.entries({
   Archived, NotApproved, Denied, Expired, Revoked, AlreadyConsumed, ApprovalExpired,
   ExpiredDuringConsume, ActionMismatch, OperationMismatch, PayloadMismatch, InsufficientApprovals,
   BadSignature, UntrustedSigner, SignatureRequired, AlreadySigned, NoApprovers, Signing, Changed,
-  WrongState, UnsafeState, Corrupt, Unreadable, AuditBroken, AuditInconsistent, DurabilityUnknown,
-  NotRecorded, NoStateDir, Random, Database, NotPermitted, Blocked, Io, GrantRefused,
+  WrongState, UnsafeState, Corrupt, PredecessorStore, Unreadable, AuditBroken, AuditInconsistent,
+  DurabilityUnknown, NotRecorded, NoStateDir, Random, Database, NotPermitted, Blocked, Io,
+  GrantRefused,
 })) {
   ERROR_CLASSES[value.code] = value;
 }

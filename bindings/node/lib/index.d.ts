@@ -280,6 +280,8 @@ export declare class AlreadySigned extends Refused {}
 export declare class NoApprovers extends Fault {}
 /** Code `signing` (fault, family `setup`). */
 export declare class Signing extends Fault {}
+/** Code `predecessor_store` (fault, family `setup`): a store of approval-gate-mcp (Node), not ours yet. */
+export declare class PredecessorStore extends Fault {}
 /** Code `changed` (refused, family `state`). */
 export declare class Changed extends Refused {}
 /** Code `wrong_state` (refused, family `state`). */
