@@ -53,6 +53,7 @@ mod answer;
 pub(crate) use answer::advice;
 mod inbound;
 mod log;
+mod page;
 mod refusal;
 mod server;
 mod tools;
@@ -70,10 +71,14 @@ use rmcp::service::{QuitReason, ServerInitializeError};
 use tokio::io::{AsyncRead, AsyncWrite};
 
 use self::log::ClientLog;
+use self::page::PageLinks;
 use self::server::Server;
 use self::transport::StrictTransport;
 use crate::settings::Flags;
 
+/// The environment variable that names the origin of the approvers' web page, as
+/// `--public-url` does.
+pub use self::page::PUBLIC_URL_ENV;
 /// The environment variable that sets the log filter (`tracing` `EnvFilter` syntax, e.g.
 /// `debug` or `approval_gate_mcp=debug`); logs go to stderr, and only errors by default.
 pub use approval_gate::settings::LOG_ENV;
@@ -102,6 +107,16 @@ pub use approval_gate::settings::LOG_ENV;
 pub struct Options {
     #[command(flatten)]
     settings: Flags,
+    /// The origin of the approvers' web page, for the page links of URL-mode elicitation.
+    #[arg(
+        long,
+        value_name = "URL",
+        help = "The origin `approval-gate serve` is opened at (https://approvals.example.com) \
+            [default: $APPROVAL_GATE_PUBLIC_URL]. With it, wait_for_approval offers a client \
+            that declared URL-mode elicitation the request's page link; the client's answer \
+            decides nothing"
+    )]
+    public_url: Option<String>,
 }
 
 impl Options {
@@ -127,6 +142,7 @@ impl Options {
                 dir: Some(dir.into()),
                 ..Flags::default()
             },
+            public_url: None,
         }
     }
 }
@@ -166,6 +182,17 @@ pub fn run(options: &Options) -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    let public_url = options
+        .public_url
+        .clone()
+        .or_else(|| std::env::var(PUBLIC_URL_ENV).ok().filter(|v| !v.is_empty()));
+    let links = match public_url.as_deref().map(PageLinks::parse).transpose() {
+        Ok(links) => links,
+        Err(e) => {
+            eprintln!("approval-gate-mcp: {e}");
+            return ExitCode::from(2);
+        }
+    };
     let gate = match settings.open() {
         Ok(gate) => gate,
         Err(e) => {
@@ -188,6 +215,7 @@ pub fn run(options: &Options) -> ExitCode {
         tokio::io::stdin(),
         tokio::io::stdout(),
         log,
+        links,
     ));
     // A read of stdin may still occupy a blocking thread; there is nothing left to wait for.
     runtime.shutdown_timeout(Duration::from_millis(100));
@@ -216,16 +244,22 @@ where
     R: AsyncRead + Unpin + Send + 'static,
     W: AsyncWrite + Unpin + Send + 'static,
 {
-    serve_with_log(gate, input, output, ClientLog::new()).await
+    serve_with_log(gate, input, output, ClientLog::new(), None).await
 }
 
-async fn serve_with_log<R, W>(gate: Gate, input: R, output: W, log: ClientLog) -> io::Result<()>
+async fn serve_with_log<R, W>(
+    gate: Gate,
+    input: R,
+    output: W,
+    log: ClientLog,
+    links: Option<PageLinks>,
+) -> io::Result<()>
 where
     R: AsyncRead + Unpin + Send + 'static,
     W: AsyncWrite + Unpin + Send + 'static,
 {
     let transport = StrictTransport::new(input, output);
-    let server = Server::new(gate, transport.input_ended(), log.clone());
+    let server = Server::new(gate, transport.input_ended(), log.clone(), links);
     let running = match rmcp::serve_server(server, transport).await {
         Ok(running) => running,
         // The client left before opening the session: nothing to serve, nothing wrong.

@@ -23,6 +23,7 @@ use super::answer::{
 };
 use super::inbound::{RawPayload, canonical, payload_of};
 use super::log::ClientLog;
+use super::page::PageLinks;
 use super::refusal::{Refusal, decided_no, timed_out};
 use super::tools::{
     Args, CheckApprovalArgs, ConsumeApprovalArgs, DEFAULT_PAGE, DEFAULT_WAIT_SECONDS,
@@ -48,6 +49,8 @@ struct Shared {
     /// The tools in the order `tools/list` gives them.
     listed: Vec<Tool>,
     log: ClientLog,
+    /// The web page's links, when the operator named its origin.
+    links: Option<PageLinks>,
     /// Cancelled when the client's input ends: waits stop at once.
     shutdown: CancellationToken,
 }
@@ -67,7 +70,12 @@ const LISTING_ORDER: [&str; 6] = [
 type Answer<T> = Result<Json<T>, Refusal>;
 
 impl Server {
-    pub(crate) fn new(gate: Gate, shutdown: CancellationToken, log: ClientLog) -> Self {
+    pub(crate) fn new(
+        gate: Gate,
+        shutdown: CancellationToken,
+        log: ClientLog,
+        links: Option<PageLinks>,
+    ) -> Self {
         let watch = gate.watch();
         match watch.polling() {
             None => tracing::debug!("watching for decisions"),
@@ -92,6 +100,7 @@ impl Server {
                 router,
                 listed,
                 log,
+                links,
                 shutdown,
             }),
         }
@@ -233,6 +242,10 @@ impl Server {
             )));
         }
         let id = RequestId::parse(&args.id)?;
+        // Only a link for the user to open: whatever the client answers decides nothing.
+        if let Some(links) = &self.shared.links {
+            links.offer(id, &context);
+        }
         let progress = context.meta.get_progress_token().map(|token| Progress {
             peer: context.peer.clone(),
             token,

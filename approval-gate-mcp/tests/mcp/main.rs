@@ -6,6 +6,7 @@ mod hostile;
 mod logging;
 mod never_approves;
 mod predecessor;
+mod revisions;
 mod schema;
 mod settings;
 mod signed;
