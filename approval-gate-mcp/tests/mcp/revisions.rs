@@ -6,10 +6,13 @@
 use std::process::Stdio;
 
 use approval_gate::{EffectiveStatus, NewRequest, RequestId};
-use rmcp::ServiceExt;
-use rmcp::model::{ClientConfig, ProtocolVersion};
-use rmcp::service::{ClientLifecycleMode, ClientServiceExt};
+use rmcp::model::{
+    CallToolRequestParams, ClientConfig, ElicitRequestParams, ElicitResult, ElicitationAction,
+    ElicitationCapability, ErrorData, ProtocolVersion, UrlElicitationCapability,
+};
+use rmcp::service::{ClientLifecycleMode, ClientServiceExt, RequestContext};
 use rmcp::transport::TokioChildProcess;
+use rmcp::{ClientHandler, RoleClient, ServiceExt};
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, Lines};
 use tokio::process::{Child, ChildStdin, ChildStdout};
@@ -403,4 +406,104 @@ async fn a_bad_public_url_is_a_usage_error() {
         let stderr = String::from_utf8_lossy(&output.stderr);
         assert!(stderr.contains("--public-url"), "{stderr}");
     }
+}
+
+/// An rmcp client that declared URL-mode elicitation, and accepts every elicitation.
+#[derive(Clone)]
+struct Accepting {
+    asked: tokio::sync::mpsc::UnboundedSender<ElicitRequestParams>,
+}
+
+impl ClientHandler for Accepting {
+    fn get_info(&self) -> ClientConfig {
+        let mut info = ClientConfig::default();
+        info.protocol_version = ProtocolVersion::V_2025_11_25;
+        info.capabilities.elicitation =
+            Some(ElicitationCapability::new().with_url(UrlElicitationCapability::new()));
+        info
+    }
+
+    async fn create_elicitation(
+        &self,
+        request: ElicitRequestParams,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<ElicitResult, ErrorData> {
+        let _ = self.asked.send(request);
+        Ok(ElicitResult::new(ElicitationAction::Accept))
+    }
+}
+
+fn server_with_page(store: &approval_gate_tests::backend::Store) -> TokioChildProcess {
+    let mut command = tokio::process::Command::new(BIN);
+    command
+        .env("APPROVAL_GATE_STORE", store.location())
+        .env_remove("APPROVAL_GATE_LOG")
+        .args(["--public-url", ORIGIN]);
+    TokioChildProcess::new(command).unwrap()
+}
+
+fn wait_call(id: RequestId, seconds: u64) -> CallToolRequestParams {
+    let Value::Object(arguments) = json!({"id": id.to_string(), "timeoutSeconds": seconds}) else {
+        unreachable!()
+    };
+    CallToolRequestParams::new("wait_for_approval").with_arguments(arguments)
+}
+
+#[tokio::test]
+async fn rmcp_s_client_accepting_the_page_link_approves_nothing() {
+    let store = fresh_store();
+    let id = file(&store);
+    let (tx, mut asked) = tokio::sync::mpsc::unbounded_channel();
+    let client = Accepting { asked: tx }
+        .serve(server_with_page(&store))
+        .await
+        .unwrap();
+    let peer = client.peer().clone();
+    let waiting = tokio::spawn(async move { peer.call_tool(wait_call(id, 3600)).await });
+    let request = tokio::time::timeout(PATIENCE, asked.recv())
+        .await
+        .expect("the page link is offered")
+        .unwrap();
+    let ElicitRequestParams::UrlElicitationParams { url, .. } = request else {
+        panic!("a URL-mode elicitation: {request:?}");
+    };
+    assert_eq!(url, format!("{ORIGIN}/requests/{id}"));
+    let Value::Object(arguments) = json!({"id": id.to_string()}) else {
+        unreachable!()
+    };
+    let checked = client
+        .peer()
+        .call_tool(CallToolRequestParams::new("check_approval").with_arguments(arguments))
+        .await
+        .unwrap();
+    let checked = checked.structured_content.unwrap();
+    assert_eq!(checked["effectiveStatus"], "pending", "{checked}");
+    client.cancel().await.unwrap();
+    let _ = waiting.await;
+    let report = store.gate().status(id).unwrap();
+    assert_eq!(report.effective_status(), EffectiveStatus::Pending);
+}
+
+#[tokio::test]
+async fn rmcp_s_stateless_client_is_never_asked() {
+    let store = fresh_store();
+    let id = file(&store);
+    let (tx, mut asked) = tokio::sync::mpsc::unbounded_channel();
+    let client = Accepting { asked: tx }
+        .serve_with_lifecycle(
+            server_with_page(&store),
+            ClientLifecycleMode::Discover {
+                preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+            },
+        )
+        .await
+        .unwrap();
+    let waited = client.peer().call_tool(wait_call(id, 1)).await.unwrap();
+    assert_eq!(
+        waited.structured_content.unwrap()["code"],
+        "timeout",
+        "still pending"
+    );
+    client.cancel().await.unwrap();
+    assert!(asked.try_recv().is_err(), "no elicitation in 2026-07-28");
 }
