@@ -170,6 +170,7 @@ async fn an_unknown_version_gets_the_latest_this_server_speaks_over_that_lifecyc
         "params":{"_meta": stateless_meta("2099-01-01", &json!({}))}}))
         .await;
     let answer = raw.answer(1).await;
+    assert_eq!(answer["error"]["code"], -32022, "{answer}");
     let supported = answer["error"]["data"]["supported"]
         .as_array()
         .expect("{answer}");
@@ -209,7 +210,7 @@ async fn the_stateless_revision_discovers_and_calls_without_a_session() {
     )
     .await;
     let bare = raw.answer(3).await;
-    assert!(bare["error"].is_object(), "{bare}");
+    assert_eq!(bare["error"]["code"], -32602, "{bare}");
     raw.close().await;
 }
 
