@@ -64,24 +64,31 @@ impl PageLinks {
         page
     }
 
-    /// Offers the page of request `id` to the user, if the client declared URL-mode
-    /// elicitation in a revision that lets a server ask, and this session has not offered it
-    /// yet. Does not wait for the answer, which decides nothing.
-    pub(crate) fn offer(&self, id: RequestId, context: &RequestContext<RoleServer>) {
+    /// Whether the page of request `id` may be offered to this client: it declared URL-mode
+    /// elicitation, in a revision that lets a server ask, and this session has not offered
+    /// that page yet.
+    pub(crate) fn may_offer(&self, id: RequestId, context: &RequestContext<RoleServer>) -> bool {
         // 2026-07-28 and later: no server-to-client requests.
-        if context
+        let may_ask = context
             .protocol_version()
-            .is_some_and(|version| !version.has_initialize())
-        {
-            return;
-        }
+            .is_none_or(|version| version.has_initialize());
         let url_mode = context
             .client_capabilities()
             .and_then(|capabilities| capabilities.elicitation)
             .is_some_and(|elicitation| elicitation.url.is_some());
-        if !url_mode {
-            return;
-        }
+        may_ask
+            && url_mode
+            && !self
+                .offered
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .contains(&id)
+    }
+
+    /// Offers the page of request `id` to the user, unless this session already has; the
+    /// caller has checked [`Self::may_offer`] and that the request is pending. Does not wait
+    /// for the answer, which decides nothing.
+    pub(crate) fn offer(&self, id: RequestId, context: &RequestContext<RoleServer>) {
         let first = self
             .offered
             .lock()

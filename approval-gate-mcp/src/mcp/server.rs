@@ -242,8 +242,16 @@ impl Server {
             )));
         }
         let id = RequestId::parse(&args.id)?;
-        // Only a link for the user to open: whatever the client answers decides nothing.
-        if let Some(links) = &self.shared.links {
+        // Only a link for the user to open, and only to a request that is waiting: whatever
+        // the client answers decides nothing.
+        if let Some(links) = &self.shared.links
+            && links.may_offer(id, &context)
+            && self
+                .gate()
+                .status(id)
+                .await
+                .is_ok_and(|report| report.effective_status() == EffectiveStatus::Pending)
+        {
             links.offer(id, &context);
         }
         let progress = context.meta.get_progress_token().map(|token| Progress {

@@ -508,3 +508,28 @@ async fn rmcp_s_stateless_client_is_never_asked() {
     client.cancel().await.unwrap();
     assert!(asked.try_recv().is_err(), "no elicitation in 2026-07-28");
 }
+
+#[tokio::test]
+async fn no_page_link_for_a_request_that_is_not_waiting() {
+    let store = fresh_store();
+    let denied = file(&store);
+    store
+        .gate()
+        .deny(denied, &approval_gate::Decision::by("alice"))
+        .unwrap();
+    let unknown: RequestId = "0123456789ab".parse().unwrap();
+    let mut raw = Raw::start(&store, Some(ORIGIN));
+    raw.initialize("2025-11-25", json!({"elicitation": {"url": {}}}))
+        .await;
+    for (call, id, code) in [(2, denied, "denied"), (3, unknown, "not_found")] {
+        raw.send(
+            json!({"jsonrpc":"2.0","id":call,"method":"tools/call","params":{
+            "name":"wait_for_approval","arguments":{"id": id.to_string(),"timeoutSeconds":1}}}),
+        )
+        .await;
+        let wait = raw.answer(call).await;
+        assert_eq!(wait["result"]["structuredContent"]["code"], code, "{wait}");
+    }
+    let lines = raw.close().await;
+    assert!(elicitations(&lines).is_empty(), "{lines:?}");
+}
