@@ -18,7 +18,8 @@ use std::sync::Arc;
 use ssh_key::{HashAlg, PublicKey};
 
 pub use self::sign::SshKeygen;
-use self::signers::{Signer, glob};
+use self::signers::Signer;
+pub(crate) use self::signers::glob;
 use crate::error::Error;
 use crate::limits::MAX_QUORUM;
 use crate::request::{Request, SIGNATURE_NAMESPACE, SignedApproval};

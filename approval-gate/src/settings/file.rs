@@ -16,7 +16,7 @@ const MAX_CONFIG_BYTES: u64 = 64 * 1024;
 /// The keys a config file may hold, in the order of the settings, each with how its value is
 /// read: every key given is checked when the file is read, even one a flag or a variable
 /// overrides.
-const KEYS: [(&str, &dyn CheckFile); 8] = [
+const KEYS: [(&str, &dyn CheckFile); 9] = [
     ("store", &LOCATION),
     ("max_pending", &COUNT),
     ("max_requests", &COUNT),
@@ -25,6 +25,7 @@ const KEYS: [(&str, &dyn CheckFile); 8] = [
     ("quorum", &QUORUM),
     ("signing_key", &FILE),
     ("ssh_keygen", &FILE),
+    ("hooks", &super::hooks::HOOKS),
 ];
 
 /// A key's check, for [`KEYS`].

@@ -23,6 +23,7 @@
 //! | quorum | `--quorum` | `APPROVAL_GATE_QUORUM` | `[quorum]` | none |
 //! | signing key | `approve --key` | `APPROVAL_GATE_SIGNING_KEY` | `signing_key` | none |
 //! | signer | | `APPROVAL_GATE_SSH_KEYGEN` | `ssh_keygen` | `/usr/bin/ssh-keygen` |
+//! | harness hooks | | | `[hooks]` | none guarded, 55 s ([`HookRules`]) |
 //!
 //! The approvers (an OpenSSH `allowed_signers` file) and the quorum (`payments.*=2,deploy.*=3`
 //! in the flag and the variable, a `[quorum]` table of `"payments.*" = 2` in the file, each
@@ -67,10 +68,12 @@ use layer::{Places, flag, resolve, store_dir};
 use read::{COUNT, FILE, LOCATION, QUORUM, Quorum, TTL, library};
 
 mod file;
+mod hooks;
 mod layer;
 mod read;
 mod system;
 
+pub use hooks::{BASH_TOOL, DEFAULT_HOOK_TIMEOUT, HookRules};
 pub use system::{SYSTEM_POLICY_ENV, SYSTEM_POLICY_PATH, SystemPolicy};
 
 /// The store, as `--store` reads it: a directory, a `file:` URL or a `postgres://` URL.
@@ -230,6 +233,9 @@ pub struct Settings {
     pub signing_key: Setting<Option<PathBuf>>,
     /// The `ssh-keygen` that signs: an absolute path, the system's unless set.
     pub ssh_keygen: Setting<Option<PathBuf>>,
+    /// Which tool calls of an agent harness wait for a human (`approval-gate hook`): the
+    /// config file's `[hooks]` table, else none.
+    pub hooks: Setting<HookRules>,
     /// The system policy in force, if any: its approvers are [`approvers`](Self::approvers),
     /// and its quorum table is added to [`quorum`](Self::quorum)'s in [`policy`](Self::policy).
     pub system_policy: Option<SystemPolicy>,
@@ -314,6 +320,7 @@ impl Settings {
             )?,
             signing_key: p.get(SIGNING_KEY_ENV, "signing_key", &FILE, None)?,
             ssh_keygen: p.get(SSH_KEYGEN_ENV, "ssh_keygen", &FILE, None)?,
+            hooks: resolve([p.file("hooks", &hooks::HOOKS)], Ok(HookRules::default()))?,
             system_policy,
             policy: None,
         };
