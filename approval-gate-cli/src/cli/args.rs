@@ -241,6 +241,11 @@ With --public-url, the request's page on `approval-gate serve` is in APPROVAL_GA
 The command, and the link, only tell someone to look; neither can decide anything.")]
     Watch(WatchArgs),
 
+    /// Guard an agent harness's tool calls (Claude Code, Codex): read its hook input on
+    /// stdin, file matching calls and answer allow only after a human approves.
+    #[command(after_help = HOOK_HELP)]
+    Hook(crate::cli::hook::HookArgs),
+
     /// Serve the web page where approvers decide from a browser or a phone, signing
     /// approvals with their passkeys.
     #[command(after_help = SERVE_HELP)]
@@ -312,6 +317,7 @@ impl Command {
             Self::Consume { json, .. } => *json,
             Self::Approve { .. }
             | Self::Exec(_)
+            | Self::Hook(_)
             | Self::Watch(_)
             | Self::Completions { .. }
             | Self::Man { .. } => false,
@@ -340,7 +346,7 @@ mod parts;
 
 #[cfg(feature = "web")]
 use self::help::SERVE_HELP;
-use self::help::{CONFIG_HELP, EXEC_HELP};
+use self::help::{CONFIG_HELP, EXEC_HELP, HOOK_HELP};
 #[cfg(feature = "web")]
 pub(crate) use self::parts::PasskeyCommand;
 use self::parts::parse_id;

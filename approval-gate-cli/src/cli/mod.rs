@@ -39,6 +39,7 @@ mod decide;
 mod doctor;
 pub(crate) mod exec;
 mod generate;
+mod hook;
 mod ledger;
 mod list;
 mod migrate;
@@ -180,6 +181,8 @@ fn dispatch(cli: Cli) -> anyhow::Result<Exit> {
             decide::revoke(&open()?, id, &reason.join(" "), json)
         }
         Command::Exec(args) => exec::exec(&settings()?, &args),
+        // Never an error report: every failure is a deny in the harness's own format.
+        Command::Hook(args) => Ok(hook::hook(settings(), &args)),
         Command::Consume {
             binding,
             operation,

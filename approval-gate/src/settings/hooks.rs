@@ -5,7 +5,7 @@
 //! [hooks]
 //! tools = ["mcp__*__send*", "Write"]    # every call of these tools
 //! commands = ["git push*", "rm -rf*"]   # `Bash` calls whose command matches
-//! timeout = "55s"                       # the harness's own hook timeout, or less
+//! timeout = "600s"                      # the harness's own hook timeout
 //! ```
 //!
 //! Patterns are the quorum table's globs (`*` any text, `?` one character), matched against
@@ -23,9 +23,9 @@ use super::read::Read;
 /// The tool whose `command` input [`HookRules::commands`] match.
 pub const BASH_TOOL: &str = "Bash";
 
-/// How long a hook waits by default: under Claude Code's default command-hook timeout
-/// (60 s), with time to answer before it is killed.
-pub const DEFAULT_HOOK_TIMEOUT: Duration = Duration::from_secs(55);
+/// The harness's hook timeout unless said: Claude Code's default for a command hook (60 s).
+/// The hook answers a little before it runs out (see `approval-gate hook --help`).
+pub const DEFAULT_HOOK_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// The longest hook timeout taken: a harness that waits longer than a day is not waiting
 /// for a hook.
@@ -38,7 +38,7 @@ pub struct HookRules {
     pub tools: Vec<String>,
     /// Command patterns: a [`BASH_TOOL`] call whose `command` matches needs an approval.
     pub commands: Vec<String>,
-    /// How long the hook may take, at most: the harness's own hook timeout, or less.
+    /// The harness's own timeout for the hook: the hook answers before it runs out.
     pub timeout: Duration,
 }
 

@@ -23,7 +23,7 @@
 //! | quorum | `--quorum` | `APPROVAL_GATE_QUORUM` | `[quorum]` | none |
 //! | signing key | `approve --key` | `APPROVAL_GATE_SIGNING_KEY` | `signing_key` | none |
 //! | signer | | `APPROVAL_GATE_SSH_KEYGEN` | `ssh_keygen` | `/usr/bin/ssh-keygen` |
-//! | harness hooks | | | `[hooks]` | none guarded, 55 s ([`HookRules`]) |
+//! | harness hooks | | | `[hooks]` | none guarded, 60 s ([`HookRules`]) |
 //!
 //! The approvers (an OpenSSH `allowed_signers` file) and the quorum (`payments.*=2,deploy.*=3`
 //! in the flag and the variable, a `[quorum]` table of `"payments.*" = 2` in the file, each

@@ -99,3 +99,26 @@ approvers file and their directories must be owned by root (or, for a user other
 root, by another account) and not writable by group or others.
 An unknown key or a bad value anywhere is an error (exit 2), even one overridden. config
 reads the settings only: it opens and creates nothing.";
+
+pub(super) const HOOK_HELP: &str = "\
+hook reads one hook input (JSON) on stdin: Claude Code's PreToolUse, or Codex's
+PermissionRequest. A call matching none of the config file's [hooks] patterns gets no
+opinion (exit 0, nothing on stdout): the harness's own permission flow goes on. A matching
+call is filed as a request: operation hook.<harness>.<tool> (the tool name lowercased, any
+other character made _, such as hook.claude_code.bash), payload the exact tool_input. The
+hook waits for a decision until a little before --timeout (a tenth of it, 0.5 s to 5 s),
+consumes an approval bound to that exact action, operation and payload, and answers allow.
+
+Everything else answers deny, with the reason: a denial, an expiry, the timeout, input that
+is not the harness's hook JSON, a bad setting, a store error. Claude Code gets
+{\"hookSpecificOutput\": {\"hookEventName\": \"PreToolUse\", \"permissionDecision\": ...,
+\"permissionDecisionReason\": ...}}, and a deny exits 2 (which blocks the call whatever
+stdout holds); Codex gets {\"hookSpecificOutput\": {\"hookEventName\": \"PermissionRequest\",
+\"decision\": {\"behavior\": ..., \"message\": ...}}} with exit 0.
+
+  [hooks]
+  commands = [\"git push*\", \"rm -rf*\"]   # Bash calls whose command matches
+  tools = [\"mcp__*__send*\"]              # every call of these tools
+  timeout = \"600s\"                        # the harness's timeout for the hook
+
+See docs/hooks.md for the harness configuration, and what the hook does not guarantee.";
