@@ -11,6 +11,7 @@ mod exec_ledger_pg;
 pub(crate) mod exec_policy;
 mod exec_spent;
 mod generate;
+mod hook;
 mod json;
 #[cfg(not(feature = "postgres"))]
 mod no_postgres;
