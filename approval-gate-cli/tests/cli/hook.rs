@@ -211,6 +211,19 @@ fn malformed_input_a_broken_store_and_a_timeout_each_deny() {
 }
 
 #[test]
+fn a_setting_that_cannot_be_used_denies_every_call() {
+    let store = store_with("[hooks]\ncommands = \"git push*\"\n");
+    for input in [CLAUDE_BASH, CLAUDE_WRITE] {
+        let (decision, reason) = claude_decision(&finish(start(&store, "claude-code", input, &[])));
+        assert_eq!(decision, "deny");
+        assert!(
+            reason.contains("settings cannot be used") && reason.contains("hooks"),
+            "{reason}"
+        );
+    }
+}
+
+#[test]
 fn an_approval_never_covers_a_changed_tool_input() {
     let store = store_with(RULES);
     let (approved, hook, _) = filed(start(
