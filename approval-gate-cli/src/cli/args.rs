@@ -292,7 +292,9 @@ page per command (approval-gate-list.1, approval-gate-audit-verify.1, ...) for M
     Config {
         /// Print {"config": {"path", "found", "source"}, "store": {"value", "source",
         /// "from"}, "maxPending": ..., "maxRequests": ..., "defaultTtl": {..., "seconds"},
-        /// "approvers": ..., "quorum": {"value": {pattern: n}, ...}, "signingKey": ...}.
+        /// "approvers": ..., "quorum": {"value": {pattern: n}, ...}, "signingKey": ...,
+        /// "sshKeygen": ..., "hooks": {"value": {"commands", "tools", "timeoutSeconds"}, ...},
+        /// "systemPolicy": ...}.
         #[arg(long)]
         json: bool,
     },

@@ -47,6 +47,11 @@ fn as_json(settings: &Settings) -> Value {
             &settings.ssh_keygen,
             json!(settings.signer().program().to_string_lossy()),
         ),
+        "hooks": entry(&settings.hooks, json!({
+            "commands": settings.hooks.value.commands,
+            "tools": settings.hooks.value.tools,
+            "timeoutSeconds": settings.hooks.value.timeout.as_secs(),
+        })),
         "systemPolicy": settings.system_policy.as_ref().map(|system| json!({
             "path": system.path.to_string_lossy(),
             "source": system.source.kind(),
@@ -87,6 +92,24 @@ fn entry<T>(setting: &Setting<T>, value: Value) -> Map<String, Value> {
     entry.insert("source".into(), setting.source.kind().into());
     entry.insert("from".into(), setting.source.name().into());
     entry
+}
+
+/// `commands git push*, rm -rf*; tools mcp__*__send*; timeout 10m`, or `none` for each list.
+fn hooks(settings: &Settings) -> String {
+    let list = |patterns: &[String]| {
+        if patterns.is_empty() {
+            "none".to_owned()
+        } else {
+            patterns.join(", ")
+        }
+    };
+    let rules = &settings.hooks.value;
+    format!(
+        "commands {}; tools {}; timeout {}",
+        list(&rules.commands),
+        list(&rules.tools),
+        humantime::format_duration(rules.timeout)
+    )
 }
 
 fn ttl(settings: &Settings) -> String {
@@ -153,6 +176,7 @@ fn as_text(settings: &Settings) -> String {
             settings.signer().program().to_string_lossy().into_owned(),
             settings.ssh_keygen.source.to_string(),
         ),
+        ("hooks", hooks(settings), settings.hooks.source.to_string()),
     ];
     let rows = rows.map(|(name, value, source)| (name, escape(&value), escape(&source)));
     let width = rows.iter().map(|(_, value, _)| value.chars().count()).max();

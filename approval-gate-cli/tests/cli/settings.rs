@@ -113,12 +113,29 @@ fn config_prints_the_defaults_and_creates_nothing() {
             "quorum": { "value": {}, "source": "default", "from": null },
             "signingKey": { "value": null, "source": "default", "from": null },
             "sshKeygen": { "value": "/usr/bin/ssh-keygen", "source": "default", "from": null },
+            "hooks": {
+                "value": { "commands": [], "tools": [], "timeoutSeconds": 60 },
+                "source": "default",
+                "from": null,
+            },
             // Issue 37, finding 11: none on this machine (checked above).
             "systemPolicy": null,
         })
     );
     assert_eq!(operator.entries(), Vec::<PathBuf>::new());
 }
+
+/// `config`'s line for the `[hooks]` table when the file has none.
+const HOOKS_DEFAULT: [&str; 8] = [
+    "hooks",
+    "commands",
+    "none;",
+    "tools",
+    "none;",
+    "timeout",
+    "1m",
+    "(default)",
+];
 
 #[test]
 fn config_says_where_each_setting_came_from() {
@@ -216,6 +233,7 @@ fn config_says_where_each_setting_came_from() {
             vec!["quorum", "none", "(default)"],
             vec!["signing_key", "none", "(default)"],
             vec!["ssh_keygen", "/usr/bin/ssh-keygen", "(default)"],
+            HOOKS_DEFAULT.to_vec(),
         ],
         "{shown}"
     );

@@ -89,6 +89,9 @@ Each setting comes from the first of: a flag, the environment, the config file, 
   signing_key   approve --key, APPROVAL_GATE_SIGNING_KEY, `signing_key` (default none)
   ssh_keygen    APPROVAL_GATE_SSH_KEYGEN, `ssh_keygen`: the absolute path of the ssh-keygen
                 that signs (default /usr/bin/ssh-keygen; never one found through PATH)
+  hooks         a table [hooks] in the config file only: the tool calls `hook` guards
+                (commands = [\"git push*\"], tools = [\"mcp__*__send*\"], timeout = \"600s\";
+                default none guarded, 60s): see `hook --help`
 The config file is TOML: --config, else APPROVAL_GATE_CONFIG, else
 $XDG_CONFIG_HOME/approval-gate/config.toml, else ~/.config/approval-gate/config.toml.
 A system policy, /etc/approval-gate/policy.toml (or the file APPROVAL_GATE_SYSTEM_POLICY
