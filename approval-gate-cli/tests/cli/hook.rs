@@ -118,6 +118,28 @@ fn an_approved_git_push_is_allowed_once_and_the_next_call_waits_again() {
 }
 
 #[test]
+fn two_identical_calls_waiting_together_share_one_approval_and_only_one_is_allowed() {
+    let store = store_with(RULES);
+    let (id, first, _) = filed(start(&store, "claude-code", CLAUDE_BASH, &[]));
+    let (joined, second, _) = filed(start(&store, "claude-code", CLAUDE_BASH, &[]));
+    assert_eq!(
+        joined, id,
+        "the same call of the same session joins the pending request"
+    );
+    let (code, asked, printed) = approve(store.command(&["approve", &id.to_string()]));
+    assert!(asked && code == 0, "{printed}");
+    let mut decisions = [first, second].map(|hook| claude_decision(&finish(hook)));
+    decisions.sort();
+    assert_eq!(decisions[0].0, "allow");
+    assert_eq!(decisions[1].0, "deny");
+    assert!(
+        decisions[1].1.contains("cannot be used"),
+        "{}",
+        decisions[1].1
+    );
+}
+
+#[test]
 fn codex_is_answered_in_its_own_format() {
     let store = store_with(RULES);
     let (id, hook, _) = filed(start(&store, "codex", CODEX_BASH, &[]));
