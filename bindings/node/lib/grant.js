@@ -27,125 +27,18 @@ function facts(nativeGrant) {
   });
 }
 
-/** The result of a successful `consume`: check it with `assertConsumed` before acting. */
-export class Grant {
-  #native;
+/**
+ * What a grant and an execution context both tell: the approved request's facts, read from the
+ * native grant once and frozen.
+ */
+class Approved {
   #facts;
-  #action;
-  #accepted = false;
 
-  /** @internal made by `consume` only. */
-  constructor(token, nativeGrant, action) {
-    if (token !== ISSUE) {
-      throw new GrantRefused("a grant is made by consume() only; it cannot be built");
-    }
-    this.#native = nativeGrant;
+  constructor(nativeGrant) {
     this.#facts = facts(nativeGrant);
-    this.#action = action;
-    issuedGrants.add(this);
-    Object.freeze(this);
   }
 
-  /**
-   * Always `true`: approval-gate-mcp 0.4's `consumeApproval` answered `{ ok }`, and code that
-   * checks `ok` keeps working. A refused consume throws here; it never returns.
-   */
-  get ok() {
-    return true;
-  }
-
-  /** The consumed request's id. */
-  get id() {
-    return this.#facts.id;
-  }
-
-  /** The approved action text. */
-  get action() {
-    return this.#action;
-  }
-
-  /** The approved operation, or `null`. */
-  get operation() {
-    return this.#facts.operation;
-  }
-
-  /** The BLAKE3 digest of the approved canonical payload, or `null`. */
-  get payloadDigest() {
-    return this.#facts.payloadDigest;
-  }
-
-  /** When the approval stops being usable (RFC 3339). */
-  get expiresAt() {
-    return this.#facts.expiresAt;
-  }
-
-  /** A deep-frozen copy of exactly the payload the human approved, or `null`. */
-  get payload() {
-    return this.#facts.payload;
-  }
-
-  /** Throws `ApprovalExpired` once the gate's clock is past the expiry. */
-  assertActive() {
-    nativeSync(() => this.#native.assertActive());
-  }
-
-  /**
-   * Whether `value` is a grant `consume` issued in this process (not a copy, clone or
-   * lookalike).
-   */
-  static isIssued(value) {
-    return issuedGrants.has(value) && #native in value;
-  }
-
-  /** @internal accepts the grant once; every later call refuses. */
-  static accept(grant) {
-    if (!Grant.isIssued(grant)) {
-      throw new GrantRefused(
-        "not a grant issued by consume() in this process (a copy, a structuredClone, a JSON " +
-          "round trip or a hand-built object authorizes nothing)",
-      );
-    }
-    if (grant.#accepted) {
-      throw new GrantRefused(`the grant of request ${grant.#facts.id} was already accepted once`, {
-        requestId: grant.#facts.id,
-      });
-    }
-    grant.#accepted = true;
-    return grant;
-  }
-
-  toJSON() {
-    throw new GrantRefused("a grant cannot be serialized: it authorizes only in the process that consumed it");
-  }
-}
-
-/** What `executeApproved` hands its body: live only while the body runs. */
-export class ExecutionContext {
-  #native;
-  #facts;
-  #live = true;
-
-  /** @internal made by `executeApproved` only. */
-  constructor(token, nativeGrant) {
-    if (token !== ISSUE) {
-      throw new GrantRefused("an execution context is made by executeApproved() only");
-    }
-    this.#native = nativeGrant;
-    this.#facts = facts(nativeGrant);
-    issuedContexts.add(this);
-    Object.freeze(this);
-  }
-
-  #check() {
-    if (!this.#live) {
-      throw new GrantRefused(
-        `this execution of request ${this.#facts.id} is over: its context authorizes nothing now`,
-        { requestId: this.#facts.id },
-      );
-    }
-  }
-
-  /** The executed request's id. */
+  /** The request's id. */
   get id() {
     return this.#facts.id;
   }
@@ -171,6 +64,98 @@ export class ExecutionContext {
    */
   get payload() {
     return this.#facts.payload;
+  }
+}
+
+/** The result of a successful `consume`: check it with `assertConsumed` before acting. */
+export class Grant extends Approved {
+  #native;
+  #action;
+  #accepted = false;
+
+  /** @internal made by `consume` only. */
+  constructor(token, nativeGrant, action) {
+    if (token !== ISSUE) {
+      throw new GrantRefused("a grant is made by consume() only; it cannot be built");
+    }
+    super(nativeGrant);
+    this.#native = nativeGrant;
+    this.#action = action;
+    issuedGrants.add(this);
+    Object.freeze(this);
+  }
+
+  /**
+   * Always `true`: approval-gate-mcp 0.4's `consumeApproval` answered `{ ok }`, and code that
+   * checks `ok` keeps working. A refused consume throws here; it never returns.
+   */
+  get ok() {
+    return true;
+  }
+
+  /** The approved action text. */
+  get action() {
+    return this.#action;
+  }
+
+  /** Throws `ApprovalExpired` once the gate's clock is past the expiry. */
+  assertActive() {
+    nativeSync(() => this.#native.assertActive());
+  }
+
+  /**
+   * Whether `value` is a grant `consume` issued in this process (not a copy, clone or
+   * lookalike).
+   */
+  static isIssued(value) {
+    return issuedGrants.has(value) && #native in value;
+  }
+
+  /** @internal accepts the grant once; every later call refuses. */
+  static accept(grant) {
+    if (!Grant.isIssued(grant)) {
+      throw new GrantRefused(
+        "not a grant issued by consume() in this process (a copy, a structuredClone, a JSON " +
+          "round trip or a hand-built object authorizes nothing)",
+      );
+    }
+    if (grant.#accepted) {
+      throw new GrantRefused(`the grant of request ${grant.id} was already accepted once`, {
+        requestId: grant.id,
+      });
+    }
+    grant.#accepted = true;
+    return grant;
+  }
+
+  toJSON() {
+    throw new GrantRefused("a grant cannot be serialized: it authorizes only in the process that consumed it");
+  }
+}
+
+/** What `executeApproved` hands its body: live only while the body runs. */
+export class ExecutionContext extends Approved {
+  #native;
+  #live = true;
+
+  /** @internal made by `executeApproved` only. */
+  constructor(token, nativeGrant) {
+    if (token !== ISSUE) {
+      throw new GrantRefused("an execution context is made by executeApproved() only");
+    }
+    super(nativeGrant);
+    this.#native = nativeGrant;
+    issuedContexts.add(this);
+    Object.freeze(this);
+  }
+
+  #check() {
+    if (!this.#live) {
+      throw new GrantRefused(
+        `this execution of request ${this.id} is over: its context authorizes nothing now`,
+        { requestId: this.id },
+      );
+    }
   }
 
   /** Whether the body is still running. */
