@@ -24,6 +24,9 @@
 //! The agent's MCP server is the crate `approval-gate-mcp`, which does not depend on this one.
 
 pub mod cli;
+#[cfg(feature = "notify")]
+#[allow(dead_code)] // until `approval-gate notify` lands on these parts
+mod notify;
 mod settings;
 pub mod term;
 #[cfg(feature = "web")]
