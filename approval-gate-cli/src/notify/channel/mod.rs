@@ -1,6 +1,8 @@
 //! The channels a message goes out on. Each is configured by its own `[notify.channels.NAME]`
 //! table and reads its secrets from files or the environment ([`super::secret`]).
 
+pub(crate) mod http;
+
 use super::message::{Delivery, Message};
 
 /// Why a delivery did not happen.
