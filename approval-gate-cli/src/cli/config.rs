@@ -52,6 +52,7 @@ fn as_json(settings: &Settings) -> Value {
             "tools": settings.hooks.value.tools,
             "timeoutSeconds": settings.hooks.value.timeout.as_secs(),
         })),
+        "publicUrl": entry(&settings.public_url, json!(settings.public_url.value)),
         "systemPolicy": settings.system_policy.as_ref().map(|system| json!({
             "path": system.path.to_string_lossy(),
             "source": system.source.kind(),
@@ -177,6 +178,15 @@ fn as_text(settings: &Settings) -> String {
             settings.ssh_keygen.source.to_string(),
         ),
         ("hooks", hooks(settings), settings.hooks.source.to_string()),
+        (
+            "public_url",
+            settings
+                .public_url
+                .value
+                .clone()
+                .unwrap_or_else(|| "none".to_owned()),
+            settings.public_url.source.to_string(),
+        ),
     ];
     let rows = rows.map(|(name, value, source)| (name, escape(&value), escape(&source)));
     let width = rows.iter().map(|(_, value, _)| value.chars().count()).max();

@@ -197,7 +197,10 @@ fn dispatch(cli: Cli) -> anyhow::Result<Exit> {
         Command::Audit(AuditCommand::Reanchor { yes, json }) => {
             audit::reanchor(&open()?, yes, json)
         }
-        Command::Watch(args) => watch::watch(&open()?, &args),
+        Command::Watch(args) => {
+            let settings = settings()?;
+            watch::watch(&settings, &settings.open()?, &args)
+        }
         Command::Doctor { json } => {
             let settings = settings()?;
             doctor::doctor(&settings, &settings.open()?, json)

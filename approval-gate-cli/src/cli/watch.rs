@@ -18,6 +18,7 @@ use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
 use signal_hook::iterator::Signals;
 
 use super::args::WatchArgs;
+use crate::settings::Settings;
 use crate::term::Exit;
 use crate::term::display::escape;
 use crate::term::output::{self, Style};
@@ -26,12 +27,13 @@ use crate::term::render;
 /// How long a stopping watcher waits for notify commands still running.
 const NOTIFY_GRACE: Duration = Duration::from_secs(5);
 
-pub(crate) fn watch(gate: &Gate, args: &WatchArgs) -> anyhow::Result<Exit> {
-    // A bad origin is refused before anything starts.
+pub(crate) fn watch(settings: &Settings, gate: &Gate, args: &WatchArgs) -> anyhow::Result<Exit> {
+    // A bad origin is refused before anything starts. The flag wins over the setting.
     #[cfg(feature = "web")]
     let links = args
         .public_url
         .as_deref()
+        .or(settings.public_url.value.as_deref())
         .map(crate::web::public_origin)
         .transpose()?
         .map(|origin| Links { origin });

@@ -47,9 +47,14 @@ pub(crate) struct ServeArgs {
     /// Address to listen on. Without TLS only a loopback address is served.
     #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:8470")]
     pub(crate) listen: SocketAddr,
-    /// The address approvers open, an origin such as `https://approvals.example.com`: its host
-    /// name is the passkeys' relying party. Default: http://localhost:PORT on loopback.
-    #[arg(long, value_name = "URL")]
+    /// The address approvers open (`--help` says it all).
+    #[arg(
+        long,
+        value_name = "URL",
+        help = "The address approvers open, an origin such as `https://approvals.example.com`: \
+            its host name is the passkeys' relying party. Default: $APPROVAL_GATE_PUBLIC_URL, \
+            else `public_url` in the config file, else http://localhost:PORT on loopback"
+    )]
     pub(crate) public_url: Option<String>,
     /// PEM certificate chain: serve HTTPS (needed on any address but loopback).
     #[arg(long, value_name = "FILE", value_hint = ValueHint::FilePath, requires = "tls_key")]
@@ -75,9 +80,14 @@ pub(crate) fn public_origin(text: &str) -> anyhow::Result<String> {
 pub(crate) fn serve(settings: &Settings, args: &ServeArgs) -> anyhow::Result<Exit> {
     let tls = args.tls_cert.is_some();
     listen::check_address(args.listen, tls)?;
-    let origin = Origin::resolve(args.public_url.as_deref(), args.listen, tls)?;
+    // The flag wins over the setting (the variable, then the config file).
+    let public_url = args
+        .public_url
+        .as_deref()
+        .or(settings.public_url.value.as_deref());
+    let origin = Origin::resolve(public_url, args.listen, tls)?;
     // Port 0 asks for any free port: the origin then names the one given.
-    let any_port = args.listen.port() == 0 && args.public_url.is_none();
+    let any_port = args.listen.port() == 0 && public_url.is_none();
     bind::check(args.listen, &origin, any_port)?;
     let Some(policy) = settings.policy.clone() else {
         bail!(

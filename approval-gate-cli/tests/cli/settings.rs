@@ -118,6 +118,7 @@ fn config_prints_the_defaults_and_creates_nothing() {
                 "source": "default",
                 "from": null,
             },
+            "publicUrl": { "value": null, "source": "default", "from": null },
             // Issue 37, finding 11: none on this machine (checked above).
             "systemPolicy": null,
         })
@@ -234,6 +235,7 @@ fn config_says_where_each_setting_came_from() {
             vec!["signing_key", "none", "(default)"],
             vec!["ssh_keygen", "/usr/bin/ssh-keygen", "(default)"],
             HOOKS_DEFAULT.to_vec(),
+            vec!["public_url", "none", "(default)"],
         ],
         "{shown}"
     );

@@ -224,6 +224,7 @@ pub(crate) fn operator_settings_of_this_test_only(command: &mut Command, config_
         "APPROVAL_GATE_QUORUM",
         "APPROVAL_GATE_SIGNING_KEY",
         "APPROVAL_GATE_SYSTEM_POLICY",
+        "APPROVAL_GATE_PUBLIC_URL",
     ] {
         command.env_remove(name);
     }

@@ -326,3 +326,55 @@ fn a_public_url_that_is_no_origin_is_refused_before_watching() {
         );
     }
 }
+
+#[cfg(feature = "web")]
+#[test]
+fn without_the_flag_the_page_link_comes_from_the_public_url_setting() {
+    let store = Store::new();
+    let waiting = store.ask("already here");
+    let config = store.scratch().join("approval-gate/config.toml");
+    std::fs::create_dir_all(config.parent().unwrap()).unwrap();
+    std::fs::write(&config, "public_url = \"https://file.example.com\"\n").unwrap();
+    let link = |origin: &str| format!("{origin}/requests/{}", waiting.id());
+    let printed = |extra: &[&str], env: Option<&str>| {
+        let mut command = store.command(&["watch", "--json", "--exit-after", "1"]);
+        command.args(extra).stdin(Stdio::null());
+        if let Some(url) = env {
+            command.env("APPROVAL_GATE_PUBLIC_URL", url);
+        }
+        let output = command.output().unwrap();
+        assert_eq!(output.status.code(), Some(0), "{output:?}");
+        let event: serde_json::Value = serde_json::from_slice(output.stdout.trim_ascii()).unwrap();
+        event["url"].as_str().unwrap().to_owned()
+    };
+    // The config file, then the variable over it, then the flag over both.
+    assert_eq!(printed(&[], None), link("https://file.example.com"));
+    assert_eq!(
+        printed(&[], Some("https://env.example.com")),
+        link("https://env.example.com")
+    );
+    assert_eq!(
+        printed(
+            &["--public-url", "https://flag.example.com"],
+            Some("https://env.example.com")
+        ),
+        link("https://flag.example.com")
+    );
+}
+
+#[cfg(feature = "web")]
+#[test]
+fn serve_takes_its_origin_from_the_public_url_setting_without_the_flag() {
+    let store = Store::new();
+    // Not an origin serve accepts (plain http to a host name): refused, naming it, which
+    // shows serve read it from the variable.
+    let output = store
+        .command(&["serve", "--listen", "127.0.0.1:0"])
+        .env("APPROVAL_GATE_PUBLIC_URL", "http://approvals.example.com")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("approvals.example.com"), "{stderr}");
+}

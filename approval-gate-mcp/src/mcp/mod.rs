@@ -112,7 +112,7 @@ pub struct Options {
         long,
         value_name = "URL",
         help = "The origin `approval-gate serve` is opened at (https://approvals.example.com) \
-            [default: $APPROVAL_GATE_PUBLIC_URL]. With it, wait_for_approval offers a client \
+            [default: $APPROVAL_GATE_PUBLIC_URL, else `public_url` in the config file]. With it, wait_for_approval offers a client \
             that declared URL-mode elicitation the request's page link; the client's answer \
             decides nothing"
     )]
@@ -182,10 +182,11 @@ pub fn run(options: &Options) -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    // The flag, else the setting (the variable, then the config file).
     let public_url = options
         .public_url
         .clone()
-        .or_else(|| std::env::var(PUBLIC_URL_ENV).ok().filter(|v| !v.is_empty()));
+        .or_else(|| settings.public_url.value.clone());
     let links = match public_url.as_deref().map(PageLinks::parse).transpose() {
         Ok(links) => links,
         Err(e) => {

@@ -16,8 +16,9 @@ use std::sync::Mutex;
 use approval_gate::RequestId;
 use rmcp::service::{RequestContext, RoleServer};
 
-/// The environment variable that names the web page's origin, as `--public-url` does.
-pub const PUBLIC_URL_ENV: &str = "APPROVAL_GATE_PUBLIC_URL";
+/// The environment variable that names the web page's origin, as `--public-url` does (read
+/// with the other settings, below the flag and above the config file's `public_url`).
+pub use approval_gate::settings::PUBLIC_URL_ENV;
 
 /// The origin of the web page, and the requests whose link this session has offered.
 #[derive(Debug)]

@@ -409,6 +409,27 @@ async fn a_bad_public_url_is_a_usage_error() {
     }
 }
 
+#[tokio::test]
+async fn without_the_flag_the_public_url_comes_from_the_settings() {
+    let store = fresh_store();
+    let home = tempfile::tempdir().unwrap();
+    let config = home.path().join("config.toml");
+    std::fs::write(&config, "public_url = \"http://approvals.example.com\"\n").unwrap();
+    // Plain http to a host name is no origin the page is served at: refused as a bad flag
+    // would be, which shows the config file's key was read.
+    let output = tokio::process::Command::new(BIN)
+        .env("APPROVAL_GATE_STORE", store.location())
+        .env("APPROVAL_GATE_CONFIG", &config)
+        .env_remove("APPROVAL_GATE_PUBLIC_URL")
+        .stdin(Stdio::null())
+        .output()
+        .await
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("http://approvals.example.com"), "{stderr}");
+}
+
 /// An rmcp client that declared URL-mode elicitation, and accepts every elicitation.
 #[derive(Clone)]
 struct Accepting {

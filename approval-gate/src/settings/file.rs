@@ -8,7 +8,7 @@ use std::io::Read as _;
 use std::path::{Path, PathBuf};
 
 use super::layer::{Places, flag, resolve};
-use super::read::{CONFIG, COUNT, FILE, LOCATION, QUORUM, Read, TTL};
+use super::read::{CONFIG, COUNT, FILE, LOCATION, NOTIFY, PUBLIC_URL, QUORUM, Read, TTL};
 use super::{CONFIG_ENV, ConfigFile, Flags, Setting, SettingsError, Source, home};
 
 /// Longer than any honest config file; read no further.
@@ -16,7 +16,7 @@ const MAX_CONFIG_BYTES: u64 = 64 * 1024;
 /// The keys a config file may hold, in the order of the settings, each with how its value is
 /// read: every key given is checked when the file is read, even one a flag or a variable
 /// overrides.
-const KEYS: [(&str, &dyn CheckFile); 9] = [
+const KEYS: [(&str, &dyn CheckFile); 11] = [
     ("store", &LOCATION),
     ("max_pending", &COUNT),
     ("max_requests", &COUNT),
@@ -26,6 +26,8 @@ const KEYS: [(&str, &dyn CheckFile); 9] = [
     ("signing_key", &FILE),
     ("ssh_keygen", &FILE),
     ("hooks", &super::hooks::HOOKS),
+    ("public_url", &PUBLIC_URL),
+    ("notify", &NOTIFY),
 ];
 
 /// A key's check, for [`KEYS`].

@@ -24,6 +24,8 @@
 //! | signing key | `approve --key` | `APPROVAL_GATE_SIGNING_KEY` | `signing_key` | none |
 //! | signer | | `APPROVAL_GATE_SSH_KEYGEN` | `ssh_keygen` | `/usr/bin/ssh-keygen` |
 //! | harness hooks | | | `[hooks]` | none guarded, 60 s ([`HookRules`]) |
+//! | web page origin | each front end's `--public-url` | `APPROVAL_GATE_PUBLIC_URL` | `public_url` | none |
+//! | notifications | | | `[notify]` | none (read by `approval-gate notify`) |
 //!
 //! The approvers (an OpenSSH `allowed_signers` file) and the quorum (`payments.*=2,deploy.*=3`
 //! in the flag and the variable, a `[quorum]` table of `"payments.*" = 2` in the file, each
@@ -65,7 +67,7 @@ use crate::{Gate, Limits, Location, Policy};
 
 use file::{check_owner, read_file};
 use layer::{Places, flag, resolve, store_dir};
-use read::{COUNT, FILE, LOCATION, QUORUM, Quorum, TTL, library};
+use read::{COUNT, FILE, LOCATION, PUBLIC_URL, QUORUM, Quorum, TTL, library};
 
 mod file;
 mod hooks;
@@ -96,6 +98,10 @@ pub const QUORUM_ENV: &str = "APPROVAL_GATE_QUORUM";
 pub const SIGNING_KEY_ENV: &str = "APPROVAL_GATE_SIGNING_KEY";
 /// The `ssh-keygen` that signs, by absolute path: never one found through `PATH`.
 pub const SSH_KEYGEN_ENV: &str = "APPROVAL_GATE_SSH_KEYGEN";
+
+/// The origin the approvers' web page (`approval-gate serve`) is opened at, for the page
+/// links other front ends give (`watch`, `notify`, the MCP server's elicitation).
+pub const PUBLIC_URL_ENV: &str = "APPROVAL_GATE_PUBLIC_URL";
 
 /// The log filter of both binaries, in `tracing` `EnvFilter` syntax (`debug`,
 /// `approval_gate=debug`); logs go to stderr, and only errors by default.
@@ -236,6 +242,11 @@ pub struct Settings {
     /// Which tool calls of an agent harness wait for a human (`approval-gate hook`): the
     /// config file's `[hooks]` table, else none.
     pub hooks: Setting<HookRules>,
+    /// The origin the approvers' web page is opened at (`https://approvals.example.com`), for
+    /// the page links `watch`, `notify` and the MCP server give: `APPROVAL_GATE_PUBLIC_URL`,
+    /// else the config file's `public_url`. A front end's own `--public-url` flag wins over
+    /// both; each checks the origin as it needs it.
+    pub public_url: Setting<Option<String>>,
     /// The system policy in force, if any: its approvers are [`approvers`](Self::approvers),
     /// and its quorum table is added to [`quorum`](Self::quorum)'s in [`policy`](Self::policy).
     pub system_policy: Option<SystemPolicy>,
@@ -321,6 +332,7 @@ impl Settings {
             signing_key: p.get(SIGNING_KEY_ENV, "signing_key", &FILE, None)?,
             ssh_keygen: p.get(SSH_KEYGEN_ENV, "ssh_keygen", &FILE, None)?,
             hooks: resolve([p.file("hooks", &hooks::HOOKS)], Ok(HookRules::default()))?,
+            public_url: p.get(PUBLIC_URL_ENV, "public_url", &PUBLIC_URL, None)?,
             system_policy,
             policy: None,
         };

@@ -96,6 +96,27 @@ pub(super) const FILE: Read<Option<PathBuf>> = Read {
         )),
     },
 };
+/// The origin the approvers' web page is opened at, such as `https://approvals.example.com`:
+/// only its form is checked here (http or https, no spaces); each front end checks it as the
+/// origin it needs.
+pub(super) const PUBLIC_URL: Read<Option<String>> = Read {
+    empty: "give the origin the web page is opened at, such as https://approvals.example.com, \
+        or unset it",
+    text: |text| parse_public_url(utf8(text)?),
+    file: |value| parse_public_url(string(value, "an origin in a string")?),
+};
+/// The `[notify]` table of `approval-gate notify`, whose contents that command reads and
+/// checks itself: here only that it is a table.
+pub(super) const NOTIFY: Read<()> = Read {
+    empty: "",
+    text: |_| Err("is set only in the config file".to_owned()),
+    file: |value| {
+        value
+            .as_table()
+            .map(drop)
+            .ok_or_else(|| expected("a table, such as [notify.channels.NAME]", value))
+    },
+};
 /// The config file, which is not a key of itself.
 pub(super) const CONFIG: Read<Option<PathBuf>> = Read {
     empty: "name a file, or unset it to use the default one",
@@ -140,6 +161,23 @@ fn quorum_number(pattern: &str, text: &str) -> Result<u32, String> {
         .ok_or_else(|| {
             format!("{pattern}: {text:?} is not a number of approvers from 1 to {MAX_QUORUM}")
         })
+}
+
+/// An origin: `http://` or `https://` and a host, nothing that could not be in a URL.
+fn parse_public_url(text: &str) -> Result<Option<String>, String> {
+    let rest = text
+        .strip_prefix("https://")
+        .or_else(|| text.strip_prefix("http://"));
+    match rest {
+        Some(rest)
+            if !rest.is_empty() && !text.chars().any(|c| c.is_whitespace() || c.is_control()) =>
+        {
+            Ok(Some(text.to_owned()))
+        }
+        _ => Err(format!(
+            "{text:?} is not an origin such as https://approvals.example.com"
+        )),
+    }
 }
 
 /// The library's problem, without the field name it was given.

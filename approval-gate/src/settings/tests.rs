@@ -678,3 +678,60 @@ fn a_variable_read_as_text_must_be_utf8_and_a_path_need_not() {
     assert_eq!(settings.store.value, Location::Dir(latin1().into()));
     assert_eq!(settings.signing_key.value, Some(latin1().into()));
 }
+
+#[test]
+fn the_public_url_comes_from_env_then_file_then_none() {
+    let mut world = World::new();
+    assert_eq!(world.settings(&flags()).public_url.value, None);
+    let path = world.write_config(
+        "public_url = \"https://approvals.example.com\"\n[notify.channels.ops]\ntype = \"webhook\"\n",
+    );
+    let settings = world.settings(&flags());
+    assert_eq!(
+        settings.public_url,
+        Setting::new(
+            Some("https://approvals.example.com".to_owned()),
+            Source::File(path)
+        )
+    );
+    world.set(PUBLIC_URL_ENV, "http://localhost:8470");
+    assert_eq!(
+        world.settings(&flags()).public_url,
+        Setting::new(
+            Some("http://localhost:8470".to_owned()),
+            Source::Env(PUBLIC_URL_ENV)
+        )
+    );
+    world.set(PUBLIC_URL_ENV, "");
+    let error = world.error(&flags());
+    assert!(
+        error.contains("APPROVAL_GATE_PUBLIC_URL: is empty"),
+        "{error}"
+    );
+    world.set(PUBLIC_URL_ENV, "approvals.example.com");
+    let error = world.error(&flags());
+    assert!(
+        error.contains("APPROVAL_GATE_PUBLIC_URL: \"approvals.example.com\" is not an origin"),
+        "{error}"
+    );
+}
+
+#[test]
+fn a_bad_public_url_or_notify_key_in_the_file_is_refused_by_name() {
+    let world = World::new();
+    for (text, needle) in [
+        (
+            "public_url = 5\n",
+            "public_url: expected an origin in a string",
+        ),
+        (
+            "public_url = \"ftp://x\"\n",
+            "public_url: \"ftp://x\" is not an origin",
+        ),
+        ("notify = \"webhook\"\n", "notify: expected a table"),
+    ] {
+        world.write_config(text);
+        let error = world.error(&flags());
+        assert!(error.contains(needle), "{text:?}: {error}");
+    }
+}

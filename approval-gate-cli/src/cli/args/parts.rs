@@ -155,7 +155,8 @@ pub(crate) struct WatchArgs {
     pub(crate) notify_cmd: Option<String>,
     /// The origin `approval-gate serve` is opened at (https://approvals.example.com): each
     /// request's page link is then printed, given to --notify-cmd as APPROVAL_GATE_URL, and
-    /// added to --json lines as "url".
+    /// added to --json lines as "url" [default: $APPROVAL_GATE_PUBLIC_URL, else `public_url`
+    /// in the config file].
     #[cfg(feature = "web")]
     #[arg(long, value_name = "URL")]
     pub(crate) public_url: Option<String>,
