@@ -9,6 +9,7 @@
 //! it at a stated length ([`text`]) before it goes out.
 
 pub(crate) mod channel;
+pub(crate) mod config;
 pub(crate) mod message;
 pub(crate) mod secret;
 pub(crate) mod text;

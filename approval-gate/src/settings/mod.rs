@@ -72,10 +72,12 @@ use read::{COUNT, FILE, LOCATION, PUBLIC_URL, QUORUM, Quorum, TTL, library};
 mod file;
 mod hooks;
 mod layer;
+mod patterns;
 mod read;
 mod system;
 
 pub use hooks::{BASH_TOOL, DEFAULT_HOOK_TIMEOUT, HookRules};
+pub use patterns::{check_operation_pattern, operation_matches};
 pub use system::{SYSTEM_POLICY_ENV, SYSTEM_POLICY_PATH, SystemPolicy};
 
 /// The store, as `--store` reads it: a directory, a `file:` URL or a `postgres://` URL.

@@ -1,0 +1,88 @@
+use super::*;
+
+fn table(text: &str) -> toml::Table {
+    let file: toml::Table = text.parse().unwrap();
+    file["notify"].as_table().unwrap().clone()
+}
+
+fn error(text: &str) -> String {
+    Config::from_table(&table(text)).unwrap_err()
+}
+
+#[test]
+fn mistakes_are_refused_naming_the_key() {
+    for (text, needle) in [
+        (
+            "[notify]\nreminder = \"5m\"\n",
+            "notify.reminder: unknown key",
+        ),
+        ("[notify]\n", "notify.channels: no channel"),
+        ("[notify.channels]\n", "notify.channels: no channel"),
+        (
+            "[notify.channels.Ops]\ntype = \"webhook\"\n",
+            "notify.channels.Ops: \"Ops\" is not a channel name",
+        ),
+        (
+            "[notify.channels.ops]\nurl = \"x\"\n",
+            "notify.channels.ops.type: missing",
+        ),
+        (
+            "[notify.channels.ops]\ntype = \"pager\"\n",
+            "notify.channels.ops.type: unknown channel type \"pager\"",
+        ),
+        (
+            "[notify.channels.ops]\ntype = \"slack\"\n",
+            "notify.channels.ops.type: \"slack\" channels are not built",
+        ),
+        (
+            "[notify.channels.ops]\ntype = \"webhook\"\noperations = [\"Pay*\"]\n",
+            "notify.channels.ops.operations: operation pattern \"Pay*\"",
+        ),
+        (
+            "[notify.channels.ops]\ntype = \"webhook\"\non_call = \"yes\"\n",
+            "notify.channels.ops.on_call: must be true or false",
+        ),
+        (
+            "[notify]\nreminder_before = \"0s\"\n[notify.channels.ops]\ntype = \"pager\"\n",
+            "notify.reminder_before: \"0s\" must be more than 0",
+        ),
+        (
+            "[notify]\nreminder_before = 5\n",
+            "notify.reminder_before: must be a duration",
+        ),
+    ] {
+        let error = error(text);
+        assert!(error.contains(needle), "{text:?}: {error}");
+    }
+}
+
+#[test]
+fn a_channel_name_is_short_lowercase_letters_digits_dashes_and_underscores() {
+    assert!(check_name("ops").is_ok());
+    assert!(check_name("on-call_2").is_ok());
+    assert!(check_name(&"a".repeat(32)).is_ok());
+    for bad in ["", "Ops", "a.b", "a b", "é", &"a".repeat(33)] {
+        assert!(check_name(bad).is_err(), "{bad:?}");
+    }
+}
+
+#[test]
+fn patterns_and_delays_are_read_and_checked() {
+    let value = |text: &str| -> toml::Value { text.parse::<toml::Table>().unwrap()["v"].clone() };
+    assert_eq!(
+        patterns(&value("v = \"payments.*\"")).unwrap(),
+        ["payments.*"]
+    );
+    assert_eq!(
+        patterns(&value("v = [\"a.*\", \"b\"]")).unwrap(),
+        ["a.*", "b"]
+    );
+    assert!(patterns(&value("v = []")).is_err());
+    assert!(patterns(&value("v = [1]")).is_err());
+    assert_eq!(
+        delay(&value("v = \"15m\"")).unwrap(),
+        Duration::from_secs(900)
+    );
+    assert!(delay(&value("v = \"32days\"")).is_err());
+    assert!(delay(&value("v = \"soon\"")).is_err());
+}
