@@ -23,6 +23,7 @@ use std::time::Duration;
 use approval_gate::settings::{check_operation_pattern, operation_matches};
 
 use super::channel::Channel;
+use super::channel::webhook::Webhook;
 
 /// The longest delay taken for a reminder or an escalation: longer than any request lives.
 const MAX_DELAY: Duration = Duration::from_secs(31 * 24 * 60 * 60);
@@ -218,10 +219,10 @@ fn build(kind: &str, name: &str, table: &toml::Table) -> Result<Box<dyn Channel>
             format!(": {e}")
         }
     };
-    let _ = (name, table, keyed);
     match kind {
+        "webhook" => Ok(Box::new(Webhook::from_table(name, table).map_err(keyed)?)),
         // Wired as each channel lands (the lead wires slack, ntfy and email at merge).
-        "webhook" | "command" | "slack" | "ntfy" | "email" => Err(format!(
+        "command" | "slack" | "ntfy" | "email" => Err(format!(
             ".type: {kind:?} channels are not built into this approval-gate"
         )),
         other => Err(format!(

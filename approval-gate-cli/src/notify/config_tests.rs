@@ -86,3 +86,76 @@ fn patterns_and_delays_are_read_and_checked() {
     assert!(delay(&value("v = \"32days\"")).is_err());
     assert!(delay(&value("v = \"soon\"")).is_err());
 }
+
+/// A config with webhook channels `ops` and `oncall` (on call), a key file in `dir`.
+fn with_channels(dir: &std::path::Path, rest: &str) -> String {
+    let key = dir.join("key");
+    std::fs::write(&key, "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw").unwrap();
+    format!(
+        "[notify]\nreminder_before = \"10m\"\n\
+         [notify.channels.ops]\ntype = \"webhook\"\nurl = \"https://h.example/a\"\n\
+         secret = {{ file = {key:?} }}\noperations = [\"payments.*\", \"deploy\"]\n\
+         [notify.channels.oncall]\ntype = \"webhook\"\nurl = \"https://h.example/b\"\n\
+         secret = {{ file = {key:?} }}\non_call = true\n{rest}"
+    )
+}
+
+#[test]
+fn channels_reminders_and_escalations_are_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = with_channels(
+        dir.path(),
+        "[[notify.escalate]]\noperations = \"payments.*\"\nafter = \"15m\"\nchannels = [\"oncall\"]\n",
+    );
+    let config = Config::from_table(&table(&text)).unwrap();
+    assert_eq!(config.reminder_before, Some(Duration::from_secs(600)));
+    let names: Vec<&str> = config.channels.iter().map(|c| c.name.as_str()).collect();
+    assert_eq!(names, ["oncall", "ops"]);
+    let ops = &config.channels[1];
+    assert!(ops.hears(Some("payments.refund")));
+    assert!(ops.hears(Some("deploy")));
+    assert!(!ops.hears(Some("deploy.prod")));
+    assert!(!ops.hears(None));
+    let oncall = &config.channels[0];
+    assert!(
+        !oncall.hears(Some("payments.refund")),
+        "on call: escalations only"
+    );
+    assert_eq!(
+        config.escalations,
+        [Escalation {
+            operations: vec!["payments.*".into()],
+            after: Duration::from_secs(900),
+            channels: vec!["oncall".into()],
+        }]
+    );
+    assert!(config.escalations[0].covers(Some("payments.x")));
+    assert!(!config.escalations[0].covers(None));
+}
+
+#[test]
+fn an_escalation_must_name_known_channels_and_a_delay() {
+    let dir = tempfile::tempdir().unwrap();
+    for (rule, needle) in [
+        (
+            "after = \"1m\"\nchannels = [\"pager\"]\n",
+            "notify.escalate[0].channels: no channel is named \"pager\"",
+        ),
+        (
+            "channels = [\"oncall\"]\n",
+            "notify.escalate[0].after: missing",
+        ),
+        (
+            "after = \"1m\"\nchannels = []\n",
+            "notify.escalate[0].channels: must be a list",
+        ),
+        (
+            "after = \"1m\"\nchannels = [\"oncall\"]\nwhen = 1\n",
+            "notify.escalate[0].when: unknown key",
+        ),
+    ] {
+        let text = with_channels(dir.path(), &format!("[[notify.escalate]]\n{rule}"));
+        let error = error(&text);
+        assert!(error.contains(needle), "{rule:?}: {error}");
+    }
+}
