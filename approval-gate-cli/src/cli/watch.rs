@@ -231,24 +231,9 @@ impl Notifier {
         }
     }
 
-    /// Starts the command for one request. The id, the escaped action and the page link go
-    /// only into the environment, never into the command text, so no request can inject shell
-    /// syntax.
+    /// Starts the command for one request.
     fn notify(&mut self, id: RequestId, action: &str, link: Option<&str>) {
-        let mut command = Command::new("/bin/sh");
-        command
-            .arg("-c")
-            .arg(&self.command)
-            .env("APPROVAL_GATE_ID", id.as_str())
-            .env("APPROVAL_GATE_ACTION", escape(action))
-            .stdin(Stdio::null());
-        if let Some(link) = link {
-            command.env("APPROVAL_GATE_URL", link);
-        }
-        // stdout carries the watcher's own lines; the command's output goes to stderr.
-        if let Ok(stderr) = io::stderr().as_fd().try_clone_to_owned() {
-            command.stdout(Stdio::from(stderr));
-        }
+        let mut command = notify_command(&self.command, id, action, link);
         let mut child = match command.spawn() {
             Ok(child) => child,
             Err(e) => return warn(id, &format!("could not start the notify command: {e}")),
@@ -270,6 +255,33 @@ impl Notifier {
             thread::sleep(Duration::from_millis(20));
         }
     }
+}
+
+/// `sh -c COMMAND` for one request (`watch --notify-cmd`, and `notify`'s command channel).
+/// The id, the escaped action and the page link go only into the environment
+/// (`APPROVAL_GATE_ID`, `APPROVAL_GATE_ACTION`, `APPROVAL_GATE_URL`), never into the command
+/// text, so no request can inject shell syntax. Its stdout goes to our stderr (our stdout
+/// carries our own lines); its stdin is empty.
+pub(crate) fn notify_command(
+    shell_command: &str,
+    id: RequestId,
+    action: &str,
+    link: Option<&str>,
+) -> Command {
+    let mut command = Command::new("/bin/sh");
+    command
+        .arg("-c")
+        .arg(shell_command)
+        .env("APPROVAL_GATE_ID", id.as_str())
+        .env("APPROVAL_GATE_ACTION", escape(action))
+        .stdin(Stdio::null());
+    if let Some(link) = link {
+        command.env("APPROVAL_GATE_URL", link);
+    }
+    if let Ok(stderr) = io::stderr().as_fd().try_clone_to_owned() {
+        command.stdout(Stdio::from(stderr));
+    }
+    command
 }
 
 fn warn(id: RequestId, message: &str) {

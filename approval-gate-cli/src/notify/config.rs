@@ -23,6 +23,7 @@ use std::time::Duration;
 use approval_gate::settings::{check_operation_pattern, operation_matches};
 
 use super::channel::Channel;
+use super::channel::command::ShellCommand;
 use super::channel::webhook::Webhook;
 
 /// The longest delay taken for a reminder or an escalation: longer than any request lives.
@@ -221,8 +222,11 @@ fn build(kind: &str, name: &str, table: &toml::Table) -> Result<Box<dyn Channel>
     };
     match kind {
         "webhook" => Ok(Box::new(Webhook::from_table(name, table).map_err(keyed)?)),
-        // Wired as each channel lands (the lead wires slack, ntfy and email at merge).
-        "command" | "slack" | "ntfy" | "email" => Err(format!(
+        "command" => Ok(Box::new(
+            ShellCommand::from_table(name, table).map_err(keyed)?,
+        )),
+        // The lead wires these at merge: `channel::{slack::Slack, ntfy::Ntfy, email::Email}`.
+        "slack" | "ntfy" | "email" => Err(format!(
             ".type: {kind:?} channels are not built into this approval-gate"
         )),
         other => Err(format!(

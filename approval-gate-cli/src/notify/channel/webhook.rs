@@ -179,4 +179,4 @@ pub(crate) fn sign(key: &[u8], id: &str, timestamp: &str, body: &[u8]) -> String
 
 #[cfg(test)]
 #[path = "webhook_tests.rs"]
-mod tests;
+pub(super) mod tests;
