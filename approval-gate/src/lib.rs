@@ -75,6 +75,7 @@ mod gate;
 mod grant;
 mod id;
 pub mod limits;
+mod notices;
 mod offload;
 mod payload;
 mod policy;
@@ -103,6 +104,9 @@ pub use gate::{
 pub use grant::Grant;
 pub use id::{InvalidId, RequestId};
 pub use limits::Limits;
+pub use notices::{
+    DeadLetter, MAX_NOTICE_KEY_BYTES, MAX_NOTICE_REASON_BYTES, NoticeClaim, Notices,
+};
 pub use payload::{CanonicalPayload, PayloadDigest, PayloadError};
 pub use policy::passkey;
 pub use policy::{Policy, SshKeygen, Standing};

@@ -313,7 +313,8 @@ fn each_role_can_write_only_through_its_own_functions() {
             "SELECT c.relname, bool_or(has_sequence_privilege(r, c.oid, 'USAGE, SELECT, UPDATE'))
              FROM pg_catalog.pg_class c
              JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace,
-             unnest(ARRAY['approval_gate_agent', 'approval_gate_approver', 'approval_gate_executor']) r
+             unnest(ARRAY['approval_gate_agent', 'approval_gate_approver', 'approval_gate_executor',
+                          'approval_gate_notifier']) r
              WHERE n.nspname = 'approval_gate' AND c.relkind = 'S'
              GROUP BY c.relname"
         ),

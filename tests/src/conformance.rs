@@ -53,6 +53,8 @@ macro_rules! conformance {
                 binding_helper_matches_manual_canonical_text,
                 error_texts_up_to_1024_bytes_are_recorded_whole_and_longer_ones_cut_with_a_mark,
                 a_long_error_text_is_cut_before_a_character_that_straddles_the_limit;
+            notices:
+                the_ledger_keeps_what_was_delivered_and_lets_one_notifier_send_at_a_time;
             audit:
                 every_event_of_a_lifecycle_is_logged_and_the_chain_verifies,
                 a_workload_records_every_lifecycle_event_and_the_chain_verifies,
@@ -121,6 +123,7 @@ pub const TOUR: &[&str] = &[
     "lifecycle::the_health_check_names_what_the_store_did_not_write",
     "lifecycle::a_waiter_wakes_with_the_decision",
     "passkeys::a_cloned_passkey_whose_counter_goes_back_approves_nothing_and_is_audited",
+    "notices::the_ledger_keeps_what_was_delivered_and_lets_one_notifier_send_at_a_time",
 ];
 
 /// Runs the [`TOUR`] of the suite against `backend` in a process of its own (this test

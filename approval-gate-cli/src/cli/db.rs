@@ -9,10 +9,11 @@ use crate::term::render;
 use crate::term::{Exit, Refusal};
 
 /// The group roles `db init` creates, for the operator to grant.
-const ROLES: [&str; 3] = [
+const ROLES: [&str; 4] = [
     "approval_gate_agent",
     "approval_gate_approver",
     "approval_gate_executor",
+    "approval_gate_notifier",
 ];
 
 #[cfg(feature = "postgres")]

@@ -23,10 +23,11 @@ use crate::support::{
     BIN, assert_exit, assert_success, json, operator_settings_of_this_test_only, stderr, stdout,
 };
 
-const ROLES: [&str; 3] = [
+const ROLES: [&str; 4] = [
     "approval_gate_agent",
     "approval_gate_approver",
     "approval_gate_executor",
+    "approval_gate_notifier",
 ];
 
 /// The CLI on one store URL, with operator settings of this test only.
@@ -166,7 +167,7 @@ fn db_init_is_idempotent_and_safe_concurrently() {
     let first = cli.run(&["db", "init"]);
     assert_success(&first);
     assert!(
-        stdout(&first).starts_with("schema approval_gate at version 4 in "),
+        stdout(&first).starts_with("schema approval_gate at version 5 in "),
         "{}",
         stdout(&first)
     );
@@ -174,20 +175,20 @@ fn db_init_is_idempotent_and_safe_concurrently() {
         assert!(stdout(&first).contains(role), "{}", stdout(&first));
     }
     let again = json(&cli.run(&["db", "init", "--json"]));
-    assert_eq!(again["schemaVersion"], 4, "{again}");
+    assert_eq!(again["schemaVersion"], 5, "{again}");
     assert_eq!(again["roles"], serde_json::json!(ROLES), "{again}");
     assert_eq!(
         scalar(&db.query(
             "SELECT string_agg(value, ',') FROM approval_gate.meta WHERE key = 'schema_version'"
         )),
-        "4"
+        "5"
     );
     assert_eq!(
         scalar(&db.query(&format!(
             "SELECT count(*) FROM pg_roles WHERE rolname IN ('{}')",
             ROLES.join("', '")
         ))),
-        "3"
+        "4"
     );
     // The store works, and is empty.
     let listed = cli.run(&["list"]);
@@ -209,14 +210,14 @@ fn db_init_is_idempotent_and_safe_concurrently() {
         .collect();
     for child in children {
         let output = child.wait_with_output().unwrap();
-        assert_eq!(json(&output)["schemaVersion"], 4);
+        assert_eq!(json(&output)["schemaVersion"], 5);
     }
     assert_eq!(
         scalar(
             &other
                 .query("SELECT count(*) || ' ' || string_agg(value, ',') FROM approval_gate.meta")
         ),
-        "1 4"
+        "1 5"
     );
     assert_eq!(
         scalar(&other.query("SELECT count(*) FROM pg_namespace WHERE nspname = 'approval_gate'")),
@@ -306,6 +307,18 @@ fn db_init_migrates_a_version_3_store() {
     migrates_from(3, "");
 }
 
+/// The same from version 4: `db init` adds the notifications ledger and its role.
+#[test]
+fn db_init_migrates_a_version_4_store() {
+    migrates_from(4, "");
+}
+
+/// What version 5 added taken out again: the notifications ledger.
+const BEFORE_VERSION_5: &str =
+    "DROP FUNCTION approval_gate.claim_notice(text, text, bigint, bigint);
+     DROP FUNCTION approval_gate.record_notice(text, text, text, integer, bigint);
+     DROP TABLE approval_gate.notices;";
+
 /// What version 4 added taken out again: the passkeys' counter lock (class 1095192405) in
 /// `hold`.
 const BEFORE_VERSION_4: &str = "CREATE OR REPLACE FUNCTION approval_gate.hold(class int, key text)
@@ -344,20 +357,21 @@ fn migrates_from(version: u32, older: &str) {
         scalar(&query(bound))
     };
     let before_3 = if version < 3 { BEFORE_VERSION_3 } else { "" };
+    let before_4 = if version < 4 { BEFORE_VERSION_4 } else { "" };
     let _ = query(&format!(
         "UPDATE approval_gate.meta SET value = '{version}' WHERE key = 'schema_version';
-         {BEFORE_VERSION_4} {before_3} {older}"
+         {BEFORE_VERSION_5} {before_4} {before_3} {older}"
     ));
     let cli = Cli::new(store.location());
     assert_exit(
         &cli.run(&["list"]),
         2,
-        &format!("holds schema version {version}, this build uses 4"),
+        &format!("holds schema version {version}, this build uses 5"),
     );
 
     let migrated = cli.run(&["db", "init", "--json"]);
     assert_success(&migrated);
-    assert_eq!(json(&migrated)["schemaVersion"], 4);
+    assert_eq!(json(&migrated)["schemaVersion"], 5);
     assert_eq!(
         scalar(&query(
             "SELECT (SELECT value FROM approval_gate.meta WHERE key = 'schema_version') || ' '
@@ -365,9 +379,10 @@ fn migrates_from(version: u32, older: &str) {
                     || pg_get_function_result('approval_gate.require(text, text[])'::regprocedure) || ' '
                     || pg_get_function_result('approval_gate.decide(text, text, text, jsonb, jsonb, bigint)'::regprocedure) || ' '
                     || (SELECT count(*) FROM approval_gate.audit_head WHERE sealed_at IS NOT NULL) || ' '
-                    || (pg_get_functiondef('approval_gate.hold(integer, text)'::regprocedure) LIKE '%1095192405%')"
+                    || (pg_get_functiondef('approval_gate.hold(integer, text)'::regprocedure) LIKE '%1095192405%') || ' '
+                    || (to_regprocedure('approval_gate.claim_notice(text, text, bigint, bigint)') IS NOT NULL)"
         )),
-        "4 true boolean text 1 true"
+        "5 true boolean text 1 true true"
     );
     assert_eq!(scalar(&query(bound)), counted);
     // Again: nothing counted twice.

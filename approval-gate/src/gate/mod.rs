@@ -17,6 +17,7 @@ mod decide_tests;
 mod execute;
 mod health;
 mod list;
+mod notices;
 mod recover;
 mod status;
 mod wait;

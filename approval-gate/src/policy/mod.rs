@@ -17,6 +17,7 @@ use std::sync::Arc;
 
 use ssh_key::{HashAlg, PublicKey};
 
+#[cfg(feature = "settings")]
 pub(crate) use self::quorum::check_pattern;
 pub use self::sign::SshKeygen;
 use self::signers::Signer;

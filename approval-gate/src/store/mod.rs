@@ -243,6 +243,11 @@ pub(crate) trait Store: Chain + Send + Sync + fmt::Debug {
     /// Entries of the store that it did not write, for a human to look at (names relative
     /// to the store); a store that keeps nothing of its own beside its records has none.
     fn stray_entries(&self) -> Result<Vec<PathBuf>, Error>;
+    /// The notifications ledger, for a notifier ([`crate::Notices`]): on a store that takes
+    /// one notifier at a time (a directory), refused while another process holds it.
+    fn notices(&self) -> Result<Box<dyn crate::notices::Ledger>, Error>;
+    /// The messages notifiers gave up on, oldest first.
+    fn dead_letters(&self) -> Result<Vec<crate::notices::DeadLetter>, Error>;
     /// Starts sending change hints to `sink` (from the store's own thread) until the
     /// returned value is dropped; `Err` saying why if it cannot, and then waits poll. Hints
     /// may be lost or spurious: whoever wakes reads the store again.

@@ -36,7 +36,7 @@ pub const ENV: &str = "APPROVAL_GATE_STORE_TRACE";
 /// Every method of the store's two traits (`Store`, then `Chain`), by name.
 #[cfg(any(test, feature = "store-trace"))]
 #[cfg_attr(not(feature = "store-trace"), allow(unreachable_pub))]
-pub const STEPS: [&str; 22] = [
+pub const STEPS: [&str; 24] = [
     "about",
     "load",
     "concerns_record_only",
@@ -54,6 +54,8 @@ pub const STEPS: [&str; 22] = [
     "recover",
     "archive",
     "stray_entries",
+    "notices",
+    "dead_letters",
     "watch",
     "check_appendable",
     "verify_records",
@@ -196,6 +198,12 @@ impl Store for Traced {
     }
     fn archive(&self, id: RequestId, entry: &Entry<'_>) -> Result<(), Error> {
         self.step("archive", Some(id), || self.0.archive(id, entry))
+    }
+    fn notices(&self) -> Result<Box<dyn crate::notices::Ledger>, Error> {
+        self.step("notices", None, || self.0.notices())
+    }
+    fn dead_letters(&self) -> Result<Vec<crate::notices::DeadLetter>, Error> {
+        self.step("dead_letters", None, || self.0.dead_letters())
     }
     fn stray_entries(&self) -> Result<Vec<PathBuf>, Error> {
         self.step("stray_entries", None, || self.0.stray_entries())

@@ -13,6 +13,7 @@ pub mod binding;
 pub mod execute;
 pub mod lifecycle;
 pub mod model;
+pub mod notices;
 pub mod passkeys;
 pub mod races;
 pub mod recovery;

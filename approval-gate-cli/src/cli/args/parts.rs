@@ -99,10 +99,11 @@ in the database), against the store the other commands use (--store postgres://.
 APPROVAL_GATE_STORE). It is one transaction under an advisory lock: running it again, or
 from two places at once, is safe, and an init by a newer build migrates the schema.
 
-It creates three NOLOGIN group roles, which the operator grants to login roles:
+It creates four NOLOGIN group roles, which the operator grants to login roles:
   approval_gate_agent     file requests, read them, deny
   approval_gate_approver  approve, deny, revoke, archive (the humans)
   approval_gate_executor  consume approvals and record executions (the trusted code)
+  approval_gate_notifier  record notifications delivered (`approval-gate notify`)
 No role may write a table: every change goes through the schema's functions, which check the
 role of the session user and record it as the decider. docs/postgres.md shows the set-up.")]
     Init {

@@ -9,7 +9,7 @@ type IsKnown = fn(&str) -> bool;
 
 /// The store's directories (relative to its root, `""` for the root itself) and whether a
 /// name in one of them is one the store writes. Mirrors the layout in `mod.rs`.
-const DIRS: [(&str, IsKnown); 7] = [
+const DIRS: [(&str, IsKnown); 8] = [
     ("", |name| {
         matches!(
             name,
@@ -22,6 +22,7 @@ const DIRS: [(&str, IsKnown); 7] = [
                 | "gate.lock"
                 | "queue"
                 | "predecessor"
+                | "notify"
         )
     }),
     ("requests", |name| id_with(name, &[".json"])),
@@ -43,6 +44,10 @@ const DIRS: [(&str, IsKnown); 7] = [
         matches!(name, "audit.jsonl" | "requests")
     }),
     ("predecessor/requests", |name| id_with(name, &[".json"])),
+    // The notifications ledger, made by the first `approval-gate notify`.
+    ("notify", |name| {
+        matches!(name, "ledger.jsonl" | "notifier.lock")
+    }),
 ];
 
 /// Whether `name` is a request id followed by one of `suffixes`.
@@ -77,12 +82,15 @@ pub(super) fn stray_entries(root: &Path) -> Result<Vec<PathBuf>, Error> {
 
 /// Every name in `dir`, including those that are not UTF-8 (which the store never writes).
 /// Read-only, so it need not go through `fs.rs`'s rules for what the store opens. Only a
-/// migrated store has `predecessor/`: elsewhere it is missing, with nothing in it.
+/// migrated store has `predecessor/`, and only one a notifier ran on has `notify/`: elsewhere
+/// they are missing, with nothing in them.
 fn names(dir: &Path) -> Result<Vec<std::ffi::OsString>, Error> {
     let entries = match std::fs::read_dir(dir) {
         Err(e)
             if e.kind() == std::io::ErrorKind::NotFound
-                && (dir.ends_with("predecessor") || dir.ends_with("predecessor/requests")) =>
+                && (dir.ends_with("predecessor")
+                    || dir.ends_with("predecessor/requests")
+                    || dir.ends_with("notify")) =>
         {
             return Ok(Vec::new());
         }

@@ -23,6 +23,9 @@
 //!                        every stored approval and written (taken under a request's lock);
 //!                        made by the first passkey approval
 //!   archive/<id>.json    archived requests (and their claims as <id>.used): never usable again
+//!   notify/ledger.jsonl  the notifications ledger: one line per message delivered or given up
+//!                        on (a dead letter), each synced; a torn last line is dropped
+//!   notify/notifier.lock held by the one `approval-gate notify` running on this store
 //! ```
 
 mod audit_log;
@@ -30,6 +33,7 @@ mod boot;
 pub(crate) mod fs;
 mod health;
 mod layout;
+mod notices;
 pub(crate) mod predecessor;
 mod queue;
 mod steps;
@@ -413,6 +417,14 @@ impl Store for DirStore {
 
     fn stray_entries(&self) -> Result<Vec<PathBuf>, Error> {
         health::stray_entries(&self.layout.root)
+    }
+
+    fn notices(&self) -> Result<Box<dyn crate::notices::Ledger>, Error> {
+        Ok(Box::new(notices::DirLedger::open(&self.layout.root)?))
+    }
+
+    fn dead_letters(&self) -> Result<Vec<crate::notices::DeadLetter>, Error> {
+        notices::dead_letters(&self.layout.root)
     }
 
     fn watch(&self, sink: ChangeSink) -> Result<Guard, String> {

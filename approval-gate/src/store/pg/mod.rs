@@ -34,6 +34,7 @@ mod consts;
 mod errors;
 mod listen;
 mod lock;
+mod notices;
 mod pool;
 mod rows;
 #[cfg(test)]
@@ -381,6 +382,14 @@ impl Store for PgStore {
             Ok(done)
         })
         .map(drop)
+    }
+
+    fn notices(&self) -> Result<Box<dyn crate::notices::Ledger>, Error> {
+        Ok(Box::new(notices::PgLedger::new(self.pool.clone())?))
+    }
+
+    fn dead_letters(&self) -> Result<Vec<crate::notices::DeadLetter>, Error> {
+        notices::dead_letters(&self.pool)
     }
 
     fn stray_entries(&self) -> Result<Vec<std::path::PathBuf>, Error> {

@@ -10,13 +10,14 @@ use crate::error::Error;
 /// The schema's SQL, one file a concern, in the order `db init` runs them as one text: the
 /// roles, tables, counters and migrations (`tables.sql`); the helpers every step calls
 /// (`helpers.sql`); filing and deciding (`steps.sql`); the claim, refusals, executions and
-/// archiving (`spend.sql`); the owner's steps, the grants and the shared lock table
+/// archiving (`spend.sql`); the notifications ledger (`notices.sql`); the owner's steps, the grants and the shared lock table
 /// (`owner.sql`).
 pub(super) const SCHEMA_SQL: &str = concat!(
     include_str!("schema/tables.sql"),
     include_str!("schema/helpers.sql"),
     include_str!("schema/steps.sql"),
     include_str!("schema/spend.sql"),
+    include_str!("schema/notices.sql"),
     include_str!("schema/owner.sql"),
 );
 

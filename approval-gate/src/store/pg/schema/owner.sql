@@ -78,19 +78,32 @@ REVOKE ALL ON ALL TABLES IN SCHEMA approval_gate FROM PUBLIC;
 REVOKE ALL ON ALL FUNCTIONS IN SCHEMA approval_gate FROM PUBLIC;
 REVOKE ALL ON ALL SEQUENCES IN SCHEMA approval_gate FROM PUBLIC;
 REVOKE ALL ON ALL SEQUENCES IN SCHEMA approval_gate
-    FROM approval_gate_agent, approval_gate_approver, approval_gate_executor;
+    FROM approval_gate_agent, approval_gate_approver, approval_gate_executor,
+    approval_gate_notifier;
 REVOKE ALL ON ALL TABLES IN SCHEMA approval_gate
-    FROM approval_gate_agent, approval_gate_approver, approval_gate_executor;
+    FROM approval_gate_agent, approval_gate_approver, approval_gate_executor,
+    approval_gate_notifier;
 REVOKE ALL ON ALL FUNCTIONS IN SCHEMA approval_gate
-    FROM approval_gate_agent, approval_gate_approver, approval_gate_executor;
-GRANT USAGE ON SCHEMA approval_gate TO approval_gate_agent, approval_gate_approver, approval_gate_executor;
+    FROM approval_gate_agent, approval_gate_approver, approval_gate_executor,
+    approval_gate_notifier;
+GRANT USAGE ON SCHEMA approval_gate TO approval_gate_agent, approval_gate_approver, approval_gate_executor,
+    approval_gate_notifier;
 GRANT SELECT ON approval_gate.meta, approval_gate.requests, approval_gate.audit, approval_gate.audit_head,
     approval_gate.filing_slots, approval_gate.settled
-    TO approval_gate_agent, approval_gate_approver, approval_gate_executor;
+    TO approval_gate_agent, approval_gate_approver, approval_gate_executor,
+    approval_gate_notifier;
 GRANT EXECUTE ON FUNCTION approval_gate.file_request(jsonb, text, jsonb, bigint, bigint, bigint, boolean)
     TO approval_gate_agent;
 GRANT EXECUTE ON FUNCTION approval_gate.decide(text, text, text, jsonb, jsonb, bigint)
-    TO approval_gate_agent, approval_gate_approver, approval_gate_executor;
+    TO approval_gate_agent, approval_gate_approver, approval_gate_executor,
+    approval_gate_notifier;
+-- The notifier: its ledger, and (through `decide`, which allows it that step only) recording
+-- the expiry of a pending request it finds past it.
+GRANT EXECUTE ON FUNCTION approval_gate.claim_notice(text, text, bigint, bigint),
+    approval_gate.record_notice(text, text, text, integer, bigint) TO approval_gate_notifier;
+GRANT SELECT ON approval_gate.notices
+    TO approval_gate_agent, approval_gate_approver, approval_gate_executor,
+    approval_gate_notifier;
 GRANT EXECUTE ON FUNCTION approval_gate.claim(text, jsonb, bigint) TO approval_gate_executor;
 GRANT EXECUTE ON FUNCTION approval_gate.refuse(text, text, jsonb, bigint)
     TO approval_gate_agent, approval_gate_approver, approval_gate_executor;
@@ -99,11 +112,14 @@ GRANT EXECUTE ON FUNCTION approval_gate.finish_execution(text, jsonb, bigint) TO
 GRANT EXECUTE ON FUNCTION approval_gate.archive(text, jsonb, bigint) TO approval_gate_approver;
 GRANT EXECUTE ON FUNCTION approval_gate.recover_executions(bigint) TO approval_gate_executor;
 GRANT EXECUTE ON FUNCTION approval_gate.hold(integer, text)
-    TO approval_gate_agent, approval_gate_approver, approval_gate_executor;
+    TO approval_gate_agent, approval_gate_approver, approval_gate_executor,
+    approval_gate_notifier;
 GRANT EXECUTE ON FUNCTION approval_gate.seal(boolean), approval_gate.wake(text)
-    TO approval_gate_agent, approval_gate_approver, approval_gate_executor;
+    TO approval_gate_agent, approval_gate_approver, approval_gate_executor,
+    approval_gate_notifier;
 -- The store's limits are for everyone to read (what the caps are), for its owner to set.
-GRANT SELECT ON approval_gate.settings TO approval_gate_agent, approval_gate_approver, approval_gate_executor;
+GRANT SELECT ON approval_gate.settings TO approval_gate_agent, approval_gate_approver, approval_gate_executor,
+    approval_gate_notifier;
 
 -- ------------------------------------------------------- the cluster's shared lock table
 
@@ -118,7 +134,8 @@ GRANT SELECT ON approval_gate.settings TO approval_gate_agent, approval_gate_app
 DO $locks$
 DECLARE
     f regprocedure;
-    v_groups text[] := ARRAY['approval_gate_agent', 'approval_gate_approver', 'approval_gate_executor'];
+    v_groups text[] := ARRAY['approval_gate_agent', 'approval_gate_approver', 'approval_gate_executor',
+                             'approval_gate_notifier'];
     v_owner oid := (SELECT n.nspowner FROM pg_namespace n WHERE n.nspname = 'approval_gate');
     v_super boolean := (SELECT r.rolsuper FROM pg_roles r WHERE r.rolname = current_user);
     g text;

@@ -216,7 +216,8 @@ BEGIN
         WHEN 'deny' THEN v_trusted := approval_gate.require('deny', ARRAY['approval_gate_agent', 'approval_gate_approver']);
         WHEN 'revoke' THEN v_trusted := approval_gate.require('revoke', ARRAY['approval_gate_approver']);
         WHEN 'expire' THEN v_trusted := approval_gate.require('record an expiry',
-            ARRAY['approval_gate_agent', 'approval_gate_approver', 'approval_gate_executor']);
+            ARRAY['approval_gate_agent', 'approval_gate_approver', 'approval_gate_executor',
+                  'approval_gate_notifier']);
         ELSE RAISE EXCEPTION USING ERRCODE = 'AG005', MESSAGE = format('unknown step %s', step);
     END CASE;
     -- The live row, locked (as `locked`), then the clock (as `now_ms`): folded in here.

@@ -1,4 +1,4 @@
--- The PostgreSQL store's schema, version 4. `approval-gate db init` runs this whole
+-- The PostgreSQL store's schema, version 5. `approval-gate db init` runs this whole
 -- file in one transaction, under a transaction-scoped advisory lock, so running it twice or
 -- from two places at once is safe. Tables are created once; functions and grants are replaced
 -- every time, so an init with a newer build brings them up to date.
@@ -12,7 +12,8 @@ DO $roles$
 DECLARE
     r text;
 BEGIN
-    FOREACH r IN ARRAY ARRAY['approval_gate_agent', 'approval_gate_approver', 'approval_gate_executor'] LOOP
+    FOREACH r IN ARRAY ARRAY['approval_gate_agent', 'approval_gate_approver', 'approval_gate_executor',
+                               'approval_gate_notifier'] LOOP
         IF NOT EXISTS (SELECT FROM pg_catalog.pg_roles WHERE rolname = r) THEN
             BEGIN
                 EXECUTE pg_catalog.format('CREATE ROLE %I NOLOGIN', r);
@@ -146,6 +147,9 @@ INSERT INTO approval_gate.settled (part, settled)
 -- sealed after the step commits (by `wake`, or the next read of the chain), not in it.
 -- Version 3 (from 2): `wake` seals at most once in {{SEAL_EVERY_MS}} ms (`audit_head.sealed_at`),
 -- and `decide` returns the record it stored.
+-- Version 4 (from 3): the passkeys' signature counters' lock.
+-- Version 5 (from 4): the notifications ledger (`notices`) and the role
+-- `approval_gate_notifier`, which writes it and may record an expiry, nothing else.
 INSERT INTO approval_gate.meta (key, value) VALUES ('schema_version', '{{SCHEMA_VERSION}}')
     ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value;
 
