@@ -25,7 +25,6 @@
 
 pub mod cli;
 #[cfg(feature = "notify")]
-#[allow(dead_code)] // until `approval-gate notify` lands on these parts
 mod notify;
 mod settings;
 pub mod term;

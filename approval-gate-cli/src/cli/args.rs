@@ -257,6 +257,12 @@ The command, and the link, only tell someone to look; neither can decide anythin
     #[cfg(feature = "web")]
     Passkey(PasskeyCommand),
 
+    /// Tell approvers that a decision waits, on the channels of the config file's [notify]
+    /// table (webhook, command, Slack, ntfy, email), with retries, reminders and escalation.
+    #[command(after_help = NOTIFY_HELP)]
+    #[cfg(feature = "notify")]
+    Notify(crate::notify::run::NotifyArgs),
+
     /// Set up a PostgreSQL store (`--store postgres://...`): create or migrate its schema and
     /// roles.
     #[command(subcommand)]
@@ -325,6 +331,8 @@ impl Command {
             | Self::Man { .. } => false,
             #[cfg(feature = "web")]
             Self::Serve(_) | Self::Passkey(_) => false,
+            #[cfg(feature = "notify")]
+            Self::Notify(_) => false,
         }
     }
 
@@ -346,6 +354,8 @@ impl Command {
 mod help;
 mod parts;
 
+#[cfg(feature = "notify")]
+use self::help::NOTIFY_HELP;
 #[cfg(feature = "web")]
 use self::help::SERVE_HELP;
 use self::help::{CONFIG_HELP, EXEC_HELP, HOOK_HELP};

@@ -2,7 +2,7 @@
 
 use std::fmt::Write as _;
 
-use approval_gate::{Gate, HealthReport};
+use approval_gate::{DeadLetter, Gate, HealthReport};
 use serde_json::{Value, json};
 
 use crate::settings::Settings;
@@ -13,14 +13,16 @@ use crate::term::render;
 
 pub(crate) fn doctor(settings: &Settings, gate: &Gate, json: bool) -> anyhow::Result<Exit> {
     let report = gate.check_health()?;
+    // Messages a notifier gave up on: for a human to look at, not a problem of the store.
+    let dead = gate.dead_letters()?;
     // Not a problem of the store's: a limit of the set-up, said on stderr.
     if let Some(warning) = super::ledger::rewritable_store(settings) {
         output::stderr_line(&format!("approval-gate: doctor: {warning}"));
     }
     let text = if json {
-        render::json(&as_json(gate, &report))?
+        render::json(&as_json(gate, &report, &dead))?
     } else {
-        as_text(gate, &report)
+        as_text(gate, &report, &dead)
     };
     output::stdout(&text)?;
     Ok(if report.is_healthy() {
@@ -30,7 +32,7 @@ pub(crate) fn doctor(settings: &Settings, gate: &Gate, json: bool) -> anyhow::Re
     })
 }
 
-fn as_json(gate: &Gate, report: &HealthReport) -> Value {
+fn as_json(gate: &Gate, report: &HealthReport, dead: &[DeadLetter]) -> Value {
     let audit = match &report.audit {
         Ok(summary) => json!({ "ok": true, "lines": summary.lines, "lastHash": summary.last_hash }),
         Err(error) => json!({ "ok": false, "code": error.code(), "message": error.to_string() }),
@@ -46,10 +48,11 @@ fn as_json(gate: &Gate, report: &HealthReport) -> Value {
         "unreadable": report.unreadable,
         "audit": audit,
         "stray": stray,
+        "deadLetters": dead,
     })
 }
 
-fn as_text(gate: &Gate, report: &HealthReport) -> String {
+fn as_text(gate: &Gate, report: &HealthReport, dead: &[DeadLetter]) -> String {
     let mut text = String::new();
     let _ = writeln!(text, "store {}", escape(&gate.location().to_string()));
     let mut problems = 0;
@@ -77,6 +80,16 @@ fn as_text(gate: &Gate, report: &HealthReport) -> String {
             text,
             "stray entry {}: not written by approval-gate; move it out of the store",
             escape(&path.to_string_lossy())
+        );
+    }
+    for letter in dead {
+        let _ = writeln!(
+            text,
+            "dead letter {} at {} after {} attempt(s): {}; `approval-gate notify` gave up on it",
+            escape(&letter.key),
+            letter.at,
+            letter.attempts,
+            escape(&letter.reason)
         );
     }
     if problems == 0 {

@@ -209,6 +209,8 @@ fn dispatch(cli: Cli) -> anyhow::Result<Exit> {
         Command::Migrate { dry_run, json } => migrate::migrate(&settings()?, dry_run, json),
         Command::Config { json } => config::config(&settings()?, json),
         Command::Db(DbCommand::Init { json }) => db::init(&settings()?, json),
+        #[cfg(feature = "notify")]
+        Command::Notify(args) => crate::notify::run::notify(&settings()?, &args),
         #[cfg(feature = "web")]
         Command::Serve(args) => crate::web::serve(&settings()?, &args),
         #[cfg(feature = "web")]

@@ -38,7 +38,11 @@ pub(crate) fn watch(settings: &Settings, gate: &Gate, args: &WatchArgs) -> anyho
         .transpose()?
         .map(|origin| Links { origin });
     #[cfg(not(feature = "web"))]
-    let links: Option<Links> = None;
+    let links: Option<Links> = {
+        // Without the web page there is no page to link to.
+        let _ = settings;
+        None
+    };
     // Watch before the first listing so nothing created in between goes unnoticed. Without
     // events (no inotify left, say) the fallback check still finds everything.
     let watch = gate

@@ -18,6 +18,7 @@
 //! with the key named, never a message lost later.
 
 use std::path::Path;
+use std::sync::Arc;
 use std::time::Duration;
 
 use approval_gate::settings::{check_operation_pattern, operation_matches};
@@ -53,8 +54,8 @@ pub(crate) struct Configured {
     pub(crate) operations: Vec<String>,
     /// Whether it hears only of escalations.
     pub(crate) on_call: bool,
-    /// The channel.
-    pub(crate) channel: Box<dyn Channel>,
+    /// The channel (shared with its worker).
+    pub(crate) channel: Arc<dyn Channel>,
 }
 
 /// One `[[notify.escalate]]` rule.
@@ -201,7 +202,7 @@ fn configured(name: &str, value: &toml::Value) -> Result<Configured, String> {
             ));
         }
     };
-    let channel = build(&kind, name, &table)?;
+    let channel = Arc::from(build(&kind, name, &table)?);
     Ok(Configured {
         name: name.to_owned(),
         operations,

@@ -10,6 +10,9 @@
 
 pub(crate) mod channel;
 pub(crate) mod config;
+mod due;
 pub(crate) mod message;
+pub(crate) mod run;
 pub(crate) mod secret;
 pub(crate) mod text;
+mod worker;

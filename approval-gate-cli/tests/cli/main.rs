@@ -17,6 +17,8 @@ mod json;
 mod no_postgres;
 #[cfg(not(feature = "web"))]
 mod no_web;
+#[cfg(feature = "notify")]
+mod notify;
 #[cfg(feature = "postgres")]
 mod postgres;
 mod settings;

@@ -125,3 +125,37 @@ stdout holds); Codex gets {\"hookSpecificOutput\": {\"hookEventName\": \"Permiss
   timeout = \"600s\"                        # the harness's timeout for the hook
 
 See docs/hooks.md for the harness configuration, and what the hook does not guarantee.";
+
+/// `notify`'s help.
+#[cfg(feature = "notify")]
+pub(super) const NOTIFY_HELP: &str = "\
+Reads its channels from the config file's [notify] table (docs/notify.md):
+  public_url = \"https://approvals.example.com\"   # each message links to the request's page
+  [notify]
+  reminder_before = \"10m\"                        # one reminder before expiry (optional)
+  [notify.channels.ops]
+  type = \"webhook\"                               # webhook, command, slack, ntfy, email
+  url = \"https://hooks.example.com/approvals\"
+  secret = { file = \"/etc/approval-gate/webhook.key\" }   # never on the command line
+  [[notify.escalate]]
+  operations = \"payments.*\"
+  after = \"15m\"                                  # still undecided: also tell these
+  channels = [\"oncall\"]
+
+Each channel gets one message per pending request (and a reminder, an escalation), with its
+id, operation, payload digest, expiry and page link. No channel approves: the link opens the
+page, where approving needs a passkey, and nothing decides on a GET.
+
+Delivery is at least once, and once in normal operation: each message has a key
+(<id>.<channel>.<kind>, the webhook's webhook-id) recorded in the store's ledger when
+delivered; failures are tried again with exponential backoff (1 s doubling to 5 min, full
+jitter), 8 attempts, then kept as a dead letter, which `approval-gate doctor` lists.
+
+A command of its own, not a mode of `serve`: it holds the channels' secrets, which the page
+does not need; it may run on another host; several may run over one PostgreSQL store (their
+logins need approval_gate_notifier) and deliver each message once; one crashing does not take
+the page down. On a directory store one runs at a time. Logs go to stderr, one line per
+delivery, retry and dead letter; secrets are never printed. SIGINT or SIGTERM stops it.
+
+Exit status: 0 when stopped (--once: everything due delivered), 1 with --once if a message
+was given up on, 2 for a bad config or store.";

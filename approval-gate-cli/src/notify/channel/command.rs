@@ -1,8 +1,8 @@
 //! A shell command per message, as `watch --notify-cmd` runs one (the same code):
 //! `sh -c COMMAND` with the request in the environment only (`APPROVAL_GATE_ID`,
 //! `APPROVAL_GATE_ACTION` escaped, `APPROVAL_GATE_URL` if `public_url` is set), plus
-//! `APPROVAL_GATE_KIND` (`filed`, `reminder`, `escalation`) and `APPROVAL_GATE_KEY` (the
-//! delivery key, the same on every attempt).
+//! `APPROVAL_GATE_KIND` (`filed`, `reminder`, `escalation`), `APPROVAL_GATE_KEY` (the
+//! delivery key, the same on every attempt) and `APPROVAL_GATE_ATTEMPT` (from 1).
 //!
 //! ```toml
 //! [notify.channels.desktop]
@@ -70,6 +70,7 @@ impl Channel for ShellCommand {
         command
             .env("APPROVAL_GATE_KIND", message.kind.as_str())
             .env("APPROVAL_GATE_KEY", delivery.key)
+            .env("APPROVAL_GATE_ATTEMPT", delivery.attempt.to_string())
             // Its own group, so that a command over time is killed with what it started.
             .process_group(0);
         let mut child = command

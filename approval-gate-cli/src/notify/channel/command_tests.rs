@@ -12,13 +12,14 @@ fn the_request_is_in_the_environment_only_with_its_kind_and_key() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("out");
     let command = format!(
-        "printf '%s|%s|%s|%s|%s' \"$APPROVAL_GATE_ID\" \"$APPROVAL_GATE_ACTION\" \
-         \"$APPROVAL_GATE_URL\" \"$APPROVAL_GATE_KIND\" \"$APPROVAL_GATE_KEY\" > {out:?}"
+        "printf '%s|%s|%s|%s|%s|%s' \"$APPROVAL_GATE_ID\" \"$APPROVAL_GATE_ACTION\" \
+         \"$APPROVAL_GATE_URL\" \"$APPROVAL_GATE_KIND\" \"$APPROVAL_GATE_KEY\" \
+         \"$APPROVAL_GATE_ATTEMPT\" > {out:?}"
     );
     let hostile = "$(touch pwned) `touch pwned2`";
     let delivery = Delivery {
         key: "0123456789ab.desk.reminder",
-        attempt: 1,
+        attempt: 3,
     };
     let ran = channel(&command).send(&message(Kind::Reminder, hostile), &delivery);
     assert_eq!(ran, Ok(()));
@@ -26,7 +27,7 @@ fn the_request_is_in_the_environment_only_with_its_kind_and_key() {
         std::fs::read_to_string(&out).unwrap(),
         format!(
             "0123456789ab|{hostile}|https://approvals.example.com/requests/0123456789ab|\
-             reminder|0123456789ab.desk.reminder"
+             reminder|0123456789ab.desk.reminder|3"
         )
     );
     assert!(!dir.path().join("pwned").exists());
