@@ -357,3 +357,51 @@ fn three_notifiers_over_one_postgres_store_deliver_each_message_once() {
         assert!(attempts.iter().all(verified), "{id}");
     }
 }
+
+#[test]
+fn a_second_notifier_on_a_directory_store_refuses_to_start_and_sigterm_stops_the_first() {
+    let store = Store::new();
+    let receiver = Receiver::accepting();
+    let config = write_config(store.scratch(), &receiver.url(), "");
+    let location = store.path.to_str().unwrap();
+    let mut first = Running::start(notifier(location, &config, &[]));
+    first.wait_for_line("channel(s) on");
+
+    let second = notifier(location, &config, &["--once"]).output().unwrap();
+    assert_eq!(second.status.code(), Some(2), "{}", text(&second));
+    assert!(
+        text(&second).contains("another `approval-gate notify` runs on this directory store"),
+        "{}",
+        text(&second)
+    );
+
+    let pid = rustix::process::Pid::from_raw(i32::try_from(first.child.id()).unwrap()).unwrap();
+    rustix::process::kill_process(pid, rustix::process::Signal::TERM).unwrap();
+    first.wait_for_line("stopped");
+    assert_eq!(first.child.wait().unwrap().code(), Some(0));
+}
+
+#[test]
+fn a_bad_config_is_refused_naming_the_key_and_never_the_secret() {
+    let store = Store::new();
+    let dir = store.scratch();
+    let secret = dir.join("bad.key");
+    std::fs::write(&secret, "hunter2-is-no-key").unwrap();
+    let config = dir.join("bad.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[notify.channels.ops]\ntype = \"webhook\"\nurl = \"https://h.example/x\"\n\
+             secret = {{ file = \"{}\" }}\n",
+            secret.display()
+        ),
+    )
+    .unwrap();
+    let output = notifier(store.path.to_str().unwrap(), &config, &["--once"])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2), "{}", text(&output));
+    let shown = text(&output);
+    assert!(shown.contains("notify.channels.ops.secret"), "{shown}");
+    assert!(!shown.contains("hunter2"), "{shown}");
+}
