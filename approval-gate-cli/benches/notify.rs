@@ -96,7 +96,7 @@ fn main() {
     let _ = child.kill();
     let _ = child.wait();
     times.sort();
-    println!(
+    eprintln!(
         "notify: filed -> webhook received, {RUNS} requests: p50 {:.2} ms, p90 {:.2} ms, max {:.2} ms",
         percentile(&times, 50).as_secs_f64() * 1e3,
         percentile(&times, 90).as_secs_f64() * 1e3,
