@@ -405,3 +405,67 @@ fn a_bad_config_is_refused_naming_the_key_and_never_the_secret() {
     assert!(shown.contains("notify.channels.ops.secret"), "{shown}");
     assert!(!shown.contains("hunter2"), "{shown}");
 }
+
+/// A login holding only `approval_gate_notifier` delivers (reading the queue, writing the
+/// ledger), and can decide nothing.
+#[cfg(feature = "postgres")]
+#[test]
+fn the_notifier_role_delivers_and_decides_nothing() {
+    use approval_gate::{Decision, Error, Gate};
+    use approval_gate_tests::backend::{Backend as _, Postgres};
+    use approval_gate_tests::pg;
+
+    let store = Postgres.fresh();
+    let url = store.location().to_owned();
+    let db = url.rsplit('/').next().unwrap().split('?').next().unwrap();
+    let login = format!("{db}_notifier");
+    pg::run_sql(
+        pg::admin_url(),
+        &format!("CREATE ROLE {login} LOGIN; GRANT approval_gate_notifier TO {login};"),
+    );
+    let notifier_url = pg::url_with(&url, &login, None);
+    let id = store
+        .gate()
+        .request_approval(NewRequest::new("deploy", "the test needs it"))
+        .unwrap()
+        .request
+        .id();
+    let receiver = Receiver::accepting();
+    let dir = tempfile::tempdir().unwrap();
+    let config = write_config(dir.path(), &receiver.url(), "");
+    let output = notifier(&notifier_url, &config, &["--once"])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output));
+    assert_eq!(
+        receiver.wait_for(1)[0].header("webhook-id"),
+        Some(format!("{id}.ops.filed").as_str())
+    );
+
+    let as_notifier = {
+        let url = notifier_url.clone();
+        pg::on_own_thread(move || {
+            Gate::builder()
+                .store(approval_gate::Location::parse(&url).unwrap())
+                .open()
+                .unwrap()
+        })
+    };
+    for refused in [
+        as_notifier.approve(id, &Decision::by("mallory")),
+        as_notifier.deny(id, &Decision::by("mallory")),
+    ] {
+        assert!(
+            matches!(refused, Err(Error::NotPermitted { .. })),
+            "{refused:?}"
+        );
+    }
+    drop(as_notifier);
+    let _ = std::thread::spawn(move || {
+        pg::run_sql(
+            pg::admin_url(),
+            &format!("DROP OWNED BY {login}; DROP ROLE IF EXISTS {login}"),
+        );
+    })
+    .join();
+}
