@@ -60,12 +60,12 @@ pub(crate) fn notify(settings: &Settings, args: &NotifyArgs) -> anyhow::Result<E
         .fallback(Duration::from_secs(args.fallback_secs))
         .start();
     let mut changes = watch.changes();
-    let signals = stop_on_signals(changes.closer())?;
     let backoff = Backoff {
         base: Duration::from_millis(args.retry_base_ms),
         ..Backoff::DEFAULT
     };
     let (finished_tx, finished) = mpsc::channel();
+    let signals = stop_on_signals(changes.closer(), finished_tx.clone())?;
     let workers = start_workers(&config, &gate, &notices, backoff, &finished_tx);
     log(&format!(
         "{} channel(s) on {}{}",
@@ -111,11 +111,15 @@ struct Notifier {
 }
 
 impl Notifier {
-    /// Delivers what is due now, and waits until each is delivered or given up on.
+    /// Delivers what is due now, and waits until each is delivered or given up on (or a
+    /// signal stops it: what is left is not in the ledger, so the next run sends it).
     fn once(&mut self, gate: &Gate, finished: &Receiver<Finished>) -> anyhow::Result<()> {
         self.offer(gate)?;
         while !self.in_flight.is_empty() {
             let Ok(end) = finished.recv() else { break };
+            if end.key.is_empty() {
+                break;
+            }
             self.finished(&end);
         }
         Ok(())
@@ -130,7 +134,9 @@ impl Notifier {
     ) -> anyhow::Result<()> {
         loop {
             while let Ok(end) = finished.try_recv() {
-                self.finished(&end);
+                if !end.key.is_empty() {
+                    self.finished(&end);
+                }
             }
             let next = self.offer(gate)?;
             // A job that ends (done, dead, or left to another notifier) is looked at again on
@@ -259,14 +265,22 @@ fn origin(settings: &Settings) -> anyhow::Result<Option<String>> {
     Ok(Some(origin))
 }
 
-/// Stops the notifier on SIGINT or SIGTERM.
-fn stop_on_signals(stop: Closer) -> std::io::Result<signal_hook::iterator::Handle> {
+/// Stops the notifier on SIGINT or SIGTERM: its wait for hints ends, and so does a
+/// `--once` run's wait for its workers (told by a [`Finished`] with no key).
+fn stop_on_signals(
+    stop: Closer,
+    finished: Sender<Finished>,
+) -> std::io::Result<signal_hook::iterator::Handle> {
     let mut signals = Signals::new([SIGINT, SIGTERM])?;
     let handle = signals.handle();
     thread::spawn(move || {
         if let Some(signal) = signals.forever().next() {
             log(&format!("stopping (signal {signal})"));
             stop.close();
+            let _ = finished.send(Finished {
+                key: String::new(),
+                ended: Ended::Left,
+            });
         }
     });
     Ok(handle)

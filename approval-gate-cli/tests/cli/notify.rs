@@ -45,18 +45,22 @@ pub(crate) fn write_config(dir: &Path, url: &str, rest: &str) -> PathBuf {
     config
 }
 
-/// `approval-gate --store STORE --config CONFIG notify ARGS`, with this test's settings only.
+/// `approval-gate --store STORE --config CONFIG notify ARGS`, with this test's settings only
+/// (retries 5 ms apart unless `args` say).
 pub(crate) fn notifier(store: &str, config: &Path, args: &[&str]) -> Command {
     let mut command = Command::new(BIN);
     command
         .args(["--store", store, "--config"])
         .arg(config)
         .arg("notify")
-        .args(["--retry-base-ms", "5", "--fallback-secs", "1"])
+        .args(["--fallback-secs", "1"])
         .args(args)
         .env_remove("APPROVAL_GATE_DIR")
         .env_remove("APPROVAL_GATE_LOG")
         .stdin(Stdio::null());
+    if !args.contains(&"--retry-base-ms") {
+        command.args(["--retry-base-ms", "5"]);
+    }
     operator_settings_of_this_test_only(&mut command, &config.with_extension("xdg"));
     command
 }
@@ -468,4 +472,22 @@ fn the_notifier_role_delivers_and_decides_nothing() {
         );
     })
     .join();
+}
+
+#[test]
+fn sigterm_stops_a_once_run_waiting_to_retry() {
+    let store = Store::new();
+    let receiver = Receiver::start(|_, _| Reply::Status(503));
+    let config = write_config(store.scratch(), &receiver.url(), "");
+    let _ = store.ask("deploy");
+    let location = store.path.to_str().unwrap();
+    // The next attempt would be up to a minute away.
+    let command = notifier(location, &config, &["--once", "--retry-base-ms", "60000"]);
+    let mut running = Running::start(command);
+    running.wait_for_line("retry ");
+    let pid = rustix::process::Pid::from_raw(i32::try_from(running.child.id()).unwrap()).unwrap();
+    rustix::process::kill_process(pid, rustix::process::Signal::TERM).unwrap();
+    running.wait_for_line("stopped");
+    assert_eq!(running.child.wait().unwrap().code(), Some(0));
+    assert_eq!(receiver.received().len(), 1);
 }
