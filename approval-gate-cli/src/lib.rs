@@ -26,6 +26,7 @@
 pub mod cli;
 #[cfg(feature = "notify")]
 mod notify;
+mod notify_cmd;
 mod settings;
 pub mod term;
 #[cfg(feature = "web")]

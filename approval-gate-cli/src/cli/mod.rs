@@ -44,7 +44,7 @@ mod ledger;
 mod list;
 mod migrate;
 mod show;
-pub(crate) mod watch;
+mod watch;
 
 /// How a command ended (the human's front ends share it: see [`crate::term`]).
 pub use crate::term::Exit;

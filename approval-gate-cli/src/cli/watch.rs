@@ -7,8 +7,6 @@
 //! SIGINT, SIGTERM or SIGHUP, or when its stdout is closed.
 
 use std::io;
-use std::os::fd::AsFd;
-use std::process::{Command, Stdio};
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
@@ -237,7 +235,7 @@ impl Notifier {
 
     /// Starts the command for one request.
     fn notify(&mut self, id: RequestId, action: &str, link: Option<&str>) {
-        let mut command = notify_command(&self.command, id, action, link);
+        let mut command = crate::notify_cmd::notify_command(&self.command, id, action, link);
         let mut child = match command.spawn() {
             Ok(child) => child,
             Err(e) => return warn(id, &format!("could not start the notify command: {e}")),
@@ -259,33 +257,6 @@ impl Notifier {
             thread::sleep(Duration::from_millis(20));
         }
     }
-}
-
-/// `sh -c COMMAND` for one request (`watch --notify-cmd`, and `notify`'s command channel).
-/// The id, the escaped action and the page link go only into the environment
-/// (`APPROVAL_GATE_ID`, `APPROVAL_GATE_ACTION`, `APPROVAL_GATE_URL`), never into the command
-/// text, so no request can inject shell syntax. Its stdout goes to our stderr (our stdout
-/// carries our own lines); its stdin is empty.
-pub(crate) fn notify_command(
-    shell_command: &str,
-    id: RequestId,
-    action: &str,
-    link: Option<&str>,
-) -> Command {
-    let mut command = Command::new("/bin/sh");
-    command
-        .arg("-c")
-        .arg(shell_command)
-        .env("APPROVAL_GATE_ID", id.as_str())
-        .env("APPROVAL_GATE_ACTION", escape(action))
-        .stdin(Stdio::null());
-    if let Some(link) = link {
-        command.env("APPROVAL_GATE_URL", link);
-    }
-    if let Ok(stderr) = io::stderr().as_fd().try_clone_to_owned() {
-        command.stdout(Stdio::from(stderr));
-    }
-    command
 }
 
 fn warn(id: RequestId, message: &str) {

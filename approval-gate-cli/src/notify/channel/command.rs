@@ -19,8 +19,8 @@ use std::thread;
 use std::time::Duration;
 
 use super::{Channel, Failure};
-use crate::cli::watch::notify_command;
 use crate::notify::message::{Delivery, Message};
+use crate::notify_cmd::notify_command;
 
 /// How long one run may take.
 pub(crate) const TIME_LIMIT: Duration = Duration::from_secs(30);
