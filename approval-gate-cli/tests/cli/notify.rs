@@ -187,6 +187,9 @@ fn a_400_is_a_dead_letter_at_once_and_doctor_shows_it() {
     let json: serde_json::Value = serde_json::from_slice(&doctor.stdout).unwrap();
     assert_eq!(json["deadLetters"][0]["key"], format!("{id}.ops.filed"));
     assert_eq!(json["deadLetters"][0]["attempts"], 1);
+    // The ledger's directory is the store's own: not stray, and a dead letter is no damage.
+    assert_eq!(json["stray"], serde_json::json!([]), "{json}");
+    assert_eq!(json["ok"], true, "{json}");
 }
 
 /// A notifier running until killed, its stderr lines sent on as they come.
