@@ -2,7 +2,7 @@
 
 use std::fmt::Write as _;
 
-use approval_gate::{DeadLetter, Gate, HealthReport};
+use approval_gate::{DeadLetter, Error, Gate, HealthReport};
 use serde_json::{Value, json};
 
 use crate::settings::Settings;
@@ -13,8 +13,9 @@ use crate::term::render;
 
 pub(crate) fn doctor(settings: &Settings, gate: &Gate, json: bool) -> anyhow::Result<Exit> {
     let report = gate.check_health()?;
-    // Messages a notifier gave up on: for a human to look at, not a problem of the store.
-    let dead = gate.dead_letters()?;
+    // Messages a notifier gave up on: for a human to look at, not a problem of the store. A
+    // ledger that cannot be read is one, reported with the rest.
+    let dead = gate.dead_letters();
     // Not a problem of the store's: a limit of the set-up, said on stderr.
     if let Some(warning) = super::ledger::rewritable_store(settings) {
         output::stderr_line(&format!("approval-gate: doctor: {warning}"));
@@ -25,14 +26,14 @@ pub(crate) fn doctor(settings: &Settings, gate: &Gate, json: bool) -> anyhow::Re
         as_text(gate, &report, &dead)
     };
     output::stdout(&text)?;
-    Ok(if report.is_healthy() {
+    Ok(if report.is_healthy() && dead.is_ok() {
         Exit::Done
     } else {
         Exit::Refused
     })
 }
 
-fn as_json(gate: &Gate, report: &HealthReport, dead: &[DeadLetter]) -> Value {
+fn as_json(gate: &Gate, report: &HealthReport, dead: &Result<Vec<DeadLetter>, Error>) -> Value {
     let audit = match &report.audit {
         Ok(summary) => json!({ "ok": true, "lines": summary.lines, "lastHash": summary.last_hash }),
         Err(error) => json!({ "ok": false, "code": error.code(), "message": error.to_string() }),
@@ -42,17 +43,25 @@ fn as_json(gate: &Gate, report: &HealthReport, dead: &[DeadLetter]) -> Value {
         .iter()
         .map(|path| path.to_string_lossy().into_owned())
         .collect();
+    let (dead, ledger) = match dead {
+        Ok(dead) => (json!(dead), json!({ "ok": true })),
+        Err(error) => (
+            json!([]),
+            json!({ "ok": false, "code": error.code(), "message": error.to_string() }),
+        ),
+    };
     json!({
-        "ok": report.is_healthy(),
+        "ok": report.is_healthy() && ledger["ok"] == true,
         "dir": gate.location().to_string(),
         "unreadable": report.unreadable,
         "audit": audit,
         "stray": stray,
         "deadLetters": dead,
+        "notifyLedger": ledger,
     })
 }
 
-fn as_text(gate: &Gate, report: &HealthReport, dead: &[DeadLetter]) -> String {
+fn as_text(gate: &Gate, report: &HealthReport, dead: &Result<Vec<DeadLetter>, Error>) -> String {
     let mut text = String::new();
     let _ = writeln!(text, "store {}", escape(&gate.location().to_string()));
     let mut problems = 0;
@@ -82,7 +91,20 @@ fn as_text(gate: &Gate, report: &HealthReport, dead: &[DeadLetter]) -> String {
             escape(&path.to_string_lossy())
         );
     }
-    for letter in dead {
+    let letters = match dead {
+        Ok(letters) => letters.as_slice(),
+        Err(error) => {
+            problems += 1;
+            let _ = writeln!(
+                text,
+                "notifications ledger: {}; `approval-gate notify` will not start until it is \
+                 repaired or moved away (its messages are then sent again)",
+                escape(&error.to_string())
+            );
+            &[]
+        }
+    };
+    for letter in letters {
         let _ = writeln!(
             text,
             "dead letter {} at {} after {} attempt(s): {}; `approval-gate notify` gave up on it",

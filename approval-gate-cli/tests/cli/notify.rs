@@ -494,3 +494,30 @@ fn sigterm_stops_a_once_run_waiting_to_retry() {
     assert_eq!(running.child.wait().unwrap().code(), Some(0));
     assert_eq!(receiver.received().len(), 1);
 }
+
+#[test]
+fn a_damaged_ledger_is_a_problem_doctor_reports_and_the_notifier_refuses() {
+    let store = Store::new();
+    let receiver = Receiver::accepting();
+    let config = write_config(store.scratch(), &receiver.url(), "");
+    let _ = store.ask("deploy");
+    let location = store.path.to_str().unwrap();
+    let output = notifier(location, &config, &["--once"]).output().unwrap();
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output));
+    let ledger = store.path.join("notify/ledger.jsonl");
+    let mut bytes = b"not json\n".to_vec();
+    bytes.extend(std::fs::read(&ledger).unwrap());
+    std::fs::write(&ledger, bytes).unwrap();
+
+    let doctor = store.run(&["doctor"]);
+    assert_eq!(doctor.status.code(), Some(1));
+    let shown = String::from_utf8_lossy(&doctor.stdout);
+    assert!(
+        shown.contains("notifications ledger: corrupt state file"),
+        "{shown}"
+    );
+    let refused = notifier(location, &config, &["--once"]).output().unwrap();
+    assert_eq!(refused.status.code(), Some(2), "{}", text(&refused));
+    assert!(text(&refused).contains("line 1"), "{}", text(&refused));
+    assert_eq!(receiver.received().len(), 1, "nothing sent again");
+}
