@@ -13,12 +13,30 @@
 //! [`html`] in an email's HTML part; JSON strings (Slack's `plain_text`, ntfy) need only
 //! JSON's own escaping, which `serde_json` does.
 
+use super::message::Kind;
 use crate::term::display::escape;
 
 /// The most characters of the agent's action a message shows; the page shows it whole.
 pub(crate) const ACTION_SHOWN: usize = 200;
 /// The most characters of any other agent-supplied field a message shows.
 pub(crate) const FIELD_SHOWN: usize = 80;
+
+/// What a message says in place of the link when `public_url` is not set.
+pub(crate) const NO_LINK: &str = "no public_url set: run approval-gate serve and set public_url";
+
+/// What every message says of deciding: only the page, with a passkey, approves.
+pub(crate) const DECIDE_ON_THE_PAGE: &str =
+    "Approving needs your passkey on the request's page; nothing in this message decides.";
+
+/// A message's first words, by why it is sent (at most 50 characters, so a header with an
+/// operation of [`FIELD_SHOWN`] fits Slack's 150).
+pub(crate) fn headline(kind: Kind) -> &'static str {
+    match kind {
+        Kind::Filed => "Approval requested",
+        Kind::Reminder => "Reminder: approval expires soon",
+        Kind::Escalation => "Escalated: approval still undecided",
+    }
+}
 
 /// `text` cut to at most `max` characters, ending in `…` when cut, with control characters
 /// (line breaks included) each replaced by a space: a message's fields are one line each.

@@ -2,6 +2,10 @@
 //! table and reads its secrets from files or the environment ([`super::secret`]).
 
 pub(crate) mod http;
+pub(crate) mod slack;
+mod table;
+#[cfg(test)]
+pub(crate) mod test_messages;
 
 use super::message::{Delivery, Message};
 
