@@ -8,6 +8,7 @@ pub mod http;
 pub mod invariants;
 pub mod pg;
 pub mod predecessor;
+pub mod receiver;
 pub mod ssh;
 // Every case is a test: it panics when the backend fails it, and says why.
 #[allow(clippy::missing_panics_doc)]
