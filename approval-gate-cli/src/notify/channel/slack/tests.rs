@@ -1,7 +1,9 @@
 use serde_json::Value;
 
 use super::super::super::message::Kind;
-use super::super::test_messages::{HOSTILE, KEY, LINK, hides_or_breaks, long_action, message};
+use super::super::test_messages::{
+    HOSTILE, KEY, LINK, first, hides_or_breaks, long_action, message,
+};
 use super::*;
 
 /// Every object in `value` whose `type` is a text object's, with its path.
@@ -172,4 +174,61 @@ fn its_table_needs_a_secret_url_and_refuses_anything_else() {
     let error = Slack::from_table("team", &table(&file)).unwrap_err();
     assert!(error.contains("https://"), "{error}");
     assert!(!error.contains("SECRET"), "{error}");
+}
+
+/// A Slack channel posting to `url` (read from a file, as an operator would keep it).
+fn slack_at(dir: &std::path::Path, url: &str) -> Slack {
+    let path = dir.join("slack-url");
+    std::fs::write(&path, format!("{url}\n")).unwrap();
+    Slack::from_table(
+        "team",
+        &table(&format!("url = {{ file = {:?} }}", path.to_str().unwrap())),
+    )
+    .unwrap()
+}
+
+#[test]
+fn the_receiver_gets_the_block_kit_message_as_json() {
+    use approval_gate_tests::receiver::Receiver;
+    let dir = tempfile::tempdir().unwrap();
+    let receiver = Receiver::accepting();
+    let slack = slack_at(
+        dir.path(),
+        &format!("{}services/T0/B0/secret", receiver.url()),
+    );
+    for action in HOSTILE {
+        slack.send(&message(action, true), &first()).unwrap();
+    }
+    let seen = receiver.wait_for(HOSTILE.len());
+    for (request, action) in seen.iter().zip(HOSTILE) {
+        assert_eq!(request.method, "POST");
+        assert_eq!(request.path, "/services/T0/B0/secret");
+        assert_eq!(
+            request.header("content-type"),
+            Some("application/json; charset=utf-8")
+        );
+        // What arrived is exactly the message built, so the escaping tests above hold of it.
+        assert_eq!(request.json(), body(&message(action, true), KEY));
+        assert!(!hides_or_breaks(action_text(&request.json())));
+    }
+}
+
+#[test]
+fn a_503_is_retried_and_a_400_is_not() {
+    use approval_gate_tests::receiver::{Receiver, Reply};
+    let dir = tempfile::tempdir().unwrap();
+    let receiver = Receiver::start(|request, _| {
+        Reply::Status(if request.path.ends_with("/busy") {
+            503
+        } else {
+            400
+        })
+    });
+    let busy = slack_at(dir.path(), &format!("{}busy", receiver.url()));
+    let failure = busy.send(&message("x", true), &first()).unwrap_err();
+    assert!(matches!(failure, Failure::Retry(_)), "{failure:?}");
+    assert!(!failure.reason().contains("busy"), "{failure:?}");
+    let bad = slack_at(dir.path(), &format!("{}invalid_blocks", receiver.url()));
+    let failure = bad.send(&message("x", true), &first()).unwrap_err();
+    assert!(matches!(failure, Failure::Permanent(_)), "{failure:?}");
 }
