@@ -2,6 +2,7 @@
 //! table and reads its secrets from files or the environment ([`super::secret`]).
 
 pub(crate) mod http;
+pub(crate) mod ntfy;
 pub(crate) mod slack;
 mod table;
 #[cfg(test)]
