@@ -1,6 +1,7 @@
 //! The channels a message goes out on. Each is configured by its own `[notify.channels.NAME]`
 //! table and reads its secrets from files or the environment ([`super::secret`]).
 
+pub(crate) mod email;
 pub(crate) mod http;
 pub(crate) mod ntfy;
 pub(crate) mod slack;
