@@ -82,30 +82,37 @@ impl fmt::Debug for Email {
 
 impl Email {
     /// The channel `name` from its table (`smtp`, `password`, `from`, `to`, `ca_file`); the
-    /// password is read now.
+    /// password is read now. Errors start with the key they are about (`.smtp: ...`).
     pub(crate) fn from_table(name: &str, table: &toml::Table) -> Result<Self, String> {
-        table::only(table, &["smtp", "password", "from", "to", "ca_file"])?;
-        let smtp = table::required(table, "smtp")?;
+        table::only(
+            table,
+            "email",
+            &["smtp", "password", "from", "to", "ca_file"],
+        )?;
+        let smtp = table::required(table, "smtp", "the relay, such as smtps://user@host:465")?;
         let password = match table::secret(table, "password")? {
-            Some(source) => Some(source.read().map_err(|e| format!("password: {e}"))?),
+            Some(source) => Some(source.read().map_err(|e| format!(".password: {e}"))?),
             None => None,
         };
         let ca_file = table::string(table, "ca_file")?.map(Path::new);
         let (transport, relay) = relay::transport(smtp, password, ca_file)?;
-        let from = mailbox("from", table::required(table, "from")?)?;
+        let from = mailbox(
+            "from",
+            table::required(table, "from", "the sender's address")?,
+        )?;
         let to = match table.get("to") {
             Some(toml::Value::Array(items)) if !items.is_empty() => items
                 .iter()
                 .map(|item| match item {
                     toml::Value::String(address) => mailbox("to", address),
-                    _ => Err("to must be a list of addresses (strings)".to_owned()),
+                    _ => Err(".to: must be a list of addresses (strings)".to_owned()),
                 })
                 .collect::<Result<Vec<_>, _>>()?,
-            Some(_) => return Err("to must be a non-empty list of addresses".to_owned()),
-            None => return Err("to is missing: a list of addresses".to_owned()),
+            Some(_) => return Err(".to: must be a non-empty list of addresses".to_owned()),
+            None => return Err(".to: missing: a list of addresses".to_owned()),
         };
         if to.len() > MAX_RECIPIENTS {
-            return Err(format!("to has over {MAX_RECIPIENTS} addresses"));
+            return Err(format!(".to: over {MAX_RECIPIENTS} addresses"));
         }
         Ok(Self {
             name: name.to_owned(),
@@ -121,7 +128,7 @@ impl Email {
 fn mailbox(key: &str, address: &str) -> Result<Mailbox, String> {
     address
         .parse()
-        .map_err(|e| format!("{key}: {address:?} is not an email address ({e})"))
+        .map_err(|e| format!(".{key}: {address:?} is not an email address ({e})"))
 }
 
 impl Channel for Email {

@@ -84,26 +84,26 @@ impl fmt::Debug for Ntfy {
 
 impl Ntfy {
     /// The channel `name` from its table (`server`, `topic`, `token`, `priority`); secrets
-    /// are read now.
+    /// are read now. Errors start with the key they are about (`.topic: ...`).
     pub(crate) fn from_table(name: &str, table: &toml::Table) -> Result<Self, String> {
-        table::only(table, &["server", "topic", "token", "priority"])?;
+        table::only(table, "ntfy", &["server", "topic", "token", "priority"])?;
         let server = server(table::string(table, "server")?.unwrap_or(DEFAULT_SERVER))?;
         let (topic, topic_secret) = match table.get("topic") {
-            None => return Err("topic is missing".to_owned()),
+            None => return Err(".topic: missing: the topic to publish to".to_owned()),
             Some(toml::Value::String(topic)) => (check_topic(topic, None)?, false),
             Some(value) => {
                 let source = SecretSource::from_toml(value)
-                    .map_err(|e| format!("topic must be a string or {e}"))?;
-                let secret = source.read().map_err(|e| format!("topic: {e}"))?;
+                    .map_err(|e| format!(".topic: must be a string or {e}"))?;
+                let secret = source.read().map_err(|e| format!(".topic: {e}"))?;
                 (check_topic(secret.expose().trim(), Some(&source))?, true)
             }
         };
         let token = match table::secret(table, "token")? {
             Some(source) => {
-                let token = source.read().map_err(|e| format!("token: {e}"))?;
+                let token = source.read().map_err(|e| format!(".token: {e}"))?;
                 if !token.expose().bytes().all(|b| b.is_ascii_graphic()) {
                     return Err(format!(
-                        "token (from {source}) has a space, line break or other character an \
+                        ".token (from {source}): has a space, line break or other character an \
                          HTTP header cannot carry"
                     ));
                 }
@@ -114,7 +114,7 @@ impl Ntfy {
         let priority = match table.get("priority") {
             None => None,
             Some(toml::Value::Integer(p @ 1..=5)) => Some(u8::try_from(*p).unwrap_or(3)),
-            Some(_) => return Err("priority must be a whole number from 1 to 5".to_owned()),
+            Some(_) => return Err(".priority: must be a whole number from 1 to 5".to_owned()),
         };
         Ok(Self {
             name: name.to_owned(),
@@ -130,12 +130,12 @@ impl Ntfy {
 /// The server's root URL from `text`: https (or loopback http), no credentials, query or
 /// fragment, ending in `/`.
 fn server(text: &str) -> Result<Url, String> {
-    let mut url = http::check_url(text).map_err(|e| format!("server {e}"))?;
+    let mut url = http::check_url(text).map_err(|e| format!(".server: {e}"))?;
     if !url.username().is_empty() || url.password().is_some() {
-        return Err("server must not carry credentials: use token = { file | env }".to_owned());
+        return Err(".server: must not carry credentials: use token = { file | env }".to_owned());
     }
     if url.query().is_some() || url.fragment().is_some() {
-        return Err("server must be the server's root URL, without ? or #".to_owned());
+        return Err(".server: must be the server's root URL, without ? or #".to_owned());
     }
     if !url.path().ends_with('/') {
         let path = format!("{}/", url.path());
@@ -154,9 +154,9 @@ fn check_topic(topic: &str, source: Option<&SecretSource>) -> Result<String, Str
     if valid {
         return Ok(topic.to_owned());
     }
-    let which = source.map_or_else(|| format!("{topic:?}"), |s| format!("from {s}"));
+    let which = source.map_or_else(|| format!("{topic:?}"), |s| format!("the topic from {s}"));
     Err(format!(
-        "topic {which} is not a topic name: 1 to 64 letters, digits, - and _"
+        ".topic: {which} is not a topic name: 1 to 64 letters, digits, - and _"
     ))
 }
 

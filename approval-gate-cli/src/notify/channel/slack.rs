@@ -70,17 +70,17 @@ impl fmt::Debug for Slack {
 
 impl Slack {
     /// The channel `name` from its table: `url = { file = "PATH" }` or `{ env = "VAR" }`,
-    /// read now.
+    /// read now. Errors start with the key they are about (`.url: ...`).
     pub(crate) fn from_table(name: &str, table: &toml::Table) -> Result<Self, String> {
-        table::only(table, &["url"])?;
+        table::only(table, "slack", &["url"])?;
         let source = table::secret(table, "url")?.ok_or_else(|| {
-            "url is missing: the incoming webhook's URL, as url = { env = \"VAR\" } or \
+            ".url: missing: the incoming webhook's URL, as url = { env = \"VAR\" } or \
              url = { file = \"PATH\" }"
                 .to_owned()
         })?;
-        let secret = source.read().map_err(|e| format!("url: {e}"))?;
+        let secret = source.read().map_err(|e| format!(".url: {e}"))?;
         let url = http::check_url(secret.expose().trim())
-            .map_err(|e| format!("url (from {source}) {e}"))?;
+            .map_err(|e| format!(".url (from {source}): {e}"))?;
         Ok(Self {
             name: name.to_owned(),
             url,

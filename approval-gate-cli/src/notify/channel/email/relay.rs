@@ -61,10 +61,10 @@ pub(crate) fn transport(
     ca_file: Option<&Path>,
 ) -> Result<(SmtpTransport, String), String> {
     let parsed =
-        Url::parse(url).map_err(|e| format!("smtp is not a URL ({e}); expected {FORMS}"))?;
+        Url::parse(url).map_err(|e| format!(".smtp: is not a URL ({e}); expected {FORMS}"))?;
     if parsed.password().is_some() {
         return Err(
-            "smtp must not carry the password: remove it from the URL and write \
+            ".smtp: must not carry the password: remove it from the URL and write \
              password = { file = \"PATH\" } or password = { env = \"VAR\" }"
                 .to_owned(),
         );
@@ -73,26 +73,26 @@ pub(crate) fn transport(
     let host = parsed
         .host_str()
         .filter(|host| !host.is_empty())
-        .ok_or_else(|| format!("smtp has no host; expected {FORMS}"))?;
+        .ok_or_else(|| format!(".smtp: has no host; expected {FORMS}"))?;
     if !matches!(parsed.path(), "" | "/") {
-        return Err(format!("smtp has a path; expected {FORMS}"));
+        return Err(format!(".smtp: has a path; expected {FORMS}"));
     }
     let user = percent_decoded(parsed.username())?;
     let credentials = match (user, password) {
         (Some(user), None) => {
             return Err(format!(
-                "smtp names the user {user:?} but password is missing: add password = \
+                ".password: missing: smtp names the user {user:?}; add password = \
                  {{ file = \"PATH\" }} or {{ env = \"VAR\" }}"
             ));
         }
         (None, Some(_)) => {
             return Err(format!(
-                "password is set but smtp names no user: write the user in the URL, as {FORMS}"
+                ".password: set, but smtp names no user: write the user in the URL, as {FORMS}"
             ));
         }
         (Some(_), Some(_)) if security == Security::Plain => {
             return Err(
-                "smtp would send the password unencrypted: use smtps://... (implicit TLS) or \
+                ".smtp: would send the password unencrypted: use smtps://... (implicit TLS) or \
                  add ?tls=required (STARTTLS)"
                     .to_owned(),
             );
@@ -102,7 +102,7 @@ pub(crate) fn transport(
     };
     if security == Security::Plain && ca_file.is_some() {
         return Err(
-            "ca_file is set but smtp is plain smtp://: use smtps://... or ?tls=required, or \
+            ".ca_file: set, but smtp is plain smtp://: use smtps://... or ?tls=required, or \
              remove ca_file"
                 .to_owned(),
         );
@@ -135,7 +135,7 @@ fn percent_decoded(user: &str) -> Result<Option<String>, String> {
     }
     percent_encoding_decode(user)
         .map(Some)
-        .ok_or_else(|| "smtp's user name is not valid UTF-8 once percent-decoded".to_owned())
+        .ok_or_else(|| ".smtp: the user name is not valid UTF-8 once percent-decoded".to_owned())
 }
 
 /// `%XX` sequences as the bytes they stand for, if the result is UTF-8.
@@ -165,7 +165,7 @@ fn security(url: &Url) -> Result<Security, String> {
     for (key, value) in url.query_pairs() {
         if key != "tls" || tls.is_some() {
             return Err(format!(
-                "smtp has an unexpected query parameter {key:?}: the only one is a single \
+                ".smtp: has an unexpected query parameter {key:?}: the only one is a single \
                  tls=required"
             ));
         }
@@ -176,16 +176,18 @@ fn security(url: &Url) -> Result<Security, String> {
         ("smtp", Some("required")) => Ok(Security::StartTls),
         ("smtps", None) => Ok(Security::Implicit),
         ("smtp", Some("opportunistic")) => Err(
-            "smtp asks for tls=opportunistic, which falls back to plain text when STARTTLS is \
+            ".smtp: asks for tls=opportunistic, which falls back to plain text when STARTTLS is \
              missing or removed in transit: use tls=required or smtps://"
                 .to_owned(),
         ),
         ("smtps", Some(_)) => {
-            Err("smtp is smtps://, always TLS: drop the tls= parameter".to_owned())
+            Err(".smtp: is smtps://, always TLS: drop the tls= parameter".to_owned())
         }
-        (scheme, None) => Err(format!("smtp has the scheme {scheme:?}; expected {FORMS}")),
+        (scheme, None) => Err(format!(
+            ".smtp: has the scheme {scheme:?}; expected {FORMS}"
+        )),
         (scheme, Some(tls)) => Err(format!(
-            "smtp has the scheme {scheme:?} with tls={tls:?}; expected {FORMS}"
+            ".smtp: has the scheme {scheme:?} with tls={tls:?}; expected {FORMS}"
         )),
     }
 }
@@ -200,7 +202,7 @@ fn tls_parameters(host: &str, ca_file: Option<&Path>) -> Result<TlsParameters, S
     }
     builder
         .build()
-        .map_err(|e| format!("cannot set up TLS for {host}: {e}"))
+        .map_err(|e| format!(".smtp: cannot set up TLS for {host}: {e}"))
 }
 
 /// Every certificate in the PEM file at `path`; an error if it holds none, so a wrong file is
@@ -208,7 +210,7 @@ fn tls_parameters(host: &str, ca_file: Option<&Path>) -> Result<TlsParameters, S
 fn extra_roots(path: &Path) -> Result<Vec<Certificate>, String> {
     let problem = |what: &dyn std::fmt::Display| {
         format!(
-            "ca_file {}: {what}; it must hold the relay's CA certificate in PEM \
+            ".ca_file: {}: {what}; it must hold the relay's CA certificate in PEM \
              (-----BEGIN CERTIFICATE-----)",
             path.display()
         )

@@ -260,8 +260,12 @@ fn a_url_that_would_send_less_safely_than_it_promises_is_refused_when_built() {
             "opportunistic",
         ),
         ("smtp://127.0.0.1:1?tls=opportunistic", "", "opportunistic"),
-        ("smtps://u@127.0.0.1:1", "", "password is missing"),
-        ("smtps://127.0.0.1:1", password.as_str(), "names no user"),
+        ("smtps://u@127.0.0.1:1", "", ".password: missing"),
+        (
+            "smtps://127.0.0.1:1",
+            password.as_str(),
+            ".password: set, but smtp names no user",
+        ),
         (
             "smtps://u@127.0.0.1:1?tls=required",
             password.as_str(),
@@ -283,7 +287,7 @@ fn a_url_that_would_send_less_safely_than_it_promises_is_refused_when_built() {
         (
             "smtp://127.0.0.1:1",
             ca_line.as_str(),
-            "ca_file is set but smtp is plain",
+            ".ca_file: set, but smtp is plain",
         ),
         (
             "smtps://u@127.0.0.1:1",
@@ -297,7 +301,7 @@ fn a_url_that_would_send_less_safely_than_it_promises_is_refused_when_built() {
         assert!(!error.contains("pw-secret"), "{error}");
     }
     for (extra, expected) in [
-        ("port = 25", "\"port\""),
+        ("port = 25", ".port: unknown key"),
         (
             "password = \"pw-secret\"",
             "never written in the config file",
@@ -326,11 +330,11 @@ fn a_url_that_would_send_less_safely_than_it_promises_is_refused_when_built() {
         ),
         (
             "smtp = \"smtp://127.0.0.1:1\"\nfrom = \"g@example.com\"",
-            "to is missing",
+            ".to: missing",
         ),
         (
             "from = \"g@example.com\"\nto = [\"a@example.com\"]",
-            "smtp is missing",
+            ".smtp: missing",
         ),
     ] {
         let error = Email::from_table("mail", &table(text)).unwrap_err();

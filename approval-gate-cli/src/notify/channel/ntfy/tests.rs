@@ -91,8 +91,8 @@ fn its_table_checks_every_key() {
     assert_eq!(ntfy.priority, Some(5));
 
     for (text, expected) in [
-        ("topic = \"t\"\ncolor = \"red\"", "\"color\""),
-        ("", "topic is missing"),
+        ("topic = \"t\"\ncolor = \"red\"", ".color: unknown key"),
+        ("", ".topic: missing"),
         ("topic = \"a b\"", "not a topic name"),
         (
             &format!("topic = \"{}\"", "a".repeat(65)),
@@ -116,7 +116,7 @@ fn its_table_checks_every_key() {
             "topic = \"t\"\ntoken = \"tk_secret\"",
             "never written in the config file",
         ),
-        ("topic = { nope = 1 }", "topic must be a string or"),
+        ("topic = { nope = 1 }", ".topic: must be a string or"),
     ] {
         let error = Ntfy::from_table("phone", &table(text)).unwrap_err();
         assert!(error.contains(expected), "{text:?}: {error}");
@@ -142,7 +142,7 @@ fn a_secret_topic_and_token_never_show() {
 
     std::fs::write(dir.path().join("topic"), "not/a topic").unwrap();
     let error = Ntfy::from_table("phone", &table(&text)).unwrap_err();
-    assert!(error.contains("topic from the file"), "{error}");
+    assert!(error.contains(".topic: the topic from the file"), "{error}");
     assert!(!error.contains("not/a"), "{error}");
     std::fs::write(dir.path().join("topic"), "t").unwrap();
     std::fs::write(dir.path().join("token"), "tk_a\r\nX-Evil: 1").unwrap();
