@@ -300,6 +300,10 @@ fn a_url_that_would_send_less_safely_than_it_promises_is_refused_when_built() {
         assert!(error.contains(expected), "{smtp} {extra}: {error}");
         assert!(!error.contains("pw-secret"), "{error}");
     }
+}
+
+#[test]
+fn unknown_keys_plain_secrets_and_bad_addresses_are_refused_when_built() {
     for (extra, expected) in [
         ("port = 25", ".port: unknown key"),
         (
