@@ -193,11 +193,13 @@ pub(crate) fn subject(message: &Message) -> String {
         .operation
         .as_deref()
         .map_or_else(|| "(no operation)".to_owned(), |op| shown(op, FIELD_SHOWN));
-    format!(
+    let subject = format!(
         "[approval-gate] {}: {operation} — {}",
         text::headline(message.kind),
         shown(&message.action, SUBJECT_ACTION_SHOWN)
-    )
+    );
+    // Fits by construction; the cut only makes it certain.
+    text::cut(&subject, SUBJECT_MAX)
 }
 
 /// The text/plain part.

@@ -125,7 +125,8 @@ pub(crate) fn body(message: &Message, key: &str) -> Value {
         json!({
             "type": "header",
             "block_id": key,
-            "text": plain(&format!("{headline}: {operation}")),
+            // Fits by construction (a headline and a field); the cut only makes it certain.
+            "text": plain(&text::cut(&format!("{headline}: {operation}"), HEADER_MAX)),
         }),
         json!({
             "type": "section",
