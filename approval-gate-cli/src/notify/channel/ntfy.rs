@@ -32,7 +32,7 @@
 //! make such text tappable, but it can never be labelled as something else.
 //!
 //! Repeats. Each delivery carries `sequence_id`, derived from its delivery key (the key with
-//! `.` as `_`, at most 57 characters of `[-_a-z0-9]`): on ntfy 2.16 and later a second publish
+//! `.` as `_`, at most 56 characters of `[-_a-z0-9]`): on ntfy 2.16 and later a second publish
 //! with the same sequence id replaces the first notification instead of adding one
 //! (<https://docs.ntfy.sh/publish/#updating-deleting-notifications>), so a retry after an
 //! answer lost on the way back shows one notification. Older servers ignore the field.

@@ -245,3 +245,20 @@ fn a_503_is_retried_and_a_400_is_not() {
         assert!(!failure.reason().contains("tk_x"), "{failure:?}");
     }
 }
+
+#[test]
+fn the_longest_sequence_id_is_a_valid_ntfy_id() {
+    use super::super::super::message::{Kind, delivery_key};
+    let longest = delivery_key(
+        "a1b2c3d4e5f6".parse().unwrap(),
+        &"z".repeat(32),
+        Kind::Escalation,
+    );
+    let id = sequence_id(&longest);
+    assert_eq!(id.len(), 56);
+    assert!(
+        id.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_'),
+        "{id}"
+    );
+}
