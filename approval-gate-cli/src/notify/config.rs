@@ -25,6 +25,9 @@ use approval_gate::settings::{check_operation_pattern, operation_matches};
 
 use super::channel::Channel;
 use super::channel::command::ShellCommand;
+use super::channel::email::Email;
+use super::channel::ntfy::Ntfy;
+use super::channel::slack::Slack;
 use super::channel::webhook::Webhook;
 
 /// The longest delay taken for a reminder or an escalation: longer than any request lives.
@@ -226,10 +229,9 @@ fn build(kind: &str, name: &str, table: &toml::Table) -> Result<Box<dyn Channel>
         "command" => Ok(Box::new(
             ShellCommand::from_table(name, table).map_err(keyed)?,
         )),
-        // The lead wires these at merge: `channel::{slack::Slack, ntfy::Ntfy, email::Email}`.
-        "slack" | "ntfy" | "email" => Err(format!(
-            ".type: {kind:?} channels are not built into this approval-gate"
-        )),
+        "slack" => Ok(Box::new(Slack::from_table(name, table).map_err(keyed)?)),
+        "ntfy" => Ok(Box::new(Ntfy::from_table(name, table).map_err(keyed)?)),
+        "email" => Ok(Box::new(Email::from_table(name, table).map_err(keyed)?)),
         other => Err(format!(
             ".type: unknown channel type {other:?}: webhook, command, slack, ntfy or email"
         )),

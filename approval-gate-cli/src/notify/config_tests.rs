@@ -32,7 +32,7 @@ fn mistakes_are_refused_naming_the_key() {
         ),
         (
             "[notify.channels.ops]\ntype = \"slack\"\n",
-            "notify.channels.ops.type: \"slack\" channels are not built",
+            "notify.channels.ops.url: missing",
         ),
         (
             "[notify.channels.ops]\ntype = \"webhook\"\noperations = [\"Pay*\"]\n",

@@ -2,7 +2,13 @@
 //! table and reads its secrets from files or the environment ([`super::secret`]).
 
 pub(crate) mod command;
+pub(crate) mod email;
 pub(crate) mod http;
+pub(crate) mod ntfy;
+pub(crate) mod slack;
+mod table;
+#[cfg(test)]
+pub(crate) mod test_messages;
 pub(crate) mod webhook;
 
 use super::message::{Delivery, Message};
