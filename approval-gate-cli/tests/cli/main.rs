@@ -19,6 +19,8 @@ mod no_postgres;
 mod no_web;
 #[cfg(feature = "notify")]
 mod notify;
+#[cfg(feature = "notify")]
+mod notify_channels;
 #[cfg(feature = "postgres")]
 mod postgres;
 mod settings;
