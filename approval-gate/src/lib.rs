@@ -63,6 +63,7 @@ compile_error!(
 // (docs/architecture.md), `store::dir` the directory store and `store::pg` PostgreSQL.
 // `request`, `status`, `id`, `payload`, `time`, `limits` and `error` are the vocabulary, and
 // import nothing from the lifecycle.
+pub mod allowance;
 mod audit;
 mod change;
 mod error;

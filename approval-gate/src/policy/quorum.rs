@@ -83,7 +83,7 @@ impl Policy {
 /// Refuses a pattern no operation name can match: operation names are lowercase `a-z0-9_`
 /// segments joined by dots ([`check_operation_name`](crate::check_operation_name)), so a
 /// pattern holds those and the wildcards `*` and `?` only.
-pub(super) fn check_pattern(pattern: &str) -> Result<(), String> {
+pub(crate) fn check_pattern(pattern: &str) -> Result<(), String> {
     if pattern.is_empty() || pattern.len() > MAX_OPERATION_BYTES {
         return Err(format!(
             "operation pattern {pattern:?} must be 1 to {MAX_OPERATION_BYTES} bytes"

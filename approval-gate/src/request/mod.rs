@@ -4,7 +4,7 @@
 mod approval;
 mod binding;
 mod decision;
-mod new;
+pub(crate) mod new;
 mod report;
 
 use std::time::Duration;
