@@ -99,7 +99,8 @@ pub use gate::__private;
 #[doc(hidden)]
 pub use gate::Claim;
 pub use gate::{
-    ArchiveReport, Gate, GateBuilder, HealthReport, ListFilter, ListItem, Page, Recovery, Submitted,
+    AllowanceReport, ArchiveReport, Gate, GateBuilder, HealthReport, ListFilter, ListItem, Page,
+    Recovery, Submitted,
 };
 pub use grant::Grant;
 pub use id::{InvalidId, RequestId};

@@ -76,6 +76,9 @@ macro_rules! conformance {
             passkeys:
                 a_cloned_passkey_whose_counter_goes_back_approves_nothing_and_is_audited,
                 two_approvals_with_the_same_counter_race_and_exactly_one_is_recorded;
+            allowances:
+                an_allowance_is_granted_only_with_the_quorum_of_every_operation_it_reaches,
+                a_granted_allowance_is_listed_and_revoked_once_with_its_lines;
         }
     };
 }
@@ -121,6 +124,7 @@ pub const TOUR: &[&str] = &[
     "lifecycle::the_health_check_names_what_the_store_did_not_write",
     "lifecycle::a_waiter_wakes_with_the_decision",
     "passkeys::a_cloned_passkey_whose_counter_goes_back_approves_nothing_and_is_audited",
+    "allowances::a_granted_allowance_is_listed_and_revoked_once_with_its_lines",
 ];
 
 /// Runs the [`TOUR`] of the suite against `backend` in a process of its own (this test

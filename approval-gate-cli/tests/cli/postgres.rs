@@ -166,7 +166,7 @@ fn db_init_is_idempotent_and_safe_concurrently() {
     let first = cli.run(&["db", "init"]);
     assert_success(&first);
     assert!(
-        stdout(&first).starts_with("schema approval_gate at version 4 in "),
+        stdout(&first).starts_with("schema approval_gate at version 5 in "),
         "{}",
         stdout(&first)
     );
@@ -174,13 +174,13 @@ fn db_init_is_idempotent_and_safe_concurrently() {
         assert!(stdout(&first).contains(role), "{}", stdout(&first));
     }
     let again = json(&cli.run(&["db", "init", "--json"]));
-    assert_eq!(again["schemaVersion"], 4, "{again}");
+    assert_eq!(again["schemaVersion"], 5, "{again}");
     assert_eq!(again["roles"], serde_json::json!(ROLES), "{again}");
     assert_eq!(
         scalar(&db.query(
             "SELECT string_agg(value, ',') FROM approval_gate.meta WHERE key = 'schema_version'"
         )),
-        "4"
+        "5"
     );
     assert_eq!(
         scalar(&db.query(&format!(
@@ -209,14 +209,14 @@ fn db_init_is_idempotent_and_safe_concurrently() {
         .collect();
     for child in children {
         let output = child.wait_with_output().unwrap();
-        assert_eq!(json(&output)["schemaVersion"], 4);
+        assert_eq!(json(&output)["schemaVersion"], 5);
     }
     assert_eq!(
         scalar(
             &other
                 .query("SELECT count(*) || ' ' || string_agg(value, ',') FROM approval_gate.meta")
         ),
-        "1 4"
+        "1 5"
     );
     assert_eq!(
         scalar(&other.query("SELECT count(*) FROM pg_namespace WHERE nspname = 'approval_gate'")),
@@ -306,6 +306,17 @@ fn db_init_migrates_a_version_3_store() {
     migrates_from(3, "");
 }
 
+/// The same from version 4: `db init` adds the allowances' tables and functions.
+#[test]
+fn db_init_migrates_a_version_4_store() {
+    migrates_from(
+        4,
+        "DROP FUNCTION approval_gate.grant_allowance(jsonb, jsonb, bigint);
+         DROP FUNCTION approval_gate.revoke_allowance(text, jsonb, bigint);
+         DROP TABLE approval_gate.allowance_uses; DROP TABLE approval_gate.allowances;",
+    );
+}
+
 /// What version 4 added taken out again: the passkeys' counter lock (class 1095192405) in
 /// `hold`.
 const BEFORE_VERSION_4: &str = "CREATE OR REPLACE FUNCTION approval_gate.hold(class int, key text)
@@ -352,12 +363,12 @@ fn migrates_from(version: u32, older: &str) {
     assert_exit(
         &cli.run(&["list"]),
         2,
-        &format!("holds schema version {version}, this build uses 4"),
+        &format!("holds schema version {version}, this build uses 5"),
     );
 
     let migrated = cli.run(&["db", "init", "--json"]);
     assert_success(&migrated);
-    assert_eq!(json(&migrated)["schemaVersion"], 4);
+    assert_eq!(json(&migrated)["schemaVersion"], 5);
     assert_eq!(
         scalar(&query(
             "SELECT (SELECT value FROM approval_gate.meta WHERE key = 'schema_version') || ' '
@@ -365,9 +376,10 @@ fn migrates_from(version: u32, older: &str) {
                     || pg_get_function_result('approval_gate.require(text, text[])'::regprocedure) || ' '
                     || pg_get_function_result('approval_gate.decide(text, text, text, jsonb, jsonb, bigint)'::regprocedure) || ' '
                     || (SELECT count(*) FROM approval_gate.audit_head WHERE sealed_at IS NOT NULL) || ' '
-                    || (pg_get_functiondef('approval_gate.hold(integer, text)'::regprocedure) LIKE '%1095192405%')"
+                    || (pg_get_functiondef('approval_gate.hold(integer, text)'::regprocedure) LIKE '%1095192405%') || ' '
+                    || (to_regclass('approval_gate.allowance_uses') IS NOT NULL)"
         )),
-        "4 true boolean text 1 true"
+        "5 true boolean text 1 true true"
     );
     assert_eq!(scalar(&query(bound)), counted);
     // Again: nothing counted twice.

@@ -5,6 +5,8 @@
 use std::collections::HashSet;
 use std::fmt;
 
+use serde_json::{Value, json};
+
 use super::{Allowance, patterns_overlap};
 use crate::policy::{Policy, Problem, Signed};
 use crate::time::Timestamp;
@@ -114,10 +116,27 @@ impl SignedAllowance {
     /// [`Forged`]: unsigned, a quorum signed too low; short of the quorum, the first bad
     /// signature, else the first untrusted one, else too few.
     pub fn verify(&self, policy: &Policy, operation: &str, now: Timestamp) -> Result<(), Forged> {
+        self.verify_quorum(policy, policy.required_approvals(Some(operation)), now)
+    }
+
+    /// Whether it may be granted at `now` under `policy`: [`verify`](SignedAllowance::verify)
+    /// for its own operation pattern at the quorum [`Policy::allowance_quorum`] asks of it
+    /// (the most any row of the table the pattern reaches asks), so that an allowance for
+    /// `payments.*` is made only as a payment is approved.
+    ///
+    /// # Errors
+    ///
+    /// As [`verify`](SignedAllowance::verify).
+    pub fn verify_grant(&self, policy: &Policy, now: Timestamp) -> Result<(), Forged> {
+        let required = policy.allowance_quorum(&self.allowance.terms().operation);
+        self.verify_quorum(policy, required, now)
+    }
+
+    /// [`verify`](SignedAllowance::verify) at a quorum of `required`.
+    fn verify_quorum(&self, policy: &Policy, required: u32, now: Timestamp) -> Result<(), Forged> {
         if self.signatures.is_empty() {
             return Err(Forged::Unsigned);
         }
-        let required = policy.required_approvals(Some(operation));
         if self.required < required {
             return Err(Forged::QuorumTooLow {
                 signed: self.required,
@@ -183,5 +202,76 @@ impl SignedAllowance {
         Err(first_bad
             .or(first_untrusted)
             .unwrap_or(Forged::Insufficient { counted, required }))
+    }
+}
+
+impl SignedAllowance {
+    /// The signed allowance as a store keeps it, written once: the allowance
+    /// ([`Allowance::to_json`]), the quorum it was signed as part of, and the signatures.
+    #[must_use]
+    pub fn to_json(&self) -> Value {
+        json!({
+            "allowance": self.allowance.to_json(),
+            "requiredApprovals": self.required,
+            "signatures": self.signatures.iter().map(|s| json!({
+                "principal": s.principal,
+                "signature": s.signature,
+            })).collect::<Vec<_>>(),
+        })
+    }
+
+    /// Reads [`to_json`](SignedAllowance::to_json)'s form back; a record that says more, or
+    /// less, is refused. Nothing is verified: that is [`verify`](SignedAllowance::verify)'s,
+    /// at every use.
+    ///
+    /// # Errors
+    ///
+    /// The first problem, in words.
+    pub fn from_json(value: &Value) -> Result<Self, String> {
+        let Value::Object(map) = value else {
+            return Err("a signed allowance is an object".into());
+        };
+        if let Some(key) = map
+            .keys()
+            .find(|key| !["allowance", "requiredApprovals", "signatures"].contains(&key.as_str()))
+        {
+            return Err(format!("a signed allowance has no {key:?}"));
+        }
+        let allowance = Allowance::from_json(map.get("allowance").unwrap_or(&Value::Null))?;
+        let required = map
+            .get("requiredApprovals")
+            .and_then(Value::as_u64)
+            .and_then(|n| u32::try_from(n).ok())
+            .filter(|n| (1..=crate::limits::MAX_QUORUM).contains(n))
+            .ok_or("a signed allowance needs \"requiredApprovals\", a quorum")?;
+        let Some(Value::Array(signatures)) = map.get("signatures") else {
+            return Err("a signed allowance needs \"signatures\", a list".into());
+        };
+        if signatures.len() > crate::limits::MAX_QUORUM as usize * 2 {
+            return Err("a signed allowance carries too many signatures".into());
+        }
+        let signatures = signatures
+            .iter()
+            .map(|s| {
+                let text = |key: &str| {
+                    s.get(key)
+                        .and_then(Value::as_str)
+                        .filter(|_| s.as_object().is_some_and(|o| o.len() == 2))
+                        .map(str::to_owned)
+                        .ok_or_else(|| {
+                            "a signature is {\"principal\", \"signature\"}, both strings".to_owned()
+                        })
+                };
+                Ok(AllowanceSignature {
+                    principal: text("principal")?,
+                    signature: text("signature")?,
+                })
+            })
+            .collect::<Result<_, String>>()?;
+        Ok(Self {
+            allowance,
+            required,
+            signatures,
+        })
     }
 }

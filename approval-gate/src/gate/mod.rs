@@ -5,6 +5,7 @@
 //! gate), `ask`, `status`, `decide`, `consume`, `claim` (the macro's), `execute`, `list`,
 //! `wait`, `archive`, `health`, `recover` and `audit`.
 
+mod allow;
 mod archive;
 mod ask;
 mod audit;
@@ -35,6 +36,7 @@ use crate::request::{Request, Status, StatusReport};
 use crate::store::{Capabilities, Entry, Location, Shelf, Store};
 use crate::time::{Clock, Timestamp};
 
+pub use allow::AllowanceReport;
 pub use archive::ArchiveReport;
 pub use builder::GateBuilder;
 #[doc(hidden)]

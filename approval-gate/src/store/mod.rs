@@ -13,6 +13,7 @@
 //! crate-private; a backend is held to the conformance suite in `tests/conformance`, which
 //! every backend runs with one line, and which fails if it never calls one of the steps.
 
+pub(crate) mod allowance;
 mod capability;
 pub(crate) mod dir;
 mod location;
@@ -30,6 +31,7 @@ use std::path::PathBuf;
 
 use serde_json::{Map, Value};
 
+use crate::allowance::SignedAllowance;
 use crate::audit::{AuditEvent, AuditRecord, AuditSummary, Reanchored};
 use crate::error::Error;
 use crate::id::RequestId;
@@ -237,6 +239,24 @@ pub(crate) trait Store: Chain + Send + Sync + fmt::Debug {
     /// `archived` line. An error once the record moved says the request is archived but not
     /// all was recorded ([`Error::NotRecorded`] or [`Error::DurabilityUnknown`]).
     fn archive(&self, id: RequestId, entry: &Entry<'_>) -> Result<(), Error>;
+
+    // ---------------------------------------------------------------- allowances
+
+    /// Keeps a signed allowance (verified by the caller) with its `allowance_granted` line:
+    /// written once, never changed. `false` (nothing kept, no line) if its id is taken.
+    fn grant_allowance(&self, signed: &SignedAllowance, entry: &Entry<'_>) -> Result<bool, Error>;
+    /// Revokes the allowance `id` with its `allowance_revoked` line, for every use not yet
+    /// counted: under the allowance's lock, so a use counted at the same moment is either
+    /// before it or refused.
+    fn revoke_allowance(
+        &self,
+        id: RequestId,
+        entry: &Entry<'_>,
+    ) -> Result<allowance::Revoked, Error>;
+    /// The allowance `id` with its uses and whether it is revoked, or `None`.
+    fn allowance(&self, id: RequestId) -> Result<Option<allowance::Kept>, Error>;
+    /// Every allowance kept (revoked and ended ones too), in no order.
+    fn allowances(&self) -> Result<Vec<allowance::Kept>, Error>;
 
     // ------------------------------------------------------------- health, watch
 

@@ -19,9 +19,11 @@ use std::path::PathBuf;
 #[cfg(feature = "store-trace")]
 use std::sync::{Mutex, OnceLock, PoisonError};
 
+use super::allowance::{Kept, Revoked};
 use super::{
     About, Caps, Chain, Entry, Filed, Guard, Loaded, Marks, Recovery, Scope, Shelf, Spent, Store,
 };
+use crate::allowance::SignedAllowance;
 use crate::audit::{AuditRecord, AuditSummary, Reanchored};
 use crate::change::ChangeSink;
 use crate::error::Error;
@@ -36,7 +38,7 @@ pub const ENV: &str = "APPROVAL_GATE_STORE_TRACE";
 /// Every method of the store's two traits (`Store`, then `Chain`), by name.
 #[cfg(any(test, feature = "store-trace"))]
 #[cfg_attr(not(feature = "store-trace"), allow(unreachable_pub))]
-pub const STEPS: [&str; 22] = [
+pub const STEPS: [&str; 26] = [
     "about",
     "load",
     "concerns_record_only",
@@ -53,6 +55,10 @@ pub const STEPS: [&str; 22] = [
     "finish_execution",
     "recover",
     "archive",
+    "grant_allowance",
+    "revoke_allowance",
+    "allowance",
+    "allowances",
     "stray_entries",
     "watch",
     "check_appendable",
@@ -196,6 +202,22 @@ impl Store for Traced {
     }
     fn archive(&self, id: RequestId, entry: &Entry<'_>) -> Result<(), Error> {
         self.step("archive", Some(id), || self.0.archive(id, entry))
+    }
+    fn grant_allowance(&self, signed: &SignedAllowance, entry: &Entry<'_>) -> Result<bool, Error> {
+        self.step("grant_allowance", Some(signed.allowance.id()), || {
+            self.0.grant_allowance(signed, entry)
+        })
+    }
+    fn revoke_allowance(&self, id: RequestId, entry: &Entry<'_>) -> Result<Revoked, Error> {
+        self.step("revoke_allowance", Some(id), || {
+            self.0.revoke_allowance(id, entry)
+        })
+    }
+    fn allowance(&self, id: RequestId) -> Result<Option<Kept>, Error> {
+        self.step("allowance", Some(id), || self.0.allowance(id))
+    }
+    fn allowances(&self) -> Result<Vec<Kept>, Error> {
+        self.step("allowances", None, || self.0.allowances())
     }
     fn stray_entries(&self) -> Result<Vec<PathBuf>, Error> {
         self.step("stray_entries", None, || self.0.stray_entries())

@@ -8,6 +8,7 @@
 //! damaged files, power loss, edits to `audit.jsonl`) stay in `tests/it`, `tests/faults`
 //! and `tests/powerloss`.
 
+pub mod allowances;
 pub mod audit;
 pub mod binding;
 pub mod execute;

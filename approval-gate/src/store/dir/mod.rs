@@ -23,8 +23,14 @@
 //!                        every stored approval and written (taken under a request's lock);
 //!                        made by the first passkey approval
 //!   archive/<id>.json    archived requests (and their claims as <id>.used): never usable again
+//!   allowances/<id>.json the signed allowance, made by exclusive create and never changed
+//!   allowances/<id>.uses its uses, one JSON line each ({request, amount, at}), appended and
+//!                        fsynced in the step that spends the request they approve
+//!   allowances/<id>.revoked  made (exclusive create, fsynced) when it is revoked
+//!   allowances/<id>.lock held for each step of the allowance (grant, revoke, a use)
 //! ```
 
+mod allowances;
 mod audit_log;
 mod boot;
 pub(crate) mod fs;
@@ -42,10 +48,12 @@ use serde_json::json;
 use self::audit_log::AuditLog;
 use self::layout::{Layout, Locked, ids_in, lock_exclusive, lock_file, try_lock_existing};
 use self::queue::Queue;
+use super::allowance::{Kept, Revoked};
 use super::{
     About, Capabilities, Caps, Chain, Entry, Filed, Filer, Guard, Loaded, Location, Marks,
     Recovery, Refusals, Scope, Shelf, Spent, Store,
 };
+use crate::allowance::SignedAllowance;
 use crate::audit::{AuditRecord, AuditSummary, Reanchored};
 use crate::change::ChangeSink;
 use crate::error::Error;
@@ -90,6 +98,7 @@ impl DirStore {
             layout.claims_dir(),
             layout.locks_dir(),
             layout.archive_dir(),
+            layout.allowances_dir(),
         ] {
             fs::ensure_dir(&dir)?;
         }
@@ -409,6 +418,22 @@ impl Store for DirStore {
             self.append(id, entry).map(drop)
         };
         rest().map_err(|error| error.after_effect(id, "archive"))
+    }
+
+    fn grant_allowance(&self, signed: &SignedAllowance, entry: &Entry<'_>) -> Result<bool, Error> {
+        self.grant(signed, entry)
+    }
+
+    fn revoke_allowance(&self, id: RequestId, entry: &Entry<'_>) -> Result<Revoked, Error> {
+        self.revoke(id, entry)
+    }
+
+    fn allowance(&self, id: RequestId) -> Result<Option<Kept>, Error> {
+        self.read_allowance(id)
+    }
+
+    fn allowances(&self) -> Result<Vec<Kept>, Error> {
+        self.read_allowances()
     }
 
     fn stray_entries(&self) -> Result<Vec<PathBuf>, Error> {

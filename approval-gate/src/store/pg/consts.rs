@@ -2,7 +2,7 @@
 //! and the classes of its advisory locks. Below every other file of the store.
 
 /// The schema version this build creates and uses.
-pub const SCHEMA_VERSION: u32 = 4;
+pub const SCHEMA_VERSION: u32 = 5;
 
 /// `wake` seals the audit rows committed since the last seal only if that seal is at least
 /// this old: steps at a person's pace are each sealed at once, and a burst of steps shares

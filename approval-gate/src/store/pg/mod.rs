@@ -27,6 +27,7 @@
 //! [`SESSION_BOUNDS`]: pool::SESSION_BOUNDS
 //! [`off_runtime`]: pool::off_runtime
 
+mod allowances;
 mod audit;
 mod calls;
 pub(super) mod conninfo;
@@ -43,10 +44,12 @@ mod tls;
 
 use std::sync::{Arc, PoisonError};
 
+use super::allowance::{Kept, Revoked};
 use super::{
     About, Capabilities, Caps, Chain, Entry, Filed, Filer, Guard, Loaded, Location, Marks,
     Recovery, Refusals, Scope, Shelf, Spent, Store,
 };
+use crate::allowance::SignedAllowance;
 use crate::audit::{AuditRecord, AuditSummary, LineHash, Reanchored, parse_chain_with};
 use crate::change::ChangeSink;
 use crate::error::Error;
@@ -381,6 +384,22 @@ impl Store for PgStore {
             Ok(done)
         })
         .map(drop)
+    }
+
+    fn grant_allowance(&self, signed: &SignedAllowance, entry: &Entry<'_>) -> Result<bool, Error> {
+        self.grant(signed, entry)
+    }
+
+    fn revoke_allowance(&self, id: RequestId, entry: &Entry<'_>) -> Result<Revoked, Error> {
+        self.revoke(id, entry)
+    }
+
+    fn allowance(&self, id: RequestId) -> Result<Option<Kept>, Error> {
+        Ok(self.read_allowances(Some(id))?.into_iter().next())
+    }
+
+    fn allowances(&self) -> Result<Vec<Kept>, Error> {
+        self.read_allowances(None)
     }
 
     fn stray_entries(&self) -> Result<Vec<std::path::PathBuf>, Error> {

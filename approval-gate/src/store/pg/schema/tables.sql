@@ -1,4 +1,4 @@
--- The PostgreSQL store's schema, version 4. `approval-gate db init` runs this whole
+-- The PostgreSQL store's schema, version 5. `approval-gate db init` runs this whole
 -- file in one transaction, under a transaction-scoped advisory lock, so running it twice or
 -- from two places at once is safe. Tables are created once; functions and grants are replaced
 -- every time, so an init with a newer build brings them up to date.

@@ -1,0 +1,92 @@
+//! The PostgreSQL store's allowances (`schema/allowances.sql`): granted and revoked by the
+//! schema's functions, read from its two tables.
+
+use super::PgStore;
+use super::errors::map_error;
+use super::rows::details_text;
+use crate::allowance::{SignedAllowance, Usage};
+use crate::error::Error;
+use crate::id::RequestId;
+use crate::store::Entry;
+use crate::store::allowance::{Kept, Revoked, Use};
+use crate::time::Timestamp;
+
+const SELECT: &str = "SELECT a.id, a.record::text, a.revoked_ms IS NOT NULL,
+        coalesce((SELECT array_agg(u.amount ORDER BY u.at_ms) FROM approval_gate.allowance_uses u
+                  WHERE u.allowance = a.id), '{}'),
+        coalesce((SELECT array_agg(u.at_ms ORDER BY u.at_ms) FROM approval_gate.allowance_uses u
+                  WHERE u.allowance = a.id), '{}')
+    FROM approval_gate.allowances a WHERE $1::text IS NULL OR a.id = $1";
+
+impl PgStore {
+    pub(super) fn grant(&self, signed: &SignedAllowance, entry: &Entry<'_>) -> Result<bool, Error> {
+        let id = signed.allowance.id();
+        let record = signed.to_json().to_string();
+        let details = details_text(entry.details);
+        let ts = entry.ts.unix_millis();
+        self.write("allow", id, |client| {
+            let granted: bool = client
+                .query_one(
+                    "SELECT approval_gate.grant_allowance($1::text::jsonb, $2::text::jsonb, $3)",
+                    &[&record, &details, &ts],
+                )?
+                .get(0);
+            client.wake(id.as_str());
+            Ok(granted)
+        })
+        .map_err(|e| e.unwrap_or_else(|e| map_error("allow", Some(id), &e)))
+    }
+
+    pub(super) fn revoke(&self, id: RequestId, entry: &Entry<'_>) -> Result<Revoked, Error> {
+        let details = details_text(entry.details);
+        let ts = entry.ts.unix_millis();
+        let outcome: String = self
+            .write("revoke allowance", id, |client| {
+                let outcome = client
+                    .query_one(
+                        "SELECT approval_gate.revoke_allowance($1, $2::text::jsonb, $3)",
+                        &[&id.as_str(), &details, &ts],
+                    )?
+                    .get(0);
+                client.wake(id.as_str());
+                Ok(outcome)
+            })
+            .map_err(|e| e.unwrap_or_else(|e| map_error("revoke allowance", Some(id), &e)))?;
+        Ok(match outcome.as_str() {
+            "revoked" => Revoked::Now,
+            "before" => Revoked::Before,
+            _ => Revoked::Unknown,
+        })
+    }
+
+    pub(super) fn read_allowances(&self, id: Option<RequestId>) -> Result<Vec<Kept>, Error> {
+        let wanted = id.map(|id| id.as_str().to_owned());
+        let rows = self.read("allowances", id, move |client| {
+            client.query(SELECT, &[&wanted])
+        })?;
+        rows.iter()
+            .map(|row| {
+                let id: &str = row.get(0);
+                let record: &str = row.get(1);
+                let corrupt = |problem: String| Error::Database {
+                    operation: "allowances",
+                    problem: format!("allowance {id} cannot be read: {problem}"),
+                };
+                let value = serde_json::from_str(record).map_err(|e| corrupt(e.to_string()))?;
+                let signed = SignedAllowance::from_json(&value).map_err(corrupt)?;
+                let amounts: Vec<Option<i64>> = row.get(3);
+                let ats: Vec<i64> = row.get(4);
+                let uses = amounts.into_iter().zip(ats).map(|(amount, at)| Use {
+                    request: RequestId::STORE,
+                    amount: amount.and_then(|a| u64::try_from(a).ok()),
+                    at: Timestamp::from_unix_millis(at),
+                });
+                Ok(Kept {
+                    signed,
+                    usage: Usage::of(uses),
+                    revoked: row.get(2),
+                })
+            })
+            .collect()
+    }
+}
