@@ -319,6 +319,8 @@ fn postgres_no_agent_call_can_poison_the_audit_chain() {
     for known in &granted {
         assert!(
             [
+                // Approves a pending request by an allowance the library found to cover it.
+                "allow_request",
                 "decide",
                 "file_request",
                 // Takes a lock class and a key, no details: nothing of it reaches the chain.
@@ -333,8 +335,36 @@ fn postgres_no_agent_call_can_poison_the_audit_chain() {
         );
     }
 
+    // An allowance in its window, for `allow_request` to get as far as its line.
+    let _ = Postgres::query(
+        &store,
+        "INSERT INTO approval_gate.allowances (id, record, granted_by, granted_ms) VALUES
+         ('a11a11a11a11', '{\"allowance\": {\"bounds\": {\"notBefore\": \"2000-01-01T00:00:00.000Z\",
+          \"notAfter\": \"2100-01-01T00:00:00.000Z\"}}}', 'owner', 0)",
+    );
     let mut n = 100;
     for poison in poisons() {
+        // Approving its own request by that allowance.
+        n += 1;
+        let id = id_of(n);
+        sql_as(
+            &store,
+            &agent,
+            file_sql(&record(&id, &format!("allow {n}")), "{}"),
+        )
+        .expect("a clean filing");
+        let allowed = sql_as(
+            &store,
+            &agent,
+            format!(
+                "SELECT approval_gate.allow_request('{id}', 'a11a11a11a11', {}::jsonb, NULL::bigint)",
+                quote(&poison)
+            ),
+        );
+        assert!(
+            allowed.as_ref().is_err_and(|e| e.starts_with("AG011")),
+            "allow_request: {allowed:?}"
+        );
         // Filing.
         n += 1;
         let filed = sql_as(

@@ -199,6 +199,9 @@ pub(crate) fn advice(error: &Error) -> &'static str {
         F::Missing => "not approved; do not proceed",
         F::Pending => "do not proceed; call wait_for_approval for the human's decision",
         F::Denied => "a human said no: do not proceed",
+        F::Spent if code == C::AllowanceExhausted => {
+            "the allowance that approved it has nothing left, and nothing was spent: do not proceed; file a new request for a human to decide"
+        }
         // An approval that expired while being consumed is spent, not merely unusable.
         F::Spent => "the approval is spent: do not act on it again",
         F::Expired if code == C::ExpiredDuringConsume => {

@@ -6,6 +6,7 @@
 //! `wait`, `archive`, `health`, `recover` and `audit`.
 
 mod allow;
+mod allowed;
 mod archive;
 mod ask;
 mod audit;

@@ -1,7 +1,8 @@
 //! What a store keeps of an allowance: the signed record, written once; its uses, added one
 //! at a time in the same atomic step as the spend each approves; and whether it was revoked.
 
-use crate::allowance::{SignedAllowance, Usage};
+use crate::allowance::{Exhausted, SignedAllowance, Usage};
+use crate::error::Error;
 use crate::id::RequestId;
 use crate::time::Timestamp;
 
@@ -48,5 +49,40 @@ impl Usage {
             usage.recent.push(one.at);
         }
         usage
+    }
+}
+
+/// What [`Store::spend_under`](super::Store::spend_under) counts: one use of an allowance,
+/// admitted by its bounds against the usage the store reads under the allowance's lock.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Under<'a> {
+    /// The allowance.
+    pub(crate) allowance: RequestId,
+    /// Its bounds, as signed.
+    pub(crate) bounds: &'a crate::allowance::Bounds,
+    /// What this use spends of the budget.
+    pub(crate) amount: Option<u64>,
+}
+
+/// The refusal a bound that does not fit stands for: a closed window is the approval's
+/// expiry, one not yet open is not covering, the rest is exhausted.
+pub(crate) fn exhausted(id: RequestId, allowance: RequestId, why: &Exhausted) -> Error {
+    match why {
+        Exhausted::Ended { not_after } => Error::ApprovalExpired {
+            id,
+            expired_at: *not_after,
+        },
+        Exhausted::NotYet { .. } | Exhausted::Amount { .. } => Error::AllowanceNotCovering {
+            id,
+            allowance,
+            reason: why.to_string(),
+        },
+        Exhausted::Uses { .. } | Exhausted::Budget { .. } | Exhausted::Rate { .. } => {
+            Error::AllowanceExhausted {
+                id,
+                allowance,
+                reason: why.to_string(),
+            }
+        }
     }
 }

@@ -220,6 +220,18 @@ pub(crate) trait Store: Chain + Send + Sync + fmt::Debug {
     /// `entry.ts`. A failure once it may be spent is [`Error::DurabilityUnknown`] or
     /// [`Error::NotRecorded`]: nothing is authorized, and nothing can be spent again.
     fn spend(&self, id: RequestId, entry: &Entry<'_>) -> Result<Spent, Error>;
+    /// [`spend`](Store::spend) of a request an allowance approved: under the allowance's own
+    /// lock (taken inside the request's, which the caller holds), in one step, reads the
+    /// allowance's uses, refuses if it was revoked or `under`'s bounds do not admit one more
+    /// use of `under.amount` at `entry.ts`, else counts the use and spends the approval, with
+    /// its `consumed` line. A use counted is never given back: a crash after it and before
+    /// the claim costs a use, never overdraws.
+    fn spend_under(
+        &self,
+        id: RequestId,
+        under: &allowance::Under<'_>,
+        entry: &Entry<'_>,
+    ) -> Result<Spent, Error>;
     /// Records a refusal (`consume_refused`, `consume_replayed`, `decision_refused`): a line
     /// that changes no record. Its position in the chain.
     fn refuse(&self, id: RequestId, entry: &Entry<'_>) -> Result<u64, Error>;

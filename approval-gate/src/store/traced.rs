@@ -19,7 +19,7 @@ use std::path::PathBuf;
 #[cfg(feature = "store-trace")]
 use std::sync::{Mutex, OnceLock, PoisonError};
 
-use super::allowance::{Kept, Revoked};
+use super::allowance::{Kept, Revoked, Under};
 use super::{
     About, Caps, Chain, Entry, Filed, Guard, Loaded, Marks, Recovery, Scope, Shelf, Spent, Store,
 };
@@ -38,7 +38,7 @@ pub const ENV: &str = "APPROVAL_GATE_STORE_TRACE";
 /// Every method of the store's two traits (`Store`, then `Chain`), by name.
 #[cfg(any(test, feature = "store-trace"))]
 #[cfg_attr(not(feature = "store-trace"), allow(unreachable_pub))]
-pub const STEPS: [&str; 26] = [
+pub const STEPS: [&str; 27] = [
     "about",
     "load",
     "concerns_record_only",
@@ -50,6 +50,7 @@ pub const STEPS: [&str; 26] = [
     "file",
     "decide",
     "spend",
+    "spend_under",
     "refuse",
     "begin_execution",
     "finish_execution",
@@ -183,6 +184,16 @@ impl Store for Traced {
     }
     fn spend(&self, id: RequestId, entry: &Entry<'_>) -> Result<Spent, Error> {
         self.step("spend", Some(id), || self.0.spend(id, entry))
+    }
+    fn spend_under(
+        &self,
+        id: RequestId,
+        under: &Under<'_>,
+        entry: &Entry<'_>,
+    ) -> Result<Spent, Error> {
+        self.step("spend_under", Some(id), || {
+            self.0.spend_under(id, under, entry)
+        })
     }
     fn refuse(&self, id: RequestId, entry: &Entry<'_>) -> Result<u64, Error> {
         self.step("refuse", Some(id), || self.0.refuse(id, entry))

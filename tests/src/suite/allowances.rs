@@ -16,15 +16,26 @@ use crate::backend::{Backend, Store};
 use crate::ssh::{Approver, Keys};
 
 /// Two trusted approvers and a stranger; `payments.*` needs two, anything else one.
-pub(crate) struct Team {
+pub struct Team {
     keys: Keys,
-    pub(crate) alice: Approver,
-    pub(crate) bob: Approver,
-    pub(crate) mallory: Approver,
+    /// Trusted.
+    pub alice: Approver,
+    /// Trusted.
+    pub bob: Approver,
+    /// Not trusted.
+    pub mallory: Approver,
+}
+
+impl Default for Team {
+    fn default() -> Self {
+        Self::new()
+    }
 }
 
 impl Team {
-    pub(crate) fn new() -> Self {
+    /// Their keys, made with `ssh-keygen`.
+    #[must_use]
+    pub fn new() -> Self {
         let keys = Keys::new();
         Self {
             alice: keys.approver("alice@example.com"),
@@ -34,7 +45,13 @@ impl Team {
         }
     }
 
-    pub(crate) fn policy(&self) -> Policy {
+    /// Alice and Bob trusted; `payments.*` needs two, anything else one.
+    ///
+    /// # Panics
+    ///
+    /// If the quorum cannot be set.
+    #[must_use]
+    pub fn policy(&self) -> Policy {
         self.keys
             .policy(&[&self.alice, &self.bob])
             .require("payments.*", 2)
@@ -44,7 +61,11 @@ impl Team {
 }
 
 /// A gate on a fresh store of `backend` holding `policy` (or none), on a manual clock at T0.
-pub(crate) fn gate(backend: &dyn Backend, policy: Option<Policy>) -> (Store, Gate, ManualClock) {
+///
+/// # Panics
+///
+/// If the store cannot be opened.
+pub fn gate(backend: &dyn Backend, policy: Option<Policy>) -> (Store, Gate, ManualClock) {
     let store = backend.fresh();
     let clock = ManualClock::new(T0);
     let builder = store.builder().clock(clock.clone());
@@ -59,7 +80,12 @@ pub(crate) fn gate(backend: &dyn Backend, policy: Option<Policy>) -> (Store, Gat
 
 /// Terms for `operation`: `to` at example.com, `amount` at most 5000, 3 uses, a budget of
 /// 10000 over `amount`, for a day from T0.
-pub(crate) fn terms(operation: &str) -> Terms {
+///
+/// # Panics
+///
+/// Never: the constraints are well-formed.
+#[must_use]
+pub fn terms(operation: &str) -> Terms {
     Terms {
         operation: operation.into(),
         constraints: vec![
@@ -82,12 +108,23 @@ pub(crate) fn terms(operation: &str) -> Terms {
 }
 
 /// `terms` made at T0, signed by `by` as `required` approvers.
-pub(crate) fn signed(terms: Terms, required: u32, by: &[&Approver]) -> SignedAllowance {
+///
+/// # Panics
+///
+/// If the terms are refused or ssh-keygen fails.
+#[must_use]
+pub fn signed(terms: Terms, required: u32, by: &[&Approver]) -> SignedAllowance {
     let allowance = Allowance::new(terms, T0).expect("an allowance");
     sign(allowance, required, by)
 }
 
-pub(crate) fn sign(allowance: Allowance, required: u32, by: &[&Approver]) -> SignedAllowance {
+/// `allowance` signed by `by` as `required` approvers.
+///
+/// # Panics
+///
+/// If ssh-keygen fails.
+#[must_use]
+pub fn sign(allowance: Allowance, required: u32, by: &[&Approver]) -> SignedAllowance {
     let signatures = by
         .iter()
         .map(|approver| AllowanceSignature {

@@ -8,10 +8,11 @@ use serde_json::{Value, json};
 use super::layout::{ids_in, lock_exclusive};
 use super::{DirStore, fs};
 use crate::allowance::SignedAllowance;
+use crate::allowance::Usage;
 use crate::error::Error;
 use crate::id::RequestId;
-use crate::store::allowance::{Kept, Revoked, Use};
-use crate::store::{Entry, Guard};
+use crate::store::allowance::{Kept, Revoked, Under, Use, exhausted};
+use crate::store::{Entry, Guard, Spent};
 use crate::time::Timestamp;
 
 /// The largest allowance record or use file we read; anything larger was not written by us.
@@ -64,6 +65,48 @@ impl DirStore {
         }
         self.record_after(made.map(drop), id, "revoke allowance", entry)?;
         Ok(Revoked::Now)
+    }
+
+    /// [`Store::spend_under`](crate::store::Store::spend_under): under the allowance's lock
+    /// (the caller holds the request's), the replay and revocation checked, the uses read and
+    /// the bounds asked, then the use appended and fsynced, then the claim and its line. A
+    /// crash between the use and the claim leaves a use that counts and spent nothing.
+    pub(super) fn spend_allowed(
+        &self,
+        id: RequestId,
+        under: &Under<'_>,
+        entry: &Entry<'_>,
+    ) -> Result<Spent, Error> {
+        self.audit.check_appendable()?;
+        let allowance = under.allowance;
+        let _lock = self.lock_allowance(allowance)?;
+        if fs::exists(&self.layout.claim(id))? {
+            return Ok(Spent::before(id));
+        }
+        let refused = |refusal| {
+            Ok(Spent::Refused {
+                refusal,
+                recorded: false,
+            })
+        };
+        if fs::exists(&self.layout.allowance_revoked(allowance))? {
+            return refused(Error::Revoked(id));
+        }
+        let usage = Usage::of(self.read_uses(allowance)?);
+        if let Err(why) = under.bounds.admit(&usage, under.amount, entry.ts) {
+            return refused(exhausted(id, allowance, &why));
+        }
+        let one = Use {
+            request: id,
+            amount: under.amount,
+            at: entry.ts,
+        };
+        let path = self.layout.allowance_uses(allowance);
+        let mut file = fs::open_append(&path)?;
+        fs::write_all(&mut file, &path, &use_to_line(&one))
+            .and_then(|()| fs::sync_data(&file, &path))
+            .map_err(|error| error.after_effect(id, "consume"))?;
+        self.claim_and_record(id, entry)
     }
 
     /// [`Store::allowance`](crate::store::Store::allowance).
@@ -125,6 +168,15 @@ impl DirStore {
         }
         Ok(uses)
     }
+}
+
+/// A use as its line holds it.
+fn use_to_line(one: &Use) -> Vec<u8> {
+    let mut line = json!({ "request": one.request, "amount": one.amount, "at": one.at })
+        .to_string()
+        .into_bytes();
+    line.push(b'\n');
+    line
 }
 
 fn use_from_json(value: &Value) -> Result<Use, String> {

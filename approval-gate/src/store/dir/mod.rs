@@ -48,7 +48,7 @@ use serde_json::json;
 use self::audit_log::AuditLog;
 use self::layout::{Layout, Locked, ids_in, lock_exclusive, lock_file, try_lock_existing};
 use self::queue::Queue;
-use super::allowance::{Kept, Revoked};
+use super::allowance::{Kept, Revoked, Under};
 use super::{
     About, Capabilities, Caps, Chain, Entry, Filed, Filer, Guard, Loaded, Location, Marks,
     Recovery, Refusals, Scope, Shelf, Spent, Store,
@@ -215,6 +215,32 @@ impl DirStore {
         Ok(())
     }
 
+    /// Makes the claim of `id` and writes its `consumed` line: the spend itself, once every
+    /// check has passed. `Spent::before` if the claim exists.
+    pub(super) fn claim_and_record(
+        &self,
+        id: RequestId,
+        entry: &Entry<'_>,
+    ) -> Result<Spent, Error> {
+        let claim = json!({ "consumedAt": entry.ts, "pid": std::process::id() }).to_string();
+        let made = fs::create_exclusive(&self.layout.claim(id), claim.as_bytes())
+            .map_err(|failed| failed.on(id, "consume"))?;
+        if !made {
+            return Ok(Spent::before(id));
+        }
+        // From here on the approval is spent, whatever happens next.
+        let record = || -> Result<(), Error> {
+            failpoint!("consume::after_claim");
+            self.append(id, entry)?;
+            failpoint!("consume::after_consumed_line");
+            Ok(())
+        };
+        record().map_err(|error| error.after_effect(id, "consume"))?;
+        // Only a hint for recovery: a lost marker makes recovery look the line up again.
+        let _ = fs::mark(&self.layout.claim(id), &self.layout.claim_logged(id));
+        Ok(Spent::Now)
+    }
+
     fn lock_execution_marker(&self, id: RequestId) -> Result<Locked, Error> {
         let path = self.layout.execution_marker(id);
         for _ in 0..MARKER_ATTEMPTS {
@@ -355,23 +381,16 @@ impl Store for DirStore {
     fn spend(&self, id: RequestId, entry: &Entry<'_>) -> Result<Spent, Error> {
         // Spending is a "yes": it is not done unless its `consumed` line can follow.
         self.audit.check_appendable()?;
-        let claim = json!({ "consumedAt": entry.ts, "pid": std::process::id() }).to_string();
-        let made = fs::create_exclusive(&self.layout.claim(id), claim.as_bytes())
-            .map_err(|failed| failed.on(id, "consume"))?;
-        if !made {
-            return Ok(Spent::before(id));
-        }
-        // From here on the approval is spent, whatever happens next.
-        let record = || -> Result<(), Error> {
-            failpoint!("consume::after_claim");
-            self.append(id, entry)?;
-            failpoint!("consume::after_consumed_line");
-            Ok(())
-        };
-        record().map_err(|error| error.after_effect(id, "consume"))?;
-        // Only a hint for recovery: a lost marker makes recovery look the line up again.
-        let _ = fs::mark(&self.layout.claim(id), &self.layout.claim_logged(id));
-        Ok(Spent::Now)
+        self.claim_and_record(id, entry)
+    }
+
+    fn spend_under(
+        &self,
+        id: RequestId,
+        under: &Under<'_>,
+        entry: &Entry<'_>,
+    ) -> Result<Spent, Error> {
+        self.spend_allowed(id, under, entry)
     }
 
     fn refuse(&self, id: RequestId, entry: &Entry<'_>) -> Result<u64, Error> {

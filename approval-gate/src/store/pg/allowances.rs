@@ -3,12 +3,16 @@
 
 use super::PgStore;
 use super::errors::map_error;
-use super::rows::details_text;
+use super::rows::{compose, details_text};
 use crate::allowance::{SignedAllowance, Usage};
 use crate::error::Error;
+use crate::faults::failpoint;
 use crate::id::RequestId;
+use crate::request::Request;
 use crate::store::Entry;
+use crate::store::allowance::Under;
 use crate::store::allowance::{Kept, Revoked, Use};
+use crate::store::{Spent, Store};
 use crate::time::Timestamp;
 
 const SELECT: &str = "SELECT a.id, a.record::text, a.revoked_ms IS NOT NULL,
@@ -19,6 +23,91 @@ const SELECT: &str = "SELECT a.id, a.record::text, a.revoked_ms IS NOT NULL,
     FROM approval_gate.allowances a WHERE $1::text IS NULL OR a.id = $1";
 
 impl PgStore {
+    /// [`Store::decide`](crate::store::Store::decide) of `allow`: the pending request approved
+    /// by the allowance its record names, by `allow_request`.
+    pub(super) fn allow(&self, request: &Request, entry: &Entry<'_>) -> Result<Request, Error> {
+        let id = request.id();
+        let allowance = request
+            .allowance()
+            .map(|a| a.as_str().to_owned())
+            .unwrap_or_default();
+        let details = details_text(entry.details);
+        let ts = entry.ts.unix_millis();
+        let stored: String = self.step("allow", id, entry.ts, |client| {
+            let stored = client
+                .query_one(
+                    "SELECT approval_gate.allow_request($1, $2, $3::text::jsonb, $4)",
+                    &[&id.as_str(), &allowance, &details, &ts],
+                )?
+                .get(0);
+            client.wake(id.as_str());
+            Ok(stored)
+        })?;
+        let payload = request.payload().map(crate::CanonicalPayload::as_str);
+        Ok(Request::decode(id, &compose(&stored, payload)).unwrap_or_else(|_| request.clone()))
+    }
+
+    /// [`Store::spend_under`](crate::store::Store::spend_under), by `claim_under`: the use
+    /// counted under the allowance's row lock, in the claim's transaction.
+    pub(super) fn spend_allowed(
+        &self,
+        id: RequestId,
+        under: &Under<'_>,
+        entry: &Entry<'_>,
+    ) -> Result<Spent, Error> {
+        let details = details_text(entry.details);
+        let ts = entry.ts.unix_millis();
+        let allowance = under.allowance;
+        let amount = under.amount.map(|a| i64::try_from(a).unwrap_or(i64::MAX));
+        let outcome: String = self.step("consume", id, entry.ts, |client| {
+            let outcome = client
+                .query_one(
+                    "SELECT approval_gate.claim_under($1, $2, $3, $4::text::jsonb, $5)",
+                    &[&id.as_str(), &allowance.as_str(), &amount, &details, &ts],
+                )?
+                .get(0);
+            client.wake(id.as_str());
+            Ok(outcome)
+        })?;
+        let refused = |refusal| Spent::Refused {
+            refusal,
+            recorded: true,
+        };
+        let said = |what: &str| format!("{what} (refused by the database)");
+        Ok(match outcome.as_str() {
+            "claimed" => {
+                let after = || -> Result<(), Error> {
+                    failpoint!("consume::after_claim");
+                    failpoint!("consume::after_consumed_line");
+                    Ok(())
+                };
+                after().map_err(|error| error.after_effect(id, "consume"))?;
+                Spent::Now
+            }
+            "already_consumed" => Spent::before(id),
+            "allowance_exhausted" => refused(Error::AllowanceExhausted {
+                id,
+                allowance,
+                reason: said("no use, budget or rate is left"),
+            }),
+            "allowance_not_covering" => refused(Error::AllowanceNotCovering {
+                id,
+                allowance,
+                reason: said("it is gone, not yet open, or not the one the request names"),
+            }),
+            "approval_expired" => refused(Error::ApprovalExpired {
+                id,
+                expired_at: under.bounds.not_after.min(
+                    self.load(id, crate::store::Shelf::Live)
+                        .ok()
+                        .flatten()
+                        .map_or(under.bounds.not_after, |r| r.expires_at()),
+                ),
+            }),
+            reason => refused(self.refusal(id, reason)),
+        })
+    }
+
     pub(super) fn grant(&self, signed: &SignedAllowance, entry: &Entry<'_>) -> Result<bool, Error> {
         let id = signed.allowance.id();
         let record = signed.to_json().to_string();

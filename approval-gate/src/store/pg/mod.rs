@@ -44,7 +44,7 @@ mod tls;
 
 use std::sync::{Arc, PoisonError};
 
-use super::allowance::{Kept, Revoked};
+use super::allowance::{Kept, Revoked, Under};
 use super::{
     About, Capabilities, Caps, Chain, Entry, Filed, Filer, Guard, Loaded, Location, Marks,
     Recovery, Refusals, Scope, Shelf, Spent, Store,
@@ -223,6 +223,9 @@ impl Store for PgStore {
         operation: &'static str,
         entry: &Entry<'_>,
     ) -> Result<Request, Error> {
+        if operation == "allow" {
+            return self.allow(request, entry);
+        }
         let id = request.id();
         let (record, _) = split(request)?;
         let details = details_text(entry.details);
@@ -277,6 +280,15 @@ impl Store for PgStore {
                 recorded: true,
             },
         })
+    }
+
+    fn spend_under(
+        &self,
+        id: RequestId,
+        under: &Under<'_>,
+        entry: &Entry<'_>,
+    ) -> Result<Spent, Error> {
+        self.spend_allowed(id, under, entry)
     }
 
     fn refuse(&self, id: RequestId, entry: &Entry<'_>) -> Result<u64, Error> {
