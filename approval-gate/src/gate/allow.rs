@@ -1,7 +1,7 @@
 //! Allowances at the gate: granting one a human signed, listing them with what each has
 //! counted, revoking one.
 
-use serde_json::json;
+use serde_json::{Value, json};
 
 use crate::allowance::{Forged, SignedAllowance, Usage};
 use crate::audit::AuditEvent;
@@ -37,6 +37,48 @@ impl AllowanceReport {
             revoked: kept.revoked,
             ended,
         }
+    }
+
+    /// Uses left, if it counts uses.
+    #[must_use]
+    pub fn uses_left(&self) -> Option<u32> {
+        let bounds = &self.allowance.allowance.terms().bounds;
+        bounds.uses.map(|n| n.saturating_sub(self.usage.uses))
+    }
+
+    /// Budget left, if it has one.
+    #[must_use]
+    pub fn budget_left(&self) -> Option<u64> {
+        let bounds = &self.allowance.allowance.terms().bounds;
+        bounds
+            .budget
+            .as_ref()
+            .map(|b| b.total.saturating_sub(self.usage.spent))
+    }
+
+    /// The report as JSON, for `approval-gate allowances --json` and the page: `id`,
+    /// `operation`, `active`, `revoked`, `ended`, `uses`, `spent`, `usesLeft`, `budgetLeft`,
+    /// `principals`, `requiredApprovals`, `words` (what it allows, a line each, as
+    /// [`Allowance::describe`](crate::allowance::Allowance::describe) says it) and `terms`
+    /// (the allowance as signed, without the signatures).
+    #[must_use]
+    pub fn to_json(&self) -> Value {
+        let allowance = &self.allowance.allowance;
+        json!({
+            "id": allowance.id(),
+            "operation": allowance.terms().operation,
+            "active": self.is_active(),
+            "revoked": self.revoked,
+            "ended": self.ended,
+            "uses": self.usage.uses,
+            "spent": self.usage.spent,
+            "usesLeft": self.uses_left(),
+            "budgetLeft": self.budget_left(),
+            "principals": self.allowance.signatures.iter().map(|s| &s.principal).collect::<Vec<_>>(),
+            "requiredApprovals": self.allowance.required,
+            "words": allowance.describe(),
+            "terms": allowance.to_json(),
+        })
     }
 
     /// Whether it may approve a request now, as far as revocation and its window say
