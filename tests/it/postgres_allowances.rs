@@ -124,6 +124,19 @@ fn postgres_only_an_approver_grants_or_revokes_an_allowance_and_no_role_writes_i
         .expect_err("an agent cannot revoke");
     assert_eq!(refused.code(), ErrorCode::NotPermitted);
 
+    // The plain claim, which counts nothing, refuses a request an allowance approved.
+    let other = r#"{"amount":10,"to":"carol@example.com"}"#;
+    let bypass = file(&agent, other);
+    assert_eq!(bypass.allowance(), Some(aid));
+    let url = url_with(&Postgres::url(&store), &logins.executor, None);
+    let sql = format!(
+        "SELECT approval_gate.claim('{}', '{{}}', NULL)",
+        bypass.id()
+    );
+    let answer: String = on_own_thread(move || connect(&url).query_one(&sql, &[]).unwrap().get(0));
+    assert_eq!(answer, "allowance_not_covering");
+    assert!(!Postgres.claimed(&store, bypass.id()));
+
     // A use, counted by the executor's claim.
     let payload = r#"{"amount":10,"to":"bob@example.com"}"#;
     let request = file(&agent, payload);

@@ -101,6 +101,10 @@ pub(crate) struct Requested {
     pub(crate) payload_digest: Option<PayloadDigest>,
     /// True if an identical request was already pending and is returned instead of a new one.
     pub(crate) deduplicated: bool,
+    /// The allowance a human signed that approved the request as it was filed: no need to
+    /// wait; left out when it waits for a human.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) allowance: Option<String>,
     /// The command a human runs in their own terminal to approve this request.
     pub(crate) approve_command: String,
     /// What happens next.

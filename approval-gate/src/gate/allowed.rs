@@ -130,14 +130,13 @@ impl Gate {
         now: Timestamp,
     ) -> Result<(Kept, Option<u64>), Error> {
         let id = request.id();
-        let kept =
-            self.store()
-                .allowance(allowance)?
-                .ok_or_else(|| Error::AllowanceNotCovering {
-                    id,
-                    allowance,
-                    reason: "no such allowance is kept".into(),
-                })?;
+        let kept = self.store().allowance(allowance, false)?.ok_or_else(|| {
+            Error::AllowanceNotCovering {
+                id,
+                allowance,
+                reason: "no such allowance is kept".into(),
+            }
+        })?;
         let amount = self.allowance_covers(request, &kept, now)?;
         Ok((kept, amount))
     }

@@ -110,7 +110,11 @@ impl DirStore {
     }
 
     /// [`Store::allowance`](crate::store::Store::allowance).
-    pub(super) fn read_allowance(&self, id: RequestId) -> Result<Option<Kept>, Error> {
+    pub(super) fn read_allowance(
+        &self,
+        id: RequestId,
+        counted: bool,
+    ) -> Result<Option<Kept>, Error> {
         let path = self.layout.allowance(id);
         let Some(bytes) = fs::read_bounded(&path, MAX_ALLOWANCE_FILE)? else {
             return Ok(None);
@@ -127,7 +131,11 @@ impl DirStore {
                 signed.allowance.id()
             )));
         }
-        let uses = self.read_uses(id)?;
+        let uses = if counted {
+            self.read_uses(id)?
+        } else {
+            Vec::new()
+        };
         Ok(Some(Kept {
             signed,
             usage: crate::allowance::Usage::of(uses),
@@ -139,7 +147,7 @@ impl DirStore {
     pub(super) fn read_allowances(&self) -> Result<Vec<Kept>, Error> {
         let mut kept = Vec::new();
         for id in ids_in(&self.layout.allowances_dir(), ".json")? {
-            kept.extend(self.read_allowance(id)?);
+            kept.extend(self.read_allowance(id, true)?);
         }
         Ok(kept)
     }
