@@ -50,8 +50,8 @@ use self::layout::{Layout, Locked, ids_in, lock_exclusive, lock_file, try_lock_e
 use self::queue::Queue;
 use super::allowance::{Kept, Revoked, Under};
 use super::{
-    About, Capabilities, Caps, Chain, Entry, Filed, Filer, Guard, Loaded, Location, Marks,
-    Recovery, Refusals, Scope, Shelf, Spent, Store,
+    About, Capabilities, Caps, Chain, Entry, Filed, Filer, Guard, Loaded, Location, MarkedAllowed,
+    Marks, Recovery, Refusals, Scope, Shelf, Spent, Store,
 };
 use crate::allowance::SignedAllowance;
 use crate::audit::{AuditRecord, AuditSummary, Reanchored};
@@ -313,6 +313,15 @@ impl Store for DirStore {
     fn load_marked(&self, id: RequestId) -> Result<(Option<Request>, Marks), Error> {
         let request = self.load(id, Shelf::Live)?;
         Ok((request, self.marks(id)?))
+    }
+
+    fn load_marked_allowed(&self, id: RequestId) -> Result<MarkedAllowed, Error> {
+        let (request, marks) = self.load_marked(id)?;
+        let kept = match request.as_ref().and_then(Request::allowance) {
+            Some(allowance) => self.read_allowance(allowance, false)?,
+            None => None,
+        };
+        Ok((request, marks, kept))
     }
 
     fn scan(&self, scope: Scope) -> Result<Vec<Loaded>, Error> {
