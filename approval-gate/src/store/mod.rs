@@ -270,9 +270,8 @@ pub(crate) trait Store: Chain + Send + Sync + fmt::Debug {
         id: RequestId,
         entry: &Entry<'_>,
     ) -> Result<allowance::Revoked, Error>;
-    /// The allowance `id` and whether it is revoked, with its uses if `counted` (else none:
-    /// a consume leaves the counting to [`spend_under`](Store::spend_under)), or `None`.
-    fn allowance(&self, id: RequestId, counted: bool) -> Result<Option<allowance::Kept>, Error>;
+    /// The allowance `id` with its uses and whether it is revoked, or `None`.
+    fn allowance(&self, id: RequestId) -> Result<Option<allowance::Kept>, Error>;
     /// Every allowance kept (revoked and ended ones too), in no order.
     fn allowances(&self) -> Result<Vec<allowance::Kept>, Error>;
 

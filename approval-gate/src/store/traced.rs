@@ -231,8 +231,8 @@ impl Store for Traced {
             self.0.revoke_allowance(id, entry)
         })
     }
-    fn allowance(&self, id: RequestId, counted: bool) -> Result<Option<Kept>, Error> {
-        self.step("allowance", Some(id), || self.0.allowance(id, counted))
+    fn allowance(&self, id: RequestId) -> Result<Option<Kept>, Error> {
+        self.step("allowance", Some(id), || self.0.allowance(id))
     }
     fn allowances(&self) -> Result<Vec<Kept>, Error> {
         self.step("allowances", None, || self.0.allowances())

@@ -456,8 +456,8 @@ impl Store for DirStore {
         self.revoke(id, entry)
     }
 
-    fn allowance(&self, id: RequestId, counted: bool) -> Result<Option<Kept>, Error> {
-        self.read_allowance(id, counted)
+    fn allowance(&self, id: RequestId) -> Result<Option<Kept>, Error> {
+        self.read_allowance(id, true)
     }
 
     fn allowances(&self) -> Result<Vec<Kept>, Error> {

@@ -16,10 +16,10 @@ use crate::store::{MarkedAllowed, Marks, Spent, Store};
 use crate::time::Timestamp;
 
 const SELECT: &str = "SELECT a.id, a.record::text, a.revoked_ms IS NOT NULL,
-        CASE WHEN $2 THEN coalesce((SELECT array_agg(u.amount ORDER BY u.at_ms)
-            FROM approval_gate.allowance_uses u WHERE u.allowance = a.id), '{}') END,
-        CASE WHEN $2 THEN coalesce((SELECT array_agg(u.at_ms ORDER BY u.at_ms)
-            FROM approval_gate.allowance_uses u WHERE u.allowance = a.id), '{}') END
+        coalesce((SELECT array_agg(u.amount ORDER BY u.at_ms) FROM approval_gate.allowance_uses u
+                  WHERE u.allowance = a.id), '{}'),
+        coalesce((SELECT array_agg(u.at_ms ORDER BY u.at_ms) FROM approval_gate.allowance_uses u
+                  WHERE u.allowance = a.id), '{}')
     FROM approval_gate.allowances a WHERE $1::text IS NULL OR a.id = $1";
 
 /// The kept allowance of `record` (its JSON text), revoked or not, with `uses`.
@@ -203,21 +203,17 @@ impl PgStore {
         })
     }
 
-    pub(super) fn read_allowances(
-        &self,
-        id: Option<RequestId>,
-        counted: bool,
-    ) -> Result<Vec<Kept>, Error> {
+    pub(super) fn read_allowances(&self, id: Option<RequestId>) -> Result<Vec<Kept>, Error> {
         let wanted = id.map(|id| id.as_str().to_owned());
         let rows = self.read("allowances", id, move |client| {
-            client.query(SELECT, &[&wanted, &counted])
+            client.query(SELECT, &[&wanted])
         })?;
         rows.iter()
             .map(|row| {
                 let id: &str = row.get(0);
                 let record: &str = row.get(1);
-                let amounts: Vec<Option<i64>> = row.get::<_, Option<_>>(3).unwrap_or_default();
-                let ats: Vec<i64> = row.get::<_, Option<_>>(4).unwrap_or_default();
+                let amounts: Vec<Option<i64>> = row.get(3);
+                let ats: Vec<i64> = row.get(4);
                 let uses = amounts.into_iter().zip(ats).map(|(amount, at)| Use {
                     request: RequestId::STORE,
                     amount: amount.and_then(|a| u64::try_from(a).ok()),

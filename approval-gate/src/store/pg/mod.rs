@@ -410,12 +410,12 @@ impl Store for PgStore {
         self.revoke(id, entry)
     }
 
-    fn allowance(&self, id: RequestId, counted: bool) -> Result<Option<Kept>, Error> {
-        Ok(self.read_allowances(Some(id), counted)?.into_iter().next())
+    fn allowance(&self, id: RequestId) -> Result<Option<Kept>, Error> {
+        Ok(self.read_allowances(Some(id))?.into_iter().next())
     }
 
     fn allowances(&self) -> Result<Vec<Kept>, Error> {
-        self.read_allowances(None, true)
+        self.read_allowances(None)
     }
 
     fn stray_entries(&self) -> Result<Vec<std::path::PathBuf>, Error> {
