@@ -57,6 +57,12 @@ pub enum AuditEvent {
     /// byte for byte under `predecessor/`). Concerns the whole store, so its id is
     /// [`RequestId::STORE`].
     Migrated,
+    /// A human granted an allowance: signed by as many trusted approvers as its operation
+    /// needs, verified before it was kept. Names the allowance's id, not a request's.
+    AllowanceGranted,
+    /// A human revoked an allowance: no use not yet spent counts under it from then on.
+    /// Names the allowance's id, not a request's.
+    AllowanceRevoked,
 }
 
 /// One parsed line of the audit log.

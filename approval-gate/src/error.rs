@@ -224,6 +224,37 @@ error_table! {
             key: String,
         },
 
+        /// The allowance that approved the request has no use left for it: its uses, its
+        /// budget or its rate are spent (counted in the step that would have spent this one).
+        /// Nothing was spent; file the request again for a human to decide.
+        #[error(
+            "request {id}: allowance {allowance} has nothing left for it: {reason}; file it again for a human to decide"
+        )]
+        #[code("allowance_exhausted", Refused, Spent, "the allowance that approved it has no use, budget or rate left.")]
+        AllowanceExhausted {
+            /// The request.
+            id: RequestId,
+            /// The allowance.
+            allowance: RequestId,
+            /// Which bound, in words.
+            reason: String,
+        },
+
+        /// The allowance named by the request does not cover it: its operation, a constraint
+        /// on the exact payload, the agent allowed, its window not yet open, or the allowance
+        /// itself is gone. A constraint that cannot be evaluated does not hold. Nothing was
+        /// spent.
+        #[error("request {id}: allowance {allowance} does not cover it: {reason}")]
+        #[code("allowance_not_covering", Refused, Binding, "the allowance that approved it does not cover it.")]
+        AllowanceNotCovering {
+            /// The request.
+            id: RequestId,
+            /// The allowance.
+            allowance: RequestId,
+            /// Why not, in words.
+            reason: String,
+        },
+
         /// An approval without a signature, where signed approvals are required.
         #[error(
             "request {id} needs signed approvals ({required} distinct approvers): approve with an approver's key"

@@ -63,6 +63,7 @@ compile_error!(
 // (docs/architecture.md), `store::dir` the directory store and `store::pg` PostgreSQL.
 // `request`, `status`, `id`, `payload`, `time`, `limits` and `error` are the vocabulary, and
 // import nothing from the lifecycle.
+pub mod allowance;
 mod audit;
 mod change;
 mod error;
@@ -99,7 +100,8 @@ pub use gate::__private;
 #[doc(hidden)]
 pub use gate::Claim;
 pub use gate::{
-    ArchiveReport, Gate, GateBuilder, HealthReport, ListFilter, ListItem, Page, Recovery, Submitted,
+    AllowanceReport, ArchiveReport, Gate, GateBuilder, HealthReport, ListFilter, ListItem, Page,
+    Recovery, Submitted,
 };
 pub use grant::Grant;
 pub use id::{InvalidId, RequestId};

@@ -127,6 +127,7 @@ mod tests {
         // The fields left out at their defaults: a report with a quorum and a signed approval
         // carries them, so every field of the schema is seen serialized.
         let mut request = report.request().clone();
+        request.approve_by_allowance(id, request.created_at());
         request.add_approval(crate::SignedApproval::new(
             "alice@example.com".into(),
             "alice".into(),

@@ -133,7 +133,8 @@ pub(crate) fn check(records: &[AuditRecord], recording: Recording) -> Result<(),
             }));
         }
         match effect {
-            Effect::Refuses | Effect::Configures => {}
+            // An allowance's own lines: its id is no request's, and no request moves.
+            Effect::Refuses | Effect::Configures | Effect::Allows => {}
             Effect::Reanchors => {
                 // What the lost lines may have said is anything the rules allow.
                 for trail in trails.values_mut() {
@@ -484,9 +485,14 @@ mod tests {
         /// Whether `event` can happen now, and if so the facts after it.
         fn step(mut self, event: AuditEvent) -> Option<Self> {
             use crate::request::Status as S;
+            // A refusal changes nothing; an allowance's line is about no request.
             if matches!(
                 event,
-                E::ConsumeRefused | E::ConsumeReplayed | E::DecisionRefused
+                E::ConsumeRefused
+                    | E::ConsumeReplayed
+                    | E::DecisionRefused
+                    | E::AllowanceGranted
+                    | E::AllowanceRevoked
             ) {
                 return Some(self);
             }

@@ -11,6 +11,7 @@ mod migrate;
 mod migrate_crash;
 mod never_blocking;
 mod postgres;
+mod postgres_allowances;
 mod postgres_jams;
 mod postgres_passkeys;
 mod postgres_records;

@@ -299,6 +299,54 @@ fn refuse_as(store: &Store, login: &str, id: &str, details: &str, code: &str) {
     );
 }
 
+/// Fails naming any function of the schema `login` may execute that `calls` does not list.
+fn assert_may_execute_only(store: &Store, login: &str, calls: &[&str]) {
+    let granted = Postgres::query(
+        store,
+        &format!(
+            "SELECT p.proname FROM pg_catalog.pg_proc p
+             JOIN pg_catalog.pg_namespace n ON n.oid = p.pronamespace
+             WHERE n.nspname = 'approval_gate' AND has_function_privilege('{login}', p.oid, 'EXECUTE')
+             ORDER BY 1"
+        ),
+    );
+    for known in granted.into_iter().filter_map(|r| r[0].clone()) {
+        assert!(
+            calls.contains(&known.as_str()),
+            "the agent may execute {known}: add it to this test"
+        );
+    }
+}
+
+/// Files `id` as `agent` and approves it by an allowance planted in its window with `poison`
+/// as details: refused, the details being unreadable.
+fn allow_poisoned(store: &Store, agent: &str, id: &str, poison: &str) {
+    let _ = Postgres::query(
+        store,
+        "INSERT INTO approval_gate.allowances (id, record, granted_by, granted_ms) VALUES
+         ('a11a11a11a11', '{\"allowance\": {\"bounds\": {\"notBefore\": \"2000-01-01T00:00:00.000Z\",
+          \"notAfter\": \"2100-01-01T00:00:00.000Z\"}}}', 'owner', 0) ON CONFLICT DO NOTHING",
+    );
+    sql_as(
+        store,
+        agent,
+        file_sql(&record(id, &format!("allow {id}")), "{}"),
+    )
+    .expect("a clean filing");
+    let allowed = sql_as(
+        store,
+        agent,
+        format!(
+            "SELECT approval_gate.allow_request('{id}', 'a11a11a11a11', {}::jsonb, NULL::bigint)",
+            quote(poison)
+        ),
+    );
+    assert!(
+        allowed.as_ref().is_err_and(|e| e.starts_with("AG011")),
+        "allow_request: {allowed:?}"
+    );
+}
+
 /// Finding 6: every function the agent's role may execute, called with poisoned details;
 /// afterwards the chain still verifies and reads for everyone.
 #[test]
@@ -306,35 +354,22 @@ fn postgres_no_agent_call_can_poison_the_audit_chain() {
     let store = Postgres.fresh();
     let logins = Logins::create(&store);
     let agent = logins.agent.clone();
-    let granted = Postgres::query(
-        &store,
-        &format!(
-            "SELECT p.proname FROM pg_catalog.pg_proc p
-             JOIN pg_catalog.pg_namespace n ON n.oid = p.pronamespace
-             WHERE n.nspname = 'approval_gate' AND has_function_privilege('{agent}', p.oid, 'EXECUTE')
-             ORDER BY 1"
-        ),
-    );
-    let granted: Vec<String> = granted.into_iter().filter_map(|r| r[0].clone()).collect();
-    for known in &granted {
-        assert!(
-            [
-                "decide",
-                "file_request",
-                // Takes a lock class and a key, no details: nothing of it reaches the chain.
-                "hold",
-                "recover_executions",
-                "refuse",
-                "seal",
-                "wake"
-            ]
-            .contains(&known.as_str()),
-            "the agent may execute {known}: add it to this test"
-        );
-    }
+    // Takes a lock class and a key, no details: nothing of `hold` reaches the chain.
+    let calls = [
+        "allow_request",
+        "decide",
+        "file_request",
+        "hold",
+        "recover_executions",
+        "refuse",
+        "seal",
+        "wake",
+    ];
+    assert_may_execute_only(&store, &agent, &calls);
 
     let mut n = 100;
     for poison in poisons() {
+        allow_poisoned(&store, &agent, &id_of(n + 10_000), &poison);
         // Filing.
         n += 1;
         let filed = sql_as(

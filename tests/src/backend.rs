@@ -55,6 +55,20 @@ pub trait Backend: Send + Sync {
     /// signature}]`, …) and changes it; the backend stores the result as it is.
     fn tamper(&self, store: &Store, id: RequestId, edit: &mut dyn FnMut(&mut serde_json::Value));
 
+    /// Rewrites the kept record of allowance `id` (the signed allowance, as
+    /// `SignedAllowance::to_json` writes it) as someone who can write the store directly
+    /// could; the backend stores the result as it is.
+    fn tamper_allowance(
+        &self,
+        store: &Store,
+        id: RequestId,
+        edit: &mut dyn FnMut(&mut serde_json::Value),
+    );
+
+    /// Deletes every use recorded of allowance `id`, as someone who can write the store
+    /// directly could, to get its uses and budget back.
+    fn forget_uses(&self, store: &Store, id: RequestId);
+
     /// Appends one audit line saying `event` happened to `id`, with `details`, as someone
     /// who can write the store directly and is careful to keep the chain whole: the line is
     /// linked and hashed as the store would, and its anchor (the head) moved to it. Only
@@ -245,6 +259,30 @@ impl Backend for Directory {
             .expect("write the record");
     }
 
+    fn tamper_allowance(
+        &self,
+        store: &Store,
+        id: RequestId,
+        edit: &mut dyn FnMut(&mut serde_json::Value),
+    ) {
+        let path = Self::dir(store)
+            .join("allowances")
+            .join(format!("{id}.json"));
+        let mut record: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(&path).expect("read the allowance"))
+                .expect("a JSON record");
+        edit(&mut record);
+        std::fs::write(&path, serde_json::to_vec(&record).expect("JSON"))
+            .expect("write the allowance");
+    }
+
+    fn forget_uses(&self, store: &Store, id: RequestId) {
+        let path = Self::dir(store)
+            .join("allowances")
+            .join(format!("{id}.uses"));
+        std::fs::write(&path, b"").expect("empty the uses");
+    }
+
     fn forge_audit_line(
         &self,
         store: &Store,
@@ -371,7 +409,8 @@ fn empty(url: &str) {
         url,
         "SELECT pg_terminate_backend(pid, 5000) FROM pg_stat_activity
              WHERE datname = current_database() AND pid <> pg_backend_pid();
-         TRUNCATE approval_gate.requests, approval_gate.audit;
+         TRUNCATE approval_gate.requests, approval_gate.audit, approval_gate.allowance_uses,
+             approval_gate.allowances;
          UPDATE approval_gate.audit_head
              SET seq = 0, hash = '0000000000000000000000000000000000000000000000000000000000000000';
          UPDATE approval_gate.filing_slots SET live = 0;
@@ -559,6 +598,37 @@ impl Backend for Postgres {
             quote(&status),
         );
         let _ = Self::query(store, &sql);
+    }
+
+    fn tamper_allowance(
+        &self,
+        store: &Store,
+        id: RequestId,
+        edit: &mut dyn FnMut(&mut serde_json::Value),
+    ) {
+        let rows = Self::query(
+            store,
+            &format!("SELECT record::text FROM approval_gate.allowances WHERE id = '{id}'"),
+        );
+        let row = rows.first().expect("the allowance's row");
+        let mut record: serde_json::Value =
+            serde_json::from_str(row[0].as_deref().expect("a record")).expect("JSON");
+        edit(&mut record);
+        let sql = format!(
+            "UPDATE approval_gate.allowances SET record = '{}'::jsonb WHERE id = '{id}'",
+            record.to_string().replace('\'', "''"),
+        );
+        let _ = Self::query(store, &sql);
+    }
+
+    fn forget_uses(&self, store: &Store, id: RequestId) {
+        let _ = Self::query(
+            store,
+            &format!(
+                "DELETE FROM approval_gate.allowance_uses WHERE allowance = '{id}';
+                 UPDATE approval_gate.allowances SET uses = 0, spent = 0 WHERE id = '{id}'"
+            ),
+        );
     }
 
     fn forge_audit_line(

@@ -78,6 +78,18 @@ macro_rules! conformance {
             passkeys:
                 a_cloned_passkey_whose_counter_goes_back_approves_nothing_and_is_audited,
                 two_approvals_with_the_same_counter_race_and_exactly_one_is_recorded;
+            allowances:
+                an_allowance_is_granted_only_with_the_quorum_of_every_operation_it_reaches,
+                a_granted_allowance_is_listed_and_revoked_once_with_its_lines;
+            allowed:
+                a_covered_request_is_approved_by_the_allowance_and_each_use_counted,
+                exhaustion_revocation_and_expiry_after_filing_refuse_and_spend_nothing;
+            allowance_races:
+                sixty_four_concurrent_consumes_under_five_uses_run_exactly_five,
+                a_budget_is_never_overdrawn_by_concurrent_uses,
+                the_rate_and_the_window_hold_at_their_edges,
+                revoke_racing_a_use_has_one_winner,
+                every_forgery_of_a_kept_allowance_is_refused_at_the_consume;
         }
     };
 }
@@ -124,6 +136,8 @@ pub const TOUR: &[&str] = &[
     "lifecycle::a_waiter_wakes_with_the_decision",
     "passkeys::a_cloned_passkey_whose_counter_goes_back_approves_nothing_and_is_audited",
     "notices::the_ledger_keeps_what_was_delivered_and_lets_one_notifier_send_at_a_time",
+    "allowances::a_granted_allowance_is_listed_and_revoked_once_with_its_lines",
+    "allowed::a_covered_request_is_approved_by_the_allowance_and_each_use_counted",
 ];
 
 /// Runs the [`TOUR`] of the suite against `backend` in a process of its own (this test

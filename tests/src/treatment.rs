@@ -74,6 +74,14 @@ pub const PINNED: &[(&str, u8, u8, u16, &str)] = &[
     ("insufficient_approvals", 1, 116, 409, SIGNATURES),
     ("bad_signature", 1, 116, 403, SIGNATURES),
     ("untrusted_signer", 1, 116, 403, SIGNATURES),
+    (
+        "allowance_exhausted",
+        1,
+        114,
+        409,
+        "the allowance that approved it has nothing left, and nothing was spent: do not proceed; file a new request for a human to decide",
+    ),
+    ("allowance_not_covering", 1, 115, 409, MISMATCH),
     ("signature_required", 1, 116, 403, SIGNATURES),
     ("already_signed", 1, 125, 409, NOTHING_CHANGED),
     ("no_approvers", 2, 125, 500, HUMAN),
@@ -174,6 +182,16 @@ pub fn sample(code: ErrorCode) -> Error {
             id,
             principal: principal(),
             key: "SHA256:x".into(),
+        },
+        C::AllowanceExhausted => Error::AllowanceExhausted {
+            id,
+            allowance: id,
+            reason: problem(),
+        },
+        C::AllowanceNotCovering => Error::AllowanceNotCovering {
+            id,
+            allowance: id,
+            reason: problem(),
         },
         C::SignatureRequired => Error::SignatureRequired { id, required: 2 },
         C::AlreadySigned => Error::AlreadySigned {

@@ -134,6 +134,34 @@ pending, showing k of M, until M distinct trusted approvers have signed.")]
         json: bool,
     },
 
+    /// List the allowances humans signed, with their uses and budget left.
+    #[command(after_help = "\
+An allowance is what approvers signed once instead of approving each request: an operation,
+constraints on the payload, and bounds (uses, a budget, a rate, a window of at most 7 days).
+A request it covers is approved by it as it is filed, and each use is counted when it is
+consumed. Each is listed with its id, whether it is active (not revoked, its window open),
+its operation, what it has used and has left, who signed it, and what it allows in words.
+With --json, a list of {\"id\", \"operation\", \"active\", \"revoked\", \"ended\", \"uses\",
+\"spent\", \"usesLeft\", \"budgetLeft\", \"principals\", \"requiredApprovals\", \"words\",
+\"terms\"}. See docs/allowances.md.")]
+    Allowances {
+        /// Print them as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+
+    /// Revoke an allowance at once: nothing not yet used is approved by it any more.
+    RevokeAllowance {
+        /// The allowance id (12 hex characters).
+        #[arg(value_parser = parse_id)]
+        id: RequestId,
+        /// Why you revoke it (optional; recorded with the revocation).
+        reason: Vec<String>,
+        /// Print the allowance as it is now, as JSON (as `allowances --json`).
+        #[arg(long)]
+        json: bool,
+    },
+
     /// Run a command once, as approved: claim the approval, run it with the approved payload.
     #[command(after_help = EXEC_HELP)]
     Exec(ExecArgs),
@@ -314,6 +342,8 @@ impl Command {
             Self::Show { json, .. }
             | Self::Deny { json, .. }
             | Self::Revoke { json, .. }
+            | Self::Allowances { json }
+            | Self::RevokeAllowance { json, .. }
             | Self::Archive { json, .. }
             | Self::Doctor { json }
             | Self::Migrate { json, .. }
@@ -342,7 +372,8 @@ impl Command {
             Self::Show { id, .. }
             | Self::Approve { id, .. }
             | Self::Deny { id, .. }
-            | Self::Revoke { id, .. } => Some(*id),
+            | Self::Revoke { id, .. }
+            | Self::RevokeAllowance { id, .. } => Some(*id),
             Self::Exec(ExecArgs { binding, .. }) | Self::Consume { binding, .. } => {
                 Some(binding.id)
             }

@@ -29,6 +29,7 @@ use std::io;
 use approval_gate::{Gate, RequestId};
 use serde_json::{Value, json};
 
+mod allowances;
 mod approve;
 mod archive;
 mod args;
@@ -179,6 +180,10 @@ fn dispatch(cli: Cli) -> anyhow::Result<Exit> {
         Command::Deny { id, reason, json } => decide::deny(&open()?, id, &reason.join(" "), json),
         Command::Revoke { id, reason, json } => {
             decide::revoke(&open()?, id, &reason.join(" "), json)
+        }
+        Command::Allowances { json } => allowances::list(&open()?, json),
+        Command::RevokeAllowance { id, reason, json } => {
+            allowances::revoke(&open()?, id, &reason.join(" "), json)
         }
         Command::Exec(args) => exec::exec(&settings()?, &args),
         // Never an error report: every failure is a deny in the harness's own format.

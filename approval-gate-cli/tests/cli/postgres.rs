@@ -307,17 +307,21 @@ fn db_init_migrates_a_version_3_store() {
     migrates_from(3, "");
 }
 
-/// The same from version 4: `db init` adds the notifications ledger and its role.
+/// The same from version 4: `db init` adds the notifications ledger and its role, and the
+/// allowances' tables and functions.
 #[test]
 fn db_init_migrates_a_version_4_store() {
     migrates_from(4, "");
 }
 
-/// What version 5 added taken out again: the notifications ledger.
+/// What version 5 added taken out again: the notifications ledger and the allowances.
 const BEFORE_VERSION_5: &str =
     "DROP FUNCTION approval_gate.claim_notice(text, text, bigint, bigint);
      DROP FUNCTION approval_gate.record_notice(text, text, text, integer, bigint);
-     DROP TABLE approval_gate.notices;";
+     DROP TABLE approval_gate.notices;
+     DROP FUNCTION approval_gate.grant_allowance(jsonb, jsonb, bigint);
+     DROP FUNCTION approval_gate.revoke_allowance(text, jsonb, bigint);
+     DROP TABLE approval_gate.allowance_uses; DROP TABLE approval_gate.allowances;";
 
 /// What version 4 added taken out again: the passkeys' counter lock (class 1095192405) in
 /// `hold`.
@@ -380,9 +384,10 @@ fn migrates_from(version: u32, older: &str) {
                     || pg_get_function_result('approval_gate.decide(text, text, text, jsonb, jsonb, bigint)'::regprocedure) || ' '
                     || (SELECT count(*) FROM approval_gate.audit_head WHERE sealed_at IS NOT NULL) || ' '
                     || (pg_get_functiondef('approval_gate.hold(integer, text)'::regprocedure) LIKE '%1095192405%') || ' '
-                    || (to_regprocedure('approval_gate.claim_notice(text, text, bigint, bigint)') IS NOT NULL)"
+                    || (to_regprocedure('approval_gate.claim_notice(text, text, bigint, bigint)') IS NOT NULL) || ' '
+                    || (to_regclass('approval_gate.allowance_uses') IS NOT NULL)"
         )),
-        "5 true boolean text 1 true true"
+        "5 true boolean text 1 true true true"
     );
     assert_eq!(scalar(&query(bound)), counted);
     // Again: nothing counted twice.

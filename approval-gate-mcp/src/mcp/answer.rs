@@ -101,6 +101,10 @@ pub(crate) struct Requested {
     pub(crate) payload_digest: Option<PayloadDigest>,
     /// True if an identical request was already pending and is returned instead of a new one.
     pub(crate) deduplicated: bool,
+    /// The allowance a human signed that approved the request as it was filed: no need to
+    /// wait; left out when it waits for a human.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) allowance: Option<String>,
     /// The command a human runs in their own terminal to approve this request.
     pub(crate) approve_command: String,
     /// What happens next.
@@ -199,6 +203,9 @@ pub(crate) fn advice(error: &Error) -> &'static str {
         F::Missing => "not approved; do not proceed",
         F::Pending => "do not proceed; call wait_for_approval for the human's decision",
         F::Denied => "a human said no: do not proceed",
+        F::Spent if code == C::AllowanceExhausted => {
+            "the allowance that approved it has nothing left, and nothing was spent: do not proceed; file a new request for a human to decide"
+        }
         // An approval that expired while being consumed is spent, not merely unusable.
         F::Spent => "the approval is spent: do not act on it again",
         F::Expired if code == C::ExpiredDuringConsume => {

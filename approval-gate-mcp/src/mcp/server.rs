@@ -121,7 +121,8 @@ impl Server {
             its id, its expiry and the `approval-gate approve <id>` command the human runs in \
             their own terminal. While an identical request is pending, it is returned instead \
             of a new one (deduplicated: true). This authorizes nothing: call wait_for_approval \
-            next. Refusals (isError) carry a code: invalid_arguments, invalid_input, \
+            next, unless an allowance a human signed approved it as it was filed (allowance: \
+            its id; status approved): then consume it. Refusals (isError) carry a code: invalid_arguments, invalid_input, \
             invalid_payload, queue_full, creation_limit.",
         output_schema = output_schema::<Requested>(),
         // De-duplication makes a retry while pending harmless.
@@ -156,22 +157,37 @@ impl Server {
         let request = &submitted.request;
         let id = request.id();
         tracing::info!(%id, deduplicated = submitted.deduplicated, "request filed");
-        Ok(Json(Requested {
-            id: id.to_string(),
-            status: approval_gate::Status::Pending,
-            effective_status: EffectiveStatus::Pending,
-            authorizes_execution: NotAuthorized::default(),
-            expires_at: request.expires_at(),
-            operation: request.operation().map(str::to_owned),
-            payload_digest: request.payload_digest(),
-            deduplicated: submitted.deduplicated,
-            approve_command: format!("approval-gate approve {id}"),
-            note: format!(
+        let allowance = request.allowance();
+        let note = match allowance {
+            Some(allowance) => format!(
+                "request {id} was approved as it was filed by allowance {allowance}, which a \
+                 human signed: no need to wait. Consume it with exactly this action, operation \
+                 and payload; the consume counts a use of the allowance and refuses if it was \
+                 spent, revoked or ended meanwhile (then ask again, for a human)."
+            ),
+            None => format!(
                 "request {id} is pending: not approved. Ask the human to review it and run \
                  `approval-gate approve {id}` (or `approval-gate deny {id}`) in their own \
                  terminal, then call wait_for_approval with this id. Do not proceed before \
                  consume_approval returns ok: true."
             ),
+        };
+        Ok(Json(Requested {
+            id: id.to_string(),
+            status: request.status(),
+            effective_status: if allowance.is_some() {
+                EffectiveStatus::ApprovedUnconsumed
+            } else {
+                EffectiveStatus::Pending
+            },
+            authorizes_execution: NotAuthorized::default(),
+            expires_at: request.expires_at(),
+            operation: request.operation().map(str::to_owned),
+            payload_digest: request.payload_digest(),
+            deduplicated: submitted.deduplicated,
+            allowance: allowance.map(|a| a.to_string()),
+            approve_command: format!("approval-gate approve {id}"),
+            note,
         }))
     }
 

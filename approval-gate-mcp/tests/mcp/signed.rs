@@ -119,3 +119,102 @@ async fn a_quorum_in_progress_is_pending_and_says_k_of_m() {
     );
     assert!(message.contains("it was not spent"), "{message}");
 }
+
+/// Issue 41: a request an allowance a human signed covers is approved as it is filed, and
+/// the answer says so, so the agent need not wait; the consume counts the use. One it does
+/// not cover waits for a human. No tool makes, widens or revokes an allowance.
+#[tokio::test]
+async fn an_allowance_approves_a_covered_request_as_it_is_filed_and_no_tool_makes_one() {
+    use approval_gate::allowance::{
+        Allowance, AllowanceSignature, Bounds, Constraint, SignedAllowance, Terms, Test,
+    };
+    use approval_gate::{Clock as _, SystemClock};
+
+    let keys = tempfile::tempdir().unwrap();
+    let (alice, alice_public) = keygen(keys.path(), "alice");
+    let signers = keys.path().join("allowed_signers");
+    std::fs::write(&signers, format!("alice@example.com {alice_public}\n")).unwrap();
+    let session = Session::start_configured(None, |command, _, _| {
+        command
+            .env("APPROVAL_GATE_APPROVERS", &signers)
+            .env("APPROVAL_GATE_QUORUM", "*=1");
+    })
+    .await;
+    let policy = Policy::load_allowed_signers(&signers).unwrap();
+    let human = session.store.builder().policy(policy).open().unwrap();
+    let now = SystemClock.now();
+    let allowance = Allowance::new(
+        Terms {
+            operation: "mail.send".into(),
+            constraints: vec![Constraint::new("/to", Test::Glob("*@example.com".into())).unwrap()],
+            bounds: Bounds {
+                uses: Some(1),
+                budget: None,
+                rate: None,
+                not_before: now,
+                not_after: now.saturating_add(std::time::Duration::from_secs(3600)),
+            },
+            agent: None,
+            reason: "one invoice".into(),
+        },
+        now,
+    )
+    .unwrap();
+    let signature = approval_gate::SshKeygen::system()
+        .sign(
+            &alice,
+            &allowance.statement("alice@example.com", 1).unwrap(),
+        )
+        .unwrap();
+    let aid = allowance.id();
+    human
+        .allow(SignedAllowance {
+            allowance,
+            required: 1,
+            signatures: vec![AllowanceSignature {
+                principal: "alice@example.com".into(),
+                signature,
+            }],
+        })
+        .unwrap();
+
+    let ask = |to: &str| {
+        json!({ "action": "send the invoice", "reason": "due", "operation": "mail.send",
+                "payload": { "to": to } })
+    };
+    let filed = session
+        .call("request_approval", ask("bob@example.com"))
+        .await
+        .ok();
+    assert_eq!(filed["status"], "approved", "{filed}");
+    assert_eq!(filed["effectiveStatus"], "approved_unconsumed");
+    assert_eq!(filed["allowance"], aid.as_str());
+    assert!(
+        filed["note"].as_str().unwrap().contains("no need to wait"),
+        "{filed}"
+    );
+    let consumed = session
+        .call(
+            "consume_approval",
+            json!({ "id": filed["id"], "action": "send the invoice", "operation": "mail.send",
+                    "payload": { "to": "bob@example.com" } }),
+        )
+        .await
+        .ok();
+    assert_eq!(consumed["ok"], true, "{consumed}");
+    assert_eq!(human.allowance(aid).unwrap().usage.uses, 1);
+
+    let waits = session
+        .call("request_approval", ask("eve@evil.example"))
+        .await
+        .ok();
+    assert_eq!(waits["status"], "pending");
+    assert!(waits.get("allowance").is_none());
+
+    let tools = session.client.peer().list_all_tools().await.unwrap();
+    assert!(
+        tools.iter().all(|tool| !tool.name.contains("allow")),
+        "{:?}",
+        tools.iter().map(|t| t.name.clone()).collect::<Vec<_>>()
+    );
+}

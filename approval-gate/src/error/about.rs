@@ -41,6 +41,8 @@ impl Error {
             | Self::BadSignature { id, .. }
             | Self::UntrustedSigner { id, .. }
             | Self::SignatureRequired { id, .. }
+            | Self::AllowanceExhausted { id, .. }
+            | Self::AllowanceNotCovering { id, .. }
             | Self::AlreadySigned { id, .. }
             | Self::NoApprovers { id }
             | Self::Unreadable { id, .. }
@@ -81,7 +83,9 @@ impl Error {
             Self::ActionMismatch(_)
             | Self::OperationMismatch { .. }
             | Self::PayloadMismatch { .. }
-            | Self::PayloadType { .. } => S::ApprovedUnconsumed,
+            | Self::PayloadType { .. }
+            | Self::AllowanceExhausted { .. }
+            | Self::AllowanceNotCovering { .. } => S::ApprovedUnconsumed,
             Self::WrongState { status, .. } => *status,
             // Where a change took effect but was not made durable or recorded, the status is
             // not known from the error; the others do not say, or are not about one request.

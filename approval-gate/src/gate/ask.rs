@@ -58,8 +58,9 @@ impl Gate {
                 };
                 match self.store().file(&request, caps, &entry)? {
                     Filed::New => {
+                        // Approved at once by an allowance that covers it, if one does.
                         return Ok(Submitted {
-                            request,
+                            request: self.approve_if_allowed(request),
                             deduplicated: false,
                         });
                     }

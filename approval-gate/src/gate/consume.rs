@@ -13,10 +13,15 @@ use crate::faults::failpoint;
 use crate::gate::{Gate, Refreshed};
 use crate::grant::Grant;
 use crate::id::RequestId;
-use crate::request::{Binding, Request};
+use crate::request::{Binding, Request, Status};
 use crate::rules;
+use crate::store::allowance::Kept;
 use crate::store::{Entry, Guard, Spent};
 use crate::time::Timestamp;
+
+/// What a consume checked before it claims: the request, its payload as `T`, the time of
+/// the checks, its lock, and the allowance that approved it with the amount of this use.
+type Checked<T> = (Request, T, Timestamp, Guard, Option<(Kept, Option<u64>)>);
 
 impl Gate {
     /// Consumes an approval: the only thing that authorizes acting.
@@ -64,7 +69,7 @@ impl Gate {
     where
         T: DeserializeOwned + Serialize,
     {
-        let (request, payload, now, _lock) = match self.check_consume::<T>(id, binding) {
+        let (request, payload, now, _lock, allowed) = match self.check_consume::<T>(id, binding) {
             Ok(checked) => checked,
             Err(refusal) => {
                 self.record_refused_consume(id, &refusal);
@@ -72,17 +77,31 @@ impl Gate {
             }
         };
         failpoint!("consume::before_claim");
-        let consumed = json!({
+        let mut consumed = json!({
             "operation": request.operation(),
             "payloadDigest": request.payload_digest(),
         });
+        if let Some((kept, amount)) = &allowed {
+            consumed["allowance"] = json!(kept.signed.allowance.id());
+            if let Some(amount) = amount {
+                consumed["amount"] = json!(amount);
+            }
+        }
         let consumed = crate::gate::details(consumed);
         let entry = Entry {
             ts: now,
             event: AuditEvent::Consumed,
             details: &consumed,
         };
-        match self.store().spend(id, &entry) {
+        let spent = match &allowed {
+            // The use, the budget and the rate are counted in the step that spends it.
+            Some((kept, amount)) => {
+                self.store()
+                    .spend_under(id, &Gate::under(kept, *amount), &entry)
+            }
+            None => self.store().spend(id, &entry),
+        };
+        match spent {
             Ok(Spent::Now) => {}
             // A replay, or the store's own rules; recorded once, by whoever found it.
             Ok(Spent::Refused { refusal, recorded }) => {
@@ -123,24 +142,34 @@ impl Gate {
     /// Everything a consume checks before it claims, in order (`docs/authorization-states.md`):
     /// the request, read under its lock (held until the claim is made), the payload as `T`,
     /// and the time the checks were made at.
-    fn check_consume<T>(
-        &self,
-        id: RequestId,
-        binding: &Binding,
-    ) -> Result<(Request, T, Timestamp, Guard), Error>
+    ///
+    /// A request an allowance approved has no human approvals to verify: the allowance is
+    /// verified instead, in their place (read, not revoked, its signatures counted under this
+    /// gate's policy for the request's operation, covering the exact payload, its window
+    /// open), and what it has left is counted by the store's spend.
+    fn check_consume<T>(&self, id: RequestId, binding: &Binding) -> Result<Checked<T>, Error>
     where
         T: DeserializeOwned + Serialize,
     {
         let lock = self.store().lock(id)?;
         let now = self.now();
-        let Refreshed { request, claimed } = self.refresh_locked(id, now)?;
-        let policy = self.policy().map(|policy| {
+        let (Refreshed { request, claimed }, kept) = self.refresh_locked_allowed(id, now)?;
+        let allowed = match request.allowance() {
+            Some(allowance) if request.status() == Status::Approved && !claimed => {
+                Some(self.check_allowance(&request, allowance, kept, now)?)
+            }
+            _ => None,
+        };
+        // An allowance stands in for the approvals (checked above unless the claim is made,
+        // and a made claim refuses as a replay).
+        let by_allowance = request.allowance().is_some();
+        let policy = self.policy().filter(|_| !by_allowance).map(|policy| {
             let required =
                 self.required_approvals(request.operation(), request.required_approvals());
             (policy, required)
         });
         let payload = rules::check_consumable::<T>(&request, claimed, binding, policy, now)?;
-        Ok((request, payload, now, lock))
+        Ok((request, payload, now, lock, allowed))
     }
 
     /// Records that a consume of `id` was refused with `refusal`, as `consume_refused` (or

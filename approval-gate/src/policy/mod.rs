@@ -7,7 +7,7 @@
 //! write the store, but holds no approver's key, cannot make an approval the executor takes.
 
 pub mod passkey;
-mod quorum;
+pub(crate) mod quorum;
 mod sign;
 mod signers;
 
@@ -49,7 +49,7 @@ pub struct Policy {
 }
 
 /// What a signature check found wrong, before it is tied to a request.
-enum Problem {
+pub(crate) enum Problem {
     Bad(String),
     Untrusted(String),
 }
@@ -126,6 +126,13 @@ impl Policy {
         Ok(self)
     }
 
+    /// The quorum table's rows, in the order given.
+    pub(crate) fn quorum_rows(&self) -> impl Iterator<Item = (&str, u32)> {
+        self.quorum
+            .iter()
+            .map(|(pattern, n)| (pattern.as_str(), *n))
+    }
+
     /// How many distinct approvers a request for `operation` needs under this policy.
     #[must_use]
     pub fn required_approvals(&self, operation: Option<&str>) -> u32 {
@@ -160,7 +167,12 @@ impl Policy {
     /// Whether this policy lets `signed`'s key sign as `principal` in our namespace at `now`,
     /// and, for a passkey, on the origin its assertion was made on: the one its line names.
     /// A key trusted for the principal but on another origin is a bad signature, saying so.
-    fn trust(&self, signed: &SignedBy, principal: &str, now: Timestamp) -> Result<(), Problem> {
+    pub(crate) fn trust(
+        &self,
+        signed: &SignedBy,
+        principal: &str,
+        now: Timestamp,
+    ) -> Result<(), Problem> {
         let mut lines = self.signers.iter().filter(|signer| {
             signer.key.key_data() == signed.key.key_data()
                 && signer.allows(principal, SIGNATURE_NAMESPACE, now)
@@ -390,29 +402,79 @@ pub(crate) fn check_signature(
     principal: &str,
     signature: &str,
 ) -> Result<SignedBy, String> {
-    if passkey::looks_armored(signature) {
-        return check_passkey(request, required, principal, signature)
-            .map_err(|problem| format!("passkey assertion: {problem}"));
+    let signed = Signed {
+        kind: "decision statement",
+        of: format!("this request as it stands (every field shown, and a quorum of {required})"),
+        statement: &|| {
+            request
+                .statement(principal, required)
+                .map_err(|e| e.to_string())
+        },
+    };
+    signed.check(principal, signature)
+}
+
+/// A statement someone signs, for [`Signed::check`]: what kind it is and of what, in words
+/// for the refusal, and how to make its bytes (only once the signature's form is known good).
+pub(crate) struct Signed<'a> {
+    /// `decision statement`, `allowance statement`.
+    pub(crate) kind: &'static str,
+    /// What it is the statement of, as a refusal names it.
+    pub(crate) of: String,
+    /// The statement's bytes.
+    pub(crate) statement: &'a dyn Fn() -> Result<Vec<u8>, String>,
+}
+
+impl Signed<'_> {
+    /// [`check_signature`] of any statement: `signature` is an SSHSIG in our namespace or a
+    /// passkey assertion over the statement's challenge, by the key it carries.
+    pub(crate) fn check(&self, principal: &str, signature: &str) -> Result<SignedBy, String> {
+        if passkey::looks_armored(signature) {
+            return self
+                .check_passkey(principal, signature)
+                .map_err(|problem| format!("passkey assertion: {problem}"));
+        }
+        let sig = signers::parse_signature(signature.trim())?;
+        if sig.namespace() != SIGNATURE_NAMESPACE {
+            return Err(format!(
+                "signed in namespace {:?}, not {SIGNATURE_NAMESPACE:?}",
+                sig.namespace()
+            ));
+        }
+        let statement = (self.statement)()?;
+        let key = PublicKey::from(sig.public_key().clone());
+        key.verify(SIGNATURE_NAMESPACE, &statement, &sig)
+            .map_err(|_| {
+                format!(
+                    "does not verify: it is not {principal}'s signature of {}",
+                    self.of
+                )
+            })?;
+        Ok(SignedBy { key, origin: None })
     }
-    let sig = signers::parse_signature(signature.trim())?;
-    if sig.namespace() != SIGNATURE_NAMESPACE {
-        return Err(format!(
-            "signed in namespace {:?}, not {SIGNATURE_NAMESPACE:?}",
-            sig.namespace()
-        ));
+
+    /// [`check`](Signed::check) of a passkey assertion envelope.
+    fn check_passkey(&self, principal: &str, signature: &str) -> Result<SignedBy, String> {
+        let (passkey, assertion) =
+            passkey::Assertion::dearmor(signature).map_err(|error| match error {
+                Error::InvalidInput { problem, .. } => problem,
+                other => other.to_string(),
+            })?;
+        let statement = (self.statement)()?;
+        let verified = passkey
+            .check(&passkey::challenge(&statement), &assertion)
+            .map_err(|failure| match failure {
+                passkey::Failure::Challenge { .. } => format!(
+                    "does not verify: its challenge is not {principal}'s {} of {}",
+                    self.kind, self.of
+                ),
+                passkey::Failure::Other(problem) => problem,
+            })?;
+        Ok(SignedBy {
+            key: passkey.public_key(),
+            origin: Some(verified.origin),
+        })
     }
-    let statement = request
-        .statement(principal, required)
-        .map_err(|e| e.to_string())?;
-    let key = PublicKey::from(sig.public_key().clone());
-    key.verify(SIGNATURE_NAMESPACE, &statement, &sig)
-        .map_err(|_| {
-            format!(
-                "does not verify: it is not {principal}'s signature of this request as it stands \
-                 (every field shown, and a quorum of {required})"
-            )
-        })?;
-    Ok(SignedBy { key, origin: None })
 }
 
 /// Who made a signature that verifies: the key, and for a passkey assertion the origin the
@@ -423,36 +485,6 @@ pub(crate) struct SignedBy {
     pub(crate) key: PublicKey,
     /// The origin of a passkey assertion; `None` for an SSH signature.
     pub(crate) origin: Option<String>,
-}
-
-/// [`check_signature`] of a passkey assertion envelope.
-fn check_passkey(
-    request: &Request,
-    required: u32,
-    principal: &str,
-    signature: &str,
-) -> Result<SignedBy, String> {
-    let (passkey, assertion) =
-        passkey::Assertion::dearmor(signature).map_err(|error| match error {
-            Error::InvalidInput { problem, .. } => problem,
-            other => other.to_string(),
-        })?;
-    let statement = request
-        .statement(principal, required)
-        .map_err(|e| e.to_string())?;
-    let verified = passkey
-        .check(&passkey::challenge(&statement), &assertion)
-        .map_err(|failure| match failure {
-            passkey::Failure::Challenge { .. } => format!(
-                "does not verify: its challenge is not {principal}'s decision statement of \
-                 this request as it stands (every field shown, and a quorum of {required})"
-            ),
-            passkey::Failure::Other(problem) => problem,
-        })?;
-    Ok(SignedBy {
-        key: passkey.public_key(),
-        origin: Some(verified.origin),
-    })
 }
 
 /// The key's SHA256 fingerprint, as `ssh-keygen -l` shows it.

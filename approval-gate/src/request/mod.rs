@@ -4,7 +4,7 @@
 mod approval;
 mod binding;
 mod decision;
-mod new;
+pub(crate) mod new;
 mod report;
 
 use std::time::Duration;
@@ -54,6 +54,11 @@ pub struct Request {
     /// before it was kept.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     filed_by: Option<String>,
+    /// The allowance that approved it at filing, instead of a human: its consume verifies the
+    /// allowance again and counts the use. Absent in records of requests a human decided, and
+    /// in records written before allowances.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    allowance: Option<RequestId>,
 }
 
 fn one() -> u32 {
@@ -113,6 +118,7 @@ impl Request {
             required_approvals: required_approvals.max(1),
             approvals: Vec::new(),
             filed_by: None,
+            allowance: None,
         }
     }
 
@@ -142,6 +148,7 @@ impl Request {
             required_approvals: 1,
             approvals: Vec::new(),
             filed_by: None,
+            allowance: None,
         }
     }
 
@@ -300,6 +307,20 @@ impl Request {
     #[must_use]
     pub fn filed_by(&self) -> Option<&str> {
         self.filed_by.as_deref()
+    }
+
+    /// The allowance that approved it at filing, if one did (and not a human).
+    #[must_use]
+    pub fn allowance(&self) -> Option<RequestId> {
+        self.allowance
+    }
+
+    /// Approves the pending request by the allowance `allowance` at `now`.
+    pub(crate) fn approve_by_allowance(&mut self, allowance: RequestId, now: Timestamp) {
+        self.status = Status::Approved;
+        self.decided_at = Some(now);
+        self.decided_by = Some(format!("allowance {allowance}"));
+        self.allowance = Some(allowance);
     }
 
     /// How many distinct approvers must sign, as recorded when it was filed.

@@ -110,12 +110,12 @@ pub(crate) fn check_ttl(field: &'static str, ttl: Duration) -> Result<(), Error>
 
 /// Whether a text field may be left empty.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Blank {
+pub(crate) enum Blank {
     Refused,
     Allowed,
 }
 
-pub(super) fn check_text(
+pub(crate) fn check_text(
     field: &'static str,
     text: &str,
     max: usize,

@@ -136,6 +136,7 @@ impl StatusReport {
             decided_at: request.decided_at(),
             decided_by: request.decided_by().map(str::to_owned),
             decision_reason: request.decision_reason().map(str::to_owned),
+            allowance: request.allowance(),
             required_approvals: self.required_approvals,
             counted_approvals: (self.required_approvals > 1 || !request.approvals().is_empty())
                 .then(|| self.counted_approvals()),
@@ -234,6 +235,10 @@ pub struct ReportJson {
     /// The reason given with the decision.
     #[serde(skip_serializing_if = "Option::is_none")]
     decision_reason: Option<String>,
+    /// The allowance that approved it at filing, instead of a human (its consume counts a use
+    /// of it); left out when a human decided.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    allowance: Option<RequestId>,
     /// How many distinct approvers must sign; left out when one approval is enough.
     #[serde(skip_serializing_if = "is_one")]
     required_approvals: u32,

@@ -71,10 +71,13 @@ pub(crate) enum Effect {
     /// Concerns the whole store too: its owner changed a setting (the caps), or `migrate`
     /// began the chain of a store brought over from the predecessor. No request moves.
     Configures,
+    /// Concerns an allowance, not a request (the line names the allowance's id): granted or
+    /// revoked. No request moves; the uses it approves are recorded on their requests.
+    Allows,
 }
 
 /// Every event, for [`reachable`]. A new event must be added here and to [`effect`].
-pub(crate) const EVENTS: [AuditEvent; 16] = [
+pub(crate) const EVENTS: [AuditEvent; 18] = [
     AuditEvent::Requested,
     AuditEvent::Approved,
     AuditEvent::ApprovalAdded,
@@ -91,6 +94,8 @@ pub(crate) const EVENTS: [AuditEvent; 16] = [
     AuditEvent::Reanchored,
     AuditEvent::LimitsSet,
     AuditEvent::Migrated,
+    AuditEvent::AllowanceGranted,
+    AuditEvent::AllowanceRevoked,
 ];
 
 /// What `event` does to the request its line names.
@@ -111,6 +116,7 @@ pub(crate) fn effect(event: AuditEvent) -> Effect {
         }
         AuditEvent::Reanchored => Effect::Reanchors,
         AuditEvent::LimitsSet | AuditEvent::Migrated => Effect::Configures,
+        AuditEvent::AllowanceGranted | AuditEvent::AllowanceRevoked => Effect::Allows,
     }
 }
 

@@ -13,6 +13,7 @@
 //! crate-private; a backend is held to the conformance suite in `tests/conformance`, which
 //! every backend runs with one line, and which fails if it never calls one of the steps.
 
+pub(crate) mod allowance;
 mod capability;
 pub(crate) mod dir;
 mod location;
@@ -30,6 +31,7 @@ use std::path::PathBuf;
 
 use serde_json::{Map, Value};
 
+use crate::allowance::SignedAllowance;
 use crate::audit::{AuditEvent, AuditRecord, AuditSummary, Reanchored};
 use crate::error::Error;
 use crate::id::RequestId;
@@ -184,6 +186,11 @@ pub(crate) trait Store: Chain + Send + Sync + fmt::Debug {
     /// [`marks`](Store::marks): the lifecycle's read of a request under its lock. A store that
     /// can read both at once does so in one read.
     fn load_marked(&self, id: RequestId) -> Result<(Option<Request>, Marks), Error>;
+    /// [`load_marked`](Store::load_marked), and for a request an allowance approved that
+    /// allowance as [`allowance`](Store::allowance) gives it uncounted (`None` if it names
+    /// none, or none is kept): what a consume reads under the request's lock. A store that can
+    /// read them at once does so in one read.
+    fn load_marked_allowed(&self, id: RequestId) -> Result<MarkedAllowed, Error>;
     /// Each id in `scope` with its live record as [`load`](Store::load) gives it, in no order.
     fn scan(&self, scope: Scope) -> Result<Vec<Loaded>, Error>;
 
@@ -218,6 +225,18 @@ pub(crate) trait Store: Chain + Send + Sync + fmt::Debug {
     /// `entry.ts`. A failure once it may be spent is [`Error::DurabilityUnknown`] or
     /// [`Error::NotRecorded`]: nothing is authorized, and nothing can be spent again.
     fn spend(&self, id: RequestId, entry: &Entry<'_>) -> Result<Spent, Error>;
+    /// [`spend`](Store::spend) of a request an allowance approved: under the allowance's own
+    /// lock (taken inside the request's, which the caller holds), in one step, reads the
+    /// allowance's uses, refuses if it was revoked or `under`'s bounds do not admit one more
+    /// use of `under.amount` at `entry.ts`, else counts the use and spends the approval, with
+    /// its `consumed` line. A use counted is never given back: a crash after it and before
+    /// the claim costs a use, never overdraws.
+    fn spend_under(
+        &self,
+        id: RequestId,
+        under: &allowance::Under<'_>,
+        entry: &Entry<'_>,
+    ) -> Result<Spent, Error>;
     /// Records a refusal (`consume_refused`, `consume_replayed`, `decision_refused`): a line
     /// that changes no record. Its position in the chain.
     fn refuse(&self, id: RequestId, entry: &Entry<'_>) -> Result<u64, Error>;
@@ -237,6 +256,24 @@ pub(crate) trait Store: Chain + Send + Sync + fmt::Debug {
     /// `archived` line. An error once the record moved says the request is archived but not
     /// all was recorded ([`Error::NotRecorded`] or [`Error::DurabilityUnknown`]).
     fn archive(&self, id: RequestId, entry: &Entry<'_>) -> Result<(), Error>;
+
+    // ---------------------------------------------------------------- allowances
+
+    /// Keeps a signed allowance (verified by the caller) with its `allowance_granted` line:
+    /// written once, never changed. `false` (nothing kept, no line) if its id is taken.
+    fn grant_allowance(&self, signed: &SignedAllowance, entry: &Entry<'_>) -> Result<bool, Error>;
+    /// Revokes the allowance `id` with its `allowance_revoked` line, for every use not yet
+    /// counted: under the allowance's lock, so a use counted at the same moment is either
+    /// before it or refused.
+    fn revoke_allowance(
+        &self,
+        id: RequestId,
+        entry: &Entry<'_>,
+    ) -> Result<allowance::Revoked, Error>;
+    /// The allowance `id` with its uses and whether it is revoked, or `None`.
+    fn allowance(&self, id: RequestId) -> Result<Option<allowance::Kept>, Error>;
+    /// Every allowance kept (revoked and ended ones too), in no order.
+    fn allowances(&self) -> Result<Vec<allowance::Kept>, Error>;
 
     // ------------------------------------------------------------- health, watch
 
@@ -299,6 +336,10 @@ pub(crate) fn refusal_operation(event: AuditEvent) -> Result<&'static str, Error
         }),
     }
 }
+
+/// A live record, its marks, and the allowance that approved it
+/// ([`Store::load_marked_allowed`]).
+pub(crate) type MarkedAllowed = (Option<Request>, Marks, Option<allowance::Kept>);
 
 /// An id and what loading its live record gave.
 pub(crate) type Loaded = (RequestId, Result<Option<Request>, Error>);

@@ -19,9 +19,12 @@ use std::path::PathBuf;
 #[cfg(feature = "store-trace")]
 use std::sync::{Mutex, OnceLock, PoisonError};
 
+use super::allowance::{Kept, Revoked, Under};
 use super::{
-    About, Caps, Chain, Entry, Filed, Guard, Loaded, Marks, Recovery, Scope, Shelf, Spent, Store,
+    About, Caps, Chain, Entry, Filed, Guard, Loaded, MarkedAllowed, Marks, Recovery, Scope, Shelf,
+    Spent, Store,
 };
+use crate::allowance::SignedAllowance;
 use crate::audit::{AuditRecord, AuditSummary, Reanchored};
 use crate::change::ChangeSink;
 use crate::error::Error;
@@ -36,23 +39,29 @@ pub const ENV: &str = "APPROVAL_GATE_STORE_TRACE";
 /// Every method of the store's two traits (`Store`, then `Chain`), by name.
 #[cfg(any(test, feature = "store-trace"))]
 #[cfg_attr(not(feature = "store-trace"), allow(unreachable_pub))]
-pub const STEPS: [&str; 24] = [
+pub const STEPS: [&str; 30] = [
     "about",
     "load",
     "concerns_record_only",
     "marks",
     "load_marked",
+    "load_marked_allowed",
     "scan",
     "lock",
     "lock_counters",
     "file",
     "decide",
     "spend",
+    "spend_under",
     "refuse",
     "begin_execution",
     "finish_execution",
     "recover",
     "archive",
+    "grant_allowance",
+    "revoke_allowance",
+    "allowance",
+    "allowances",
     "stray_entries",
     "notices",
     "dead_letters",
@@ -153,6 +162,11 @@ impl Store for Traced {
     fn load_marked(&self, id: RequestId) -> Result<(Option<Request>, Marks), Error> {
         self.step("load_marked", Some(id), || self.0.load_marked(id))
     }
+    fn load_marked_allowed(&self, id: RequestId) -> Result<MarkedAllowed, Error> {
+        self.step("load_marked_allowed", Some(id), || {
+            self.0.load_marked_allowed(id)
+        })
+    }
     fn scan(&self, scope: Scope) -> Result<Vec<Loaded>, Error> {
         self.step("scan", None, || self.0.scan(scope))
     }
@@ -180,6 +194,16 @@ impl Store for Traced {
     fn spend(&self, id: RequestId, entry: &Entry<'_>) -> Result<Spent, Error> {
         self.step("spend", Some(id), || self.0.spend(id, entry))
     }
+    fn spend_under(
+        &self,
+        id: RequestId,
+        under: &Under<'_>,
+        entry: &Entry<'_>,
+    ) -> Result<Spent, Error> {
+        self.step("spend_under", Some(id), || {
+            self.0.spend_under(id, under, entry)
+        })
+    }
     fn refuse(&self, id: RequestId, entry: &Entry<'_>) -> Result<u64, Error> {
         self.step("refuse", Some(id), || self.0.refuse(id, entry))
     }
@@ -204,6 +228,22 @@ impl Store for Traced {
     }
     fn dead_letters(&self) -> Result<Vec<crate::notices::DeadLetter>, Error> {
         self.step("dead_letters", None, || self.0.dead_letters())
+    }
+    fn grant_allowance(&self, signed: &SignedAllowance, entry: &Entry<'_>) -> Result<bool, Error> {
+        self.step("grant_allowance", Some(signed.allowance.id()), || {
+            self.0.grant_allowance(signed, entry)
+        })
+    }
+    fn revoke_allowance(&self, id: RequestId, entry: &Entry<'_>) -> Result<Revoked, Error> {
+        self.step("revoke_allowance", Some(id), || {
+            self.0.revoke_allowance(id, entry)
+        })
+    }
+    fn allowance(&self, id: RequestId) -> Result<Option<Kept>, Error> {
+        self.step("allowance", Some(id), || self.0.allowance(id))
+    }
+    fn allowances(&self) -> Result<Vec<Kept>, Error> {
+        self.step("allowances", None, || self.0.allowances())
     }
     fn stray_entries(&self) -> Result<Vec<PathBuf>, Error> {
         self.step("stray_entries", None, || self.0.stray_entries())

@@ -169,6 +169,16 @@ export class UntrustedSigner extends Refused {
   static code = "untrusted_signer";
   static family = "signature";
 }
+/** Code `allowance_exhausted`. */
+export class AllowanceExhausted extends Refused {
+  static code = "allowance_exhausted";
+  static family = "spent";
+}
+/** Code `allowance_not_covering`. */
+export class AllowanceNotCovering extends Refused {
+  static code = "allowance_not_covering";
+  static family = "binding";
+}
 /** Code `signature_required`. */
 export class SignatureRequired extends Refused {
   static code = "signature_required";
@@ -276,7 +286,8 @@ for (const [, value] of Object.entries({
   InvalidId, InvalidInput, InvalidPayload, PayloadType, QueueFull, CreationLimit, NotFound,
   Archived, NotApproved, Denied, Expired, Revoked, AlreadyConsumed, ApprovalExpired,
   ExpiredDuringConsume, ActionMismatch, OperationMismatch, PayloadMismatch, InsufficientApprovals,
-  BadSignature, UntrustedSigner, SignatureRequired, AlreadySigned, NoApprovers, Signing, Changed,
+  BadSignature, UntrustedSigner, AllowanceExhausted, AllowanceNotCovering, SignatureRequired,
+  AlreadySigned, NoApprovers, Signing, Changed,
   WrongState, UnsafeState, Corrupt, PredecessorStore, Unreadable, AuditBroken, AuditInconsistent,
   DurabilityUnknown, NotRecorded, NoStateDir, Random, Database, NotPermitted, Blocked, Io,
   GrantRefused,

@@ -272,6 +272,10 @@ export declare class InsufficientApprovals extends Refused {}
 export declare class BadSignature extends Refused {}
 /** Code `untrusted_signer` (refused, family `signature`). */
 export declare class UntrustedSigner extends Refused {}
+/** Code `allowance_exhausted` (refused, family `spent`). */
+export declare class AllowanceExhausted extends Refused {}
+/** Code `allowance_not_covering` (refused, family `binding`). */
+export declare class AllowanceNotCovering extends Refused {}
 /** Code `signature_required` (refused, family `signature`). */
 export declare class SignatureRequired extends Refused {}
 /** Code `already_signed` (refused, family `state`). */

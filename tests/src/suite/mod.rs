@@ -8,6 +8,9 @@
 //! damaged files, power loss, edits to `audit.jsonl`) stay in `tests/it`, `tests/faults`
 //! and `tests/powerloss`.
 
+pub mod allowance_races;
+pub mod allowances;
+pub mod allowed;
 pub mod audit;
 pub mod binding;
 pub mod execute;

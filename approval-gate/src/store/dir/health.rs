@@ -9,7 +9,7 @@ type IsKnown = fn(&str) -> bool;
 
 /// The store's directories (relative to its root, `""` for the root itself) and whether a
 /// name in one of them is one the store writes. Mirrors the layout in `mod.rs`.
-const DIRS: [(&str, IsKnown); 8] = [
+const DIRS: [(&str, IsKnown); 9] = [
     ("", |name| {
         matches!(
             name,
@@ -17,6 +17,7 @@ const DIRS: [(&str, IsKnown); 8] = [
                 | "claims"
                 | "locks"
                 | "archive"
+                | "allowances"
                 | "audit.jsonl"
                 | "audit.head"
                 | "gate.lock"
@@ -39,6 +40,9 @@ const DIRS: [(&str, IsKnown); 8] = [
             })
     }),
     ("archive", |name| id_with(name, &[".json", ".used"])),
+    ("allowances", |name| {
+        id_with(name, &[".json", ".uses", ".revoked", ".lock"])
+    }),
     // A store `approval-gate migrate` brought over keeps the old one's files, byte for byte.
     ("predecessor", |name| {
         matches!(name, "audit.jsonl" | "requests")

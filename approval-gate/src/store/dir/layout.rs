@@ -26,6 +26,25 @@ impl Layout {
     pub(super) fn archive_dir(&self) -> PathBuf {
         self.root.join("archive")
     }
+    pub(super) fn allowances_dir(&self) -> PathBuf {
+        self.root.join("allowances")
+    }
+    /// The signed allowance, written once.
+    pub(super) fn allowance(&self, id: RequestId) -> PathBuf {
+        self.allowances_dir().join(format!("{id}.json"))
+    }
+    /// Its uses, one line each, appended.
+    pub(super) fn allowance_uses(&self, id: RequestId) -> PathBuf {
+        self.allowances_dir().join(format!("{id}.uses"))
+    }
+    /// Made once it is revoked.
+    pub(super) fn allowance_revoked(&self, id: RequestId) -> PathBuf {
+        self.allowances_dir().join(format!("{id}.revoked"))
+    }
+    /// Held for each of its steps.
+    pub(super) fn allowance_lock(&self, id: RequestId) -> PathBuf {
+        self.allowances_dir().join(format!("{id}.lock"))
+    }
     pub(super) fn filing_lock(&self) -> PathBuf {
         self.root.join("gate.lock")
     }

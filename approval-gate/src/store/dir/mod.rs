@@ -26,8 +26,14 @@
 //!   notify/ledger.jsonl  the notifications ledger: one line per message delivered or given up
 //!                        on (a dead letter), each synced; a torn last line is dropped
 //!   notify/notifier.lock held by the one `approval-gate notify` running on this store
+//!   allowances/<id>.json the signed allowance, made by exclusive create and never changed
+//!   allowances/<id>.uses its uses, one JSON line each ({request, amount, at}), appended and
+//!                        fsynced in the step that spends the request they approve
+//!   allowances/<id>.revoked  made (exclusive create, fsynced) when it is revoked
+//!   allowances/<id>.lock held for each step of the allowance (grant, revoke, a use)
 //! ```
 
+mod allowances;
 mod audit_log;
 mod boot;
 pub(crate) mod fs;
@@ -46,10 +52,12 @@ use serde_json::json;
 use self::audit_log::AuditLog;
 use self::layout::{Layout, Locked, ids_in, lock_exclusive, lock_file, try_lock_existing};
 use self::queue::Queue;
+use super::allowance::{Kept, Revoked, Under};
 use super::{
-    About, Capabilities, Caps, Chain, Entry, Filed, Filer, Guard, Loaded, Location, Marks,
-    Recovery, Refusals, Scope, Shelf, Spent, Store,
+    About, Capabilities, Caps, Chain, Entry, Filed, Filer, Guard, Loaded, Location, MarkedAllowed,
+    Marks, Recovery, Refusals, Scope, Shelf, Spent, Store,
 };
+use crate::allowance::SignedAllowance;
 use crate::audit::{AuditRecord, AuditSummary, Reanchored};
 use crate::change::ChangeSink;
 use crate::error::Error;
@@ -94,6 +102,7 @@ impl DirStore {
             layout.claims_dir(),
             layout.locks_dir(),
             layout.archive_dir(),
+            layout.allowances_dir(),
         ] {
             fs::ensure_dir(&dir)?;
         }
@@ -210,6 +219,32 @@ impl DirStore {
         Ok(())
     }
 
+    /// Makes the claim of `id` and writes its `consumed` line: the spend itself, once every
+    /// check has passed. `Spent::before` if the claim exists.
+    pub(super) fn claim_and_record(
+        &self,
+        id: RequestId,
+        entry: &Entry<'_>,
+    ) -> Result<Spent, Error> {
+        let claim = json!({ "consumedAt": entry.ts, "pid": std::process::id() }).to_string();
+        let made = fs::create_exclusive(&self.layout.claim(id), claim.as_bytes())
+            .map_err(|failed| failed.on(id, "consume"))?;
+        if !made {
+            return Ok(Spent::before(id));
+        }
+        // From here on the approval is spent, whatever happens next.
+        let record = || -> Result<(), Error> {
+            failpoint!("consume::after_claim");
+            self.append(id, entry)?;
+            failpoint!("consume::after_consumed_line");
+            Ok(())
+        };
+        record().map_err(|error| error.after_effect(id, "consume"))?;
+        // Only a hint for recovery: a lost marker makes recovery look the line up again.
+        let _ = fs::mark(&self.layout.claim(id), &self.layout.claim_logged(id));
+        Ok(Spent::Now)
+    }
+
     fn lock_execution_marker(&self, id: RequestId) -> Result<Locked, Error> {
         let path = self.layout.execution_marker(id);
         for _ in 0..MARKER_ATTEMPTS {
@@ -284,6 +319,15 @@ impl Store for DirStore {
         Ok((request, self.marks(id)?))
     }
 
+    fn load_marked_allowed(&self, id: RequestId) -> Result<MarkedAllowed, Error> {
+        let (request, marks) = self.load_marked(id)?;
+        let kept = match request.as_ref().and_then(Request::allowance) {
+            Some(allowance) => self.read_allowance(allowance, false)?,
+            None => None,
+        };
+        Ok((request, marks, kept))
+    }
+
     fn scan(&self, scope: Scope) -> Result<Vec<Loaded>, Error> {
         let ids = match scope {
             Scope::Pending => self.pending_ids()?,
@@ -350,23 +394,16 @@ impl Store for DirStore {
     fn spend(&self, id: RequestId, entry: &Entry<'_>) -> Result<Spent, Error> {
         // Spending is a "yes": it is not done unless its `consumed` line can follow.
         self.audit.check_appendable()?;
-        let claim = json!({ "consumedAt": entry.ts, "pid": std::process::id() }).to_string();
-        let made = fs::create_exclusive(&self.layout.claim(id), claim.as_bytes())
-            .map_err(|failed| failed.on(id, "consume"))?;
-        if !made {
-            return Ok(Spent::before(id));
-        }
-        // From here on the approval is spent, whatever happens next.
-        let record = || -> Result<(), Error> {
-            failpoint!("consume::after_claim");
-            self.append(id, entry)?;
-            failpoint!("consume::after_consumed_line");
-            Ok(())
-        };
-        record().map_err(|error| error.after_effect(id, "consume"))?;
-        // Only a hint for recovery: a lost marker makes recovery look the line up again.
-        let _ = fs::mark(&self.layout.claim(id), &self.layout.claim_logged(id));
-        Ok(Spent::Now)
+        self.claim_and_record(id, entry)
+    }
+
+    fn spend_under(
+        &self,
+        id: RequestId,
+        under: &Under<'_>,
+        entry: &Entry<'_>,
+    ) -> Result<Spent, Error> {
+        self.spend_allowed(id, under, entry)
     }
 
     fn refuse(&self, id: RequestId, entry: &Entry<'_>) -> Result<u64, Error> {
@@ -413,6 +450,22 @@ impl Store for DirStore {
             self.append(id, entry).map(drop)
         };
         rest().map_err(|error| error.after_effect(id, "archive"))
+    }
+
+    fn grant_allowance(&self, signed: &SignedAllowance, entry: &Entry<'_>) -> Result<bool, Error> {
+        self.grant(signed, entry)
+    }
+
+    fn revoke_allowance(&self, id: RequestId, entry: &Entry<'_>) -> Result<Revoked, Error> {
+        self.revoke(id, entry)
+    }
+
+    fn allowance(&self, id: RequestId) -> Result<Option<Kept>, Error> {
+        self.read_allowance(id, true)
+    }
+
+    fn allowances(&self) -> Result<Vec<Kept>, Error> {
+        self.read_allowances()
     }
 
     fn stray_entries(&self) -> Result<Vec<PathBuf>, Error> {

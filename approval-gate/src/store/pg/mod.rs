@@ -27,6 +27,7 @@
 //! [`SESSION_BOUNDS`]: pool::SESSION_BOUNDS
 //! [`off_runtime`]: pool::off_runtime
 
+mod allowances;
 mod audit;
 mod calls;
 pub(super) mod conninfo;
@@ -44,10 +45,12 @@ mod tls;
 
 use std::sync::{Arc, PoisonError};
 
+use super::allowance::{Kept, Revoked, Under};
 use super::{
-    About, Capabilities, Caps, Chain, Entry, Filed, Filer, Guard, Loaded, Location, Marks,
-    Recovery, Refusals, Scope, Shelf, Spent, Store,
+    About, Capabilities, Caps, Chain, Entry, Filed, Filer, Guard, Loaded, Location, MarkedAllowed,
+    Marks, Recovery, Refusals, Scope, Shelf, Spent, Store,
 };
+use crate::allowance::SignedAllowance;
 use crate::audit::{AuditRecord, AuditSummary, LineHash, Reanchored, parse_chain_with};
 use crate::change::ChangeSink;
 use crate::error::Error;
@@ -132,6 +135,10 @@ impl Store for PgStore {
 
     fn load_marked(&self, id: RequestId) -> Result<(Option<Request>, Marks), Error> {
         self.load_live_marked(id)
+    }
+
+    fn load_marked_allowed(&self, id: RequestId) -> Result<MarkedAllowed, Error> {
+        self.load_live_allowed(id)
     }
 
     fn scan(&self, scope: Scope) -> Result<Vec<Loaded>, Error> {
@@ -221,6 +228,9 @@ impl Store for PgStore {
         operation: &'static str,
         entry: &Entry<'_>,
     ) -> Result<Request, Error> {
+        if operation == "allow" {
+            return self.allow(request, entry);
+        }
         let id = request.id();
         let (record, _) = split(request)?;
         let details = details_text(entry.details);
@@ -275,6 +285,15 @@ impl Store for PgStore {
                 recorded: true,
             },
         })
+    }
+
+    fn spend_under(
+        &self,
+        id: RequestId,
+        under: &Under<'_>,
+        entry: &Entry<'_>,
+    ) -> Result<Spent, Error> {
+        self.spend_allowed(id, under, entry)
     }
 
     fn refuse(&self, id: RequestId, entry: &Entry<'_>) -> Result<u64, Error> {
@@ -390,6 +409,22 @@ impl Store for PgStore {
 
     fn dead_letters(&self) -> Result<Vec<crate::notices::DeadLetter>, Error> {
         notices::dead_letters(&self.pool)
+    }
+
+    fn grant_allowance(&self, signed: &SignedAllowance, entry: &Entry<'_>) -> Result<bool, Error> {
+        self.grant(signed, entry)
+    }
+
+    fn revoke_allowance(&self, id: RequestId, entry: &Entry<'_>) -> Result<Revoked, Error> {
+        self.revoke(id, entry)
+    }
+
+    fn allowance(&self, id: RequestId) -> Result<Option<Kept>, Error> {
+        Ok(self.read_allowances(Some(id))?.into_iter().next())
+    }
+
+    fn allowances(&self) -> Result<Vec<Kept>, Error> {
+        self.read_allowances(None)
     }
 
     fn stray_entries(&self) -> Result<Vec<std::path::PathBuf>, Error> {

@@ -19,6 +19,7 @@ pub(super) const SCHEMA_SQL: &str = concat!(
     include_str!("schema/spend.sql"),
     include_str!("schema/notices.sql"),
     include_str!("schema/owner.sql"),
+    include_str!("schema/allowances.sql"),
 );
 
 /// [`SCHEMA_SQL`] with the library's bounds written in: the database checks what it stores

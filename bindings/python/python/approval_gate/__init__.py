@@ -70,6 +70,8 @@ __all__ = [
     "InsufficientApprovals",
     "BadSignature",
     "UntrustedSigner",
+    "AllowanceExhausted",
+    "AllowanceNotCovering",
     "SignatureRequired",
     "AlreadySigned",
     "NoApprovers",

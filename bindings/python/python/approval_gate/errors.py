@@ -47,6 +47,8 @@ __all__ = [
     "InsufficientApprovals",
     "BadSignature",
     "UntrustedSigner",
+    "AllowanceExhausted",
+    "AllowanceNotCovering",
     "SignatureRequired",
     "AlreadySigned",
     "NoApprovers",
@@ -289,6 +291,20 @@ class UntrustedSigner(Refused):
 
     code = "untrusted_signer"
     family = "signature"
+
+
+class AllowanceExhausted(Refused):
+    """Code ``allowance_exhausted``: the allowance that approved it has no use, budget or rate left."""
+
+    code = "allowance_exhausted"
+    family = "spent"
+
+
+class AllowanceNotCovering(Refused):
+    """Code ``allowance_not_covering``: the allowance that approved it does not cover it."""
+
+    code = "allowance_not_covering"
+    family = "binding"
 
 
 class SignatureRequired(Refused):

@@ -36,6 +36,8 @@ BEGIN
              AND coalesce((r.record->>'requiredApprovals')::int, 1) > 1 THEN 'insufficient_approvals'
         WHEN r.claimed_ms IS NOT NULL THEN 'already_consumed'
         WHEN v_now > r.expires_ms THEN 'approval_expired'
+        -- Approved by an allowance: its use is counted by `claim_under` only (schema 5).
+        WHEN r.record ? 'allowance' THEN 'allowance_not_covering'
     END;
     IF v_reason = 'already_consumed' THEN
         RETURN v_reason;

@@ -1,0 +1,277 @@
+//! A signed allowance, and what makes it count: as many distinct trusted approvers'
+//! signatures over its statement as the operation it is used for needs, verified here,
+//! offline, by whoever holds the [`Policy`].
+
+use std::collections::HashSet;
+use std::fmt;
+
+use serde_json::{Value, json};
+
+use super::{Allowance, patterns_overlap};
+use crate::policy::{Policy, Problem, Signed};
+use crate::time::Timestamp;
+
+/// One approver's signature over an allowance's statement.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AllowanceSignature {
+    /// The principal signed as (an `allowed_signers` identity).
+    pub principal: String,
+    /// The armored SSHSIG over [`Allowance::statement`], or the passkey assertion over its
+    /// challenge.
+    pub signature: String,
+}
+
+/// An allowance, the quorum its approvers signed it as part of, and their signatures.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SignedAllowance {
+    /// What is allowed.
+    pub allowance: Allowance,
+    /// The number of approvers each signed as one of (part of every statement).
+    pub required: u32,
+    /// Their signatures.
+    pub signatures: Vec<AllowanceSignature>,
+}
+
+/// Why a signed allowance does not count for an operation.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Forged {
+    /// It carries no signature at all.
+    Unsigned,
+    /// It was signed as one of fewer approvers than the operation needs.
+    QuorumTooLow {
+        /// The quorum signed.
+        signed: u32,
+        /// What the operation needs under the policy.
+        required: u32,
+    },
+    /// A signature does not verify over its statement (the first such).
+    BadSignature {
+        /// Who it claims to be.
+        principal: String,
+        /// What is wrong.
+        problem: String,
+    },
+    /// A signature verifies by a key the policy does not trust for its principal.
+    Untrusted {
+        /// Who it claims to be.
+        principal: String,
+        /// The key's fingerprint.
+        key: String,
+    },
+    /// Fewer distinct trusted approvers than needed.
+    Insufficient {
+        /// Distinct trusted approvers whose signatures verify.
+        counted: u32,
+        /// What the operation needs.
+        required: u32,
+    },
+}
+
+impl fmt::Display for Forged {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Forged::Unsigned => f.write_str("it carries no signature"),
+            Forged::QuorumTooLow { signed, required } => write!(
+                f,
+                "it was signed as one of {signed} approvers, and the operation needs {required}"
+            ),
+            Forged::BadSignature { principal, problem } => {
+                write!(f, "{principal}'s signature: {problem}")
+            }
+            Forged::Untrusted { principal, key } => write!(
+                f,
+                "{principal}'s signature is by {key}, a key the approvers file does not trust for {principal}"
+            ),
+            Forged::Insufficient { counted, required } => write!(
+                f,
+                "{counted} trusted approvers signed it, and the operation needs {required}"
+            ),
+        }
+    }
+}
+
+impl Policy {
+    /// The quorum an allowance for `operation` (a name or a pattern) must be signed with: the
+    /// most that any row of the table it overlaps asks, so that `payments.*` needs what
+    /// `payments.refund` needs when the table says more for it.
+    #[must_use]
+    pub fn allowance_quorum(&self, operation: &str) -> u32 {
+        self.quorum_rows()
+            .filter(|(pattern, _)| patterns_overlap(operation, pattern))
+            .map(|(_, n)| n)
+            .max()
+            .unwrap_or(1)
+    }
+}
+
+impl SignedAllowance {
+    /// Whether it counts for a use by `operation` at `now` under `policy`: signed as one of at
+    /// least as many approvers as `operation` needs, with that many distinct trusted
+    /// approvers' signatures (a principal, or a key, counts once) verifying over its statement
+    /// exactly. Whether it covers the request, and whether a use fits its bounds, are asked
+    /// apart ([`Allowance::covers`], [`Bounds::admit`](super::Bounds::admit)).
+    ///
+    /// # Errors
+    ///
+    /// [`Forged`]: unsigned, a quorum signed too low; short of the quorum, the first bad
+    /// signature, else the first untrusted one, else too few.
+    pub fn verify(&self, policy: &Policy, operation: &str, now: Timestamp) -> Result<(), Forged> {
+        self.verify_quorum(policy, policy.required_approvals(Some(operation)), now)
+    }
+
+    /// Whether it may be granted at `now` under `policy`: [`verify`](SignedAllowance::verify)
+    /// for its own operation pattern at the quorum [`Policy::allowance_quorum`] asks of it
+    /// (the most any row of the table the pattern reaches asks), so that an allowance for
+    /// `payments.*` is made only as a payment is approved.
+    ///
+    /// # Errors
+    ///
+    /// As [`verify`](SignedAllowance::verify).
+    pub fn verify_grant(&self, policy: &Policy, now: Timestamp) -> Result<(), Forged> {
+        let required = policy.allowance_quorum(&self.allowance.terms().operation);
+        self.verify_quorum(policy, required, now)
+    }
+
+    /// [`verify`](SignedAllowance::verify) at a quorum of `required`.
+    fn verify_quorum(&self, policy: &Policy, required: u32, now: Timestamp) -> Result<(), Forged> {
+        if self.signatures.is_empty() {
+            return Err(Forged::Unsigned);
+        }
+        if self.required < required {
+            return Err(Forged::QuorumTooLow {
+                signed: self.required,
+                required,
+            });
+        }
+        let mut principals = HashSet::new();
+        let mut keys = HashSet::new();
+        let mut first_bad = None;
+        let mut first_untrusted = None;
+        let mut counted = 0u32;
+        for AllowanceSignature {
+            principal,
+            signature,
+        } in &self.signatures
+        {
+            let statement = || {
+                self.allowance
+                    .statement(principal, self.required)
+                    .map_err(|e| e.to_string())
+            };
+            let signed = Signed {
+                kind: "allowance statement",
+                of: format!(
+                    "allowance {} as it stands (every term, and a quorum of {})",
+                    self.allowance.id(),
+                    self.required
+                ),
+                statement: &statement,
+            };
+            let problem = match signed.check(principal, signature) {
+                Err(problem) => Problem::Bad(problem),
+                Ok(by) => match policy.trust(&by, principal, now) {
+                    Ok(()) => {
+                        let fresh_key = keys.insert(by.key.key_data().clone());
+                        let fresh_principal = principals.insert(principal.as_str());
+                        if fresh_key && fresh_principal {
+                            counted += 1;
+                        }
+                        continue;
+                    }
+                    Err(problem) => problem,
+                },
+            };
+            match problem {
+                Problem::Bad(problem) => {
+                    first_bad.get_or_insert(Forged::BadSignature {
+                        principal: principal.clone(),
+                        problem,
+                    });
+                }
+                Problem::Untrusted(key) => {
+                    first_untrusted.get_or_insert(Forged::Untrusted {
+                        principal: principal.clone(),
+                        key,
+                    });
+                }
+            }
+        }
+        if counted >= required {
+            return Ok(());
+        }
+        Err(first_bad
+            .or(first_untrusted)
+            .unwrap_or(Forged::Insufficient { counted, required }))
+    }
+}
+
+impl SignedAllowance {
+    /// The signed allowance as a store keeps it, written once: the allowance
+    /// ([`Allowance::to_json`]), the quorum it was signed as part of, and the signatures.
+    #[must_use]
+    pub fn to_json(&self) -> Value {
+        json!({
+            "allowance": self.allowance.to_json(),
+            "requiredApprovals": self.required,
+            "signatures": self.signatures.iter().map(|s| json!({
+                "principal": s.principal,
+                "signature": s.signature,
+            })).collect::<Vec<_>>(),
+        })
+    }
+
+    /// Reads [`to_json`](SignedAllowance::to_json)'s form back; a record that says more, or
+    /// less, is refused. Nothing is verified: that is [`verify`](SignedAllowance::verify)'s,
+    /// at every use.
+    ///
+    /// # Errors
+    ///
+    /// The first problem, in words.
+    pub fn from_json(value: &Value) -> Result<Self, String> {
+        let Value::Object(map) = value else {
+            return Err("a signed allowance is an object".into());
+        };
+        if let Some(key) = map
+            .keys()
+            .find(|key| !["allowance", "requiredApprovals", "signatures"].contains(&key.as_str()))
+        {
+            return Err(format!("a signed allowance has no {key:?}"));
+        }
+        let allowance = Allowance::from_json(map.get("allowance").unwrap_or(&Value::Null))?;
+        let required = map
+            .get("requiredApprovals")
+            .and_then(Value::as_u64)
+            .and_then(|n| u32::try_from(n).ok())
+            .filter(|n| (1..=crate::limits::MAX_QUORUM).contains(n))
+            .ok_or("a signed allowance needs \"requiredApprovals\", a quorum")?;
+        let Some(Value::Array(signatures)) = map.get("signatures") else {
+            return Err("a signed allowance needs \"signatures\", a list".into());
+        };
+        if signatures.len() > crate::limits::MAX_QUORUM as usize * 2 {
+            return Err("a signed allowance carries too many signatures".into());
+        }
+        let signatures = signatures
+            .iter()
+            .map(|s| {
+                let text = |key: &str| {
+                    s.get(key)
+                        .and_then(Value::as_str)
+                        .filter(|_| s.as_object().is_some_and(|o| o.len() == 2))
+                        .map(str::to_owned)
+                        .ok_or_else(|| {
+                            "a signature is {\"principal\", \"signature\"}, both strings".to_owned()
+                        })
+                };
+                Ok(AllowanceSignature {
+                    principal: text("principal")?,
+                    signature: text("signature")?,
+                })
+            })
+            .collect::<Result<_, String>>()?;
+        Ok(Self {
+            allowance,
+            required,
+            signatures,
+        })
+    }
+}
