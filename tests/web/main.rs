@@ -8,6 +8,7 @@
 //! binary.
 
 mod account;
+mod allowances;
 mod attacks;
 mod binding;
 mod browser;

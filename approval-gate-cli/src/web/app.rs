@@ -53,6 +53,12 @@ pub(crate) fn router(app: Shared) -> Router {
         .route("/requests/{id}/approve", post(approve))
         .route("/requests/{id}/deny", post(deny))
         .route("/requests/{id}/revoke", post(revoke))
+        .route(
+            "/requests/{id}/allow",
+            get(super::allow::offer).post(super::allow::grant),
+        )
+        .route("/allowances", get(super::allow::list))
+        .route("/allowances/{id}/revoke", post(super::allow::revoke))
         .route("/signin", get(signin::page))
         .route("/signin/begin", post(signin::begin))
         .route("/signin/finish", post(signin::finish))
