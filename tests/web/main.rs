@@ -12,6 +12,7 @@ mod allowances;
 mod attacks;
 mod binding;
 mod browser;
+mod browser_allow;
 mod cdp;
 mod connections;
 mod enroll;
