@@ -25,15 +25,12 @@ use base64::engine::general_purpose::URL_SAFE_NO_PAD as B64;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::allow_html::{self, Offer};
+use super::allow_html::{self, Field, MAX_HOURS, Offer};
 use super::ceremony::{self, PostedAssertion};
 use super::decide::DecisionForm;
 use super::html;
 use super::refused::{Refused, forbidden, gate_refusal, html_type, parse_id, refusal_line};
 use super::state::{App, Shared};
-
-/// The longest window the page offers, in hours: the library's cap of seven days.
-pub(crate) const MAX_HOURS: u64 = 7 * 24;
 
 /// What the approver chose on the offer's form (the query of `GET /requests/{id}/allow`).
 struct Chosen {
@@ -112,9 +109,6 @@ pub(crate) fn leaves(payload: &Value) -> Vec<(String, Value)> {
     walk(payload, &mut String::new(), &mut out);
     out
 }
-
-/// A string or integer of the payload: its pointer, its value, whether the offer keeps it.
-pub(crate) type Field = (String, Value, bool);
 
 /// The allowance the page offers for `report` as `chosen` says, made now under a new id.
 fn offered(

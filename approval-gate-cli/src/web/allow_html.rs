@@ -4,11 +4,17 @@
 
 use std::fmt::Write as _;
 
-use approval_gate::allowance::Allowance;
+use approval_gate::allowance::{Allowance, MAX_WINDOW};
 use approval_gate::{AllowanceReport, RequestId};
+use serde_json::Value;
 
-use super::allow::{Field, MAX_HOURS};
 use super::html::{attr, text};
+
+/// The longest window the page offers, in hours: the library's cap of seven days.
+pub(crate) const MAX_HOURS: u64 = MAX_WINDOW.as_secs() / 3600;
+
+/// A string or integer of the payload: its pointer, its value, whether the offer keeps it.
+pub(crate) type Field = (String, Value, bool);
 
 /// What the offer page shows and the button carries.
 pub(crate) struct Offer<'a> {

@@ -82,7 +82,8 @@ async fn list(State(app): State<Shared>, headers: HeaderMap) -> Response {
         Err(refused) => return refused.into_response(),
     };
     let body = format!(
-        "<h1>Pending requests</h1><section id=\"pending\" data-live=\"/events\" \
+        "<h1>Pending requests</h1><p><a href=\"/allowances\">Allowances</a></p>\
+         <section id=\"pending\" data-live=\"/events\" \
          data-fragment=\"/fragment/pending\" aria-live=\"polite\">{body}</section>"
     );
     let page = html::page("Pending", &App::viewer(&session), &body);
