@@ -207,10 +207,7 @@ impl Gate {
     /// [`Error::NotFound`] if there is none; trouble reading the store.
     pub fn allowance(&self, id: RequestId) -> Result<AllowanceReport, Error> {
         self.observed("allowance", Some(id), || {
-            let kept = self
-                .store()
-                .allowance(id, true)?
-                .ok_or(Error::NotFound(id))?;
+            let kept = self.store().allowance(id)?.ok_or(Error::NotFound(id))?;
             Ok(AllowanceReport::of(kept, self.now()))
         })
     }
@@ -245,10 +242,7 @@ impl Gate {
                 Revoked::Unknown => return Err(Error::NotFound(id)),
                 Revoked::Now | Revoked::Before => {}
             }
-            let kept = self
-                .store()
-                .allowance(id, true)?
-                .ok_or(Error::NotFound(id))?;
+            let kept = self.store().allowance(id)?.ok_or(Error::NotFound(id))?;
             Ok(AllowanceReport::of(kept, self.now()))
         })
     }

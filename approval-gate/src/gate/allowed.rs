@@ -120,23 +120,24 @@ impl Gate {
         }
     }
 
-    /// At the consume of `request`, approved by `allowance`: the allowance read, verified
-    /// again and found to cover the request's exact payload at `now`; what the store's
-    /// `spend_under` counts.
+    /// At the consume of `request`, approved by `allowance`: the allowance `kept` (read with
+    /// the request), verified again and found to cover the request's exact payload at `now`;
+    /// what the store's `spend_under` counts.
     pub(crate) fn check_allowance(
         &self,
         request: &Request,
         allowance: RequestId,
+        kept: Option<Kept>,
         now: Timestamp,
     ) -> Result<(Kept, Option<u64>), Error> {
         let id = request.id();
-        let kept = self.store().allowance(allowance, false)?.ok_or_else(|| {
-            Error::AllowanceNotCovering {
+        let kept = kept
+            .filter(|kept| kept.signed.allowance.id() == allowance)
+            .ok_or_else(|| Error::AllowanceNotCovering {
                 id,
                 allowance,
                 reason: "no such allowance is kept".into(),
-            }
-        })?;
+            })?;
         let amount = self.allowance_covers(request, &kept, now)?;
         Ok((kept, amount))
     }

@@ -153,10 +153,10 @@ impl Gate {
     {
         let lock = self.store().lock(id)?;
         let now = self.now();
-        let Refreshed { request, claimed } = self.refresh_locked(id, now)?;
+        let (Refreshed { request, claimed }, kept) = self.refresh_locked_allowed(id, now)?;
         let allowed = match request.allowance() {
             Some(allowance) if request.status() == Status::Approved && !claimed => {
-                Some(self.check_allowance(&request, allowance, now)?)
+                Some(self.check_allowance(&request, allowance, kept, now)?)
             }
             _ => None,
         };

@@ -293,7 +293,27 @@ impl Gate {
     /// Re-reads a request under its lock, recording its expiry if due, with whether its
     /// approval was claimed.
     pub(crate) fn refresh_locked(&self, id: RequestId, now: Timestamp) -> Result<Refreshed, Error> {
-        let (request, marks) = match self.store().load_marked(id)? {
+        self.refreshed(id, self.store().load_marked(id)?, now)
+    }
+
+    /// [`refresh_locked`](Gate::refresh_locked), with the allowance the request names, as the
+    /// store keeps it (uncounted), read with it: a consume's read.
+    pub(crate) fn refresh_locked_allowed(
+        &self,
+        id: RequestId,
+        now: Timestamp,
+    ) -> Result<(Refreshed, Option<crate::store::allowance::Kept>), Error> {
+        let (request, marks, kept) = self.store().load_marked_allowed(id)?;
+        Ok((self.refreshed(id, (request, marks), now)?, kept))
+    }
+
+    fn refreshed(
+        &self,
+        id: RequestId,
+        loaded: (Option<Request>, crate::store::Marks),
+        now: Timestamp,
+    ) -> Result<Refreshed, Error> {
+        let (request, marks) = match loaded {
             (Some(request), marks) => (request, marks),
             (None, marks) if marks.archived => return Err(Error::Archived(id)),
             (None, _) => return Err(Error::NotFound(id)),

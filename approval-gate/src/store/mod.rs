@@ -186,6 +186,11 @@ pub(crate) trait Store: Chain + Send + Sync + fmt::Debug {
     /// [`marks`](Store::marks): the lifecycle's read of a request under its lock. A store that
     /// can read both at once does so in one read.
     fn load_marked(&self, id: RequestId) -> Result<(Option<Request>, Marks), Error>;
+    /// [`load_marked`](Store::load_marked), and for a request an allowance approved that
+    /// allowance as [`allowance`](Store::allowance) gives it uncounted (`None` if it names
+    /// none, or none is kept): what a consume reads under the request's lock. A store that can
+    /// read them at once does so in one read.
+    fn load_marked_allowed(&self, id: RequestId) -> Result<MarkedAllowed, Error>;
     /// Each id in `scope` with its live record as [`load`](Store::load) gives it, in no order.
     fn scan(&self, scope: Scope) -> Result<Vec<Loaded>, Error>;
 
@@ -265,9 +270,8 @@ pub(crate) trait Store: Chain + Send + Sync + fmt::Debug {
         id: RequestId,
         entry: &Entry<'_>,
     ) -> Result<allowance::Revoked, Error>;
-    /// The allowance `id` and whether it is revoked, with its uses if `counted` (else none:
-    /// a consume leaves the counting to [`spend_under`](Store::spend_under)), or `None`.
-    fn allowance(&self, id: RequestId, counted: bool) -> Result<Option<allowance::Kept>, Error>;
+    /// The allowance `id` with its uses and whether it is revoked, or `None`.
+    fn allowance(&self, id: RequestId) -> Result<Option<allowance::Kept>, Error>;
     /// Every allowance kept (revoked and ended ones too), in no order.
     fn allowances(&self) -> Result<Vec<allowance::Kept>, Error>;
 
@@ -327,6 +331,10 @@ pub(crate) fn refusal_operation(event: AuditEvent) -> Result<&'static str, Error
         }),
     }
 }
+
+/// A live record, its marks, and the allowance that approved it
+/// ([`Store::load_marked_allowed`]).
+pub(crate) type MarkedAllowed = (Option<Request>, Marks, Option<allowance::Kept>);
 
 /// An id and what loading its live record gave.
 pub(crate) type Loaded = (RequestId, Result<Option<Request>, Error>);

@@ -21,7 +21,8 @@ use std::sync::{Mutex, OnceLock, PoisonError};
 
 use super::allowance::{Kept, Revoked, Under};
 use super::{
-    About, Caps, Chain, Entry, Filed, Guard, Loaded, Marks, Recovery, Scope, Shelf, Spent, Store,
+    About, Caps, Chain, Entry, Filed, Guard, Loaded, MarkedAllowed, Marks, Recovery, Scope, Shelf,
+    Spent, Store,
 };
 use crate::allowance::SignedAllowance;
 use crate::audit::{AuditRecord, AuditSummary, Reanchored};
@@ -38,12 +39,13 @@ pub const ENV: &str = "APPROVAL_GATE_STORE_TRACE";
 /// Every method of the store's two traits (`Store`, then `Chain`), by name.
 #[cfg(any(test, feature = "store-trace"))]
 #[cfg_attr(not(feature = "store-trace"), allow(unreachable_pub))]
-pub const STEPS: [&str; 27] = [
+pub const STEPS: [&str; 28] = [
     "about",
     "load",
     "concerns_record_only",
     "marks",
     "load_marked",
+    "load_marked_allowed",
     "scan",
     "lock",
     "lock_counters",
@@ -158,6 +160,11 @@ impl Store for Traced {
     fn load_marked(&self, id: RequestId) -> Result<(Option<Request>, Marks), Error> {
         self.step("load_marked", Some(id), || self.0.load_marked(id))
     }
+    fn load_marked_allowed(&self, id: RequestId) -> Result<MarkedAllowed, Error> {
+        self.step("load_marked_allowed", Some(id), || {
+            self.0.load_marked_allowed(id)
+        })
+    }
     fn scan(&self, scope: Scope) -> Result<Vec<Loaded>, Error> {
         self.step("scan", None, || self.0.scan(scope))
     }
@@ -224,8 +231,8 @@ impl Store for Traced {
             self.0.revoke_allowance(id, entry)
         })
     }
-    fn allowance(&self, id: RequestId, counted: bool) -> Result<Option<Kept>, Error> {
-        self.step("allowance", Some(id), || self.0.allowance(id, counted))
+    fn allowance(&self, id: RequestId) -> Result<Option<Kept>, Error> {
+        self.step("allowance", Some(id), || self.0.allowance(id))
     }
     fn allowances(&self) -> Result<Vec<Kept>, Error> {
         self.step("allowances", None, || self.0.allowances())

@@ -50,8 +50,8 @@ use self::layout::{Layout, Locked, ids_in, lock_exclusive, lock_file, try_lock_e
 use self::queue::Queue;
 use super::allowance::{Kept, Revoked, Under};
 use super::{
-    About, Capabilities, Caps, Chain, Entry, Filed, Filer, Guard, Loaded, Location, Marks,
-    Recovery, Refusals, Scope, Shelf, Spent, Store,
+    About, Capabilities, Caps, Chain, Entry, Filed, Filer, Guard, Loaded, Location, MarkedAllowed,
+    Marks, Recovery, Refusals, Scope, Shelf, Spent, Store,
 };
 use crate::allowance::SignedAllowance;
 use crate::audit::{AuditRecord, AuditSummary, Reanchored};
@@ -315,6 +315,15 @@ impl Store for DirStore {
         Ok((request, self.marks(id)?))
     }
 
+    fn load_marked_allowed(&self, id: RequestId) -> Result<MarkedAllowed, Error> {
+        let (request, marks) = self.load_marked(id)?;
+        let kept = match request.as_ref().and_then(Request::allowance) {
+            Some(allowance) => self.read_allowance(allowance, false)?,
+            None => None,
+        };
+        Ok((request, marks, kept))
+    }
+
     fn scan(&self, scope: Scope) -> Result<Vec<Loaded>, Error> {
         let ids = match scope {
             Scope::Pending => self.pending_ids()?,
@@ -447,8 +456,8 @@ impl Store for DirStore {
         self.revoke(id, entry)
     }
 
-    fn allowance(&self, id: RequestId, counted: bool) -> Result<Option<Kept>, Error> {
-        self.read_allowance(id, counted)
+    fn allowance(&self, id: RequestId) -> Result<Option<Kept>, Error> {
+        self.read_allowance(id, true)
     }
 
     fn allowances(&self) -> Result<Vec<Kept>, Error> {

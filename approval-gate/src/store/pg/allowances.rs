@@ -12,17 +12,72 @@ use crate::request::Request;
 use crate::store::Entry;
 use crate::store::allowance::Under;
 use crate::store::allowance::{Kept, Revoked, Use};
-use crate::store::{Spent, Store};
+use crate::store::{MarkedAllowed, Marks, Spent, Store};
 use crate::time::Timestamp;
 
 const SELECT: &str = "SELECT a.id, a.record::text, a.revoked_ms IS NOT NULL,
-        CASE WHEN $2 THEN coalesce((SELECT array_agg(u.amount ORDER BY u.at_ms)
-            FROM approval_gate.allowance_uses u WHERE u.allowance = a.id), '{}') END,
-        CASE WHEN $2 THEN coalesce((SELECT array_agg(u.at_ms ORDER BY u.at_ms)
-            FROM approval_gate.allowance_uses u WHERE u.allowance = a.id), '{}') END
+        coalesce((SELECT array_agg(u.amount ORDER BY u.at_ms) FROM approval_gate.allowance_uses u
+                  WHERE u.allowance = a.id), '{}'),
+        coalesce((SELECT array_agg(u.at_ms ORDER BY u.at_ms) FROM approval_gate.allowance_uses u
+                  WHERE u.allowance = a.id), '{}')
     FROM approval_gate.allowances a WHERE $1::text IS NULL OR a.id = $1";
 
+/// The kept allowance of `record` (its JSON text), revoked or not, with `uses`.
+fn kept(
+    id: &str,
+    record: &str,
+    revoked: bool,
+    uses: impl IntoIterator<Item = Use>,
+) -> Result<Kept, Error> {
+    let corrupt = |problem: String| Error::Database {
+        operation: "allowances",
+        problem: format!("allowance {id} cannot be read: {problem}"),
+    };
+    let value = serde_json::from_str(record).map_err(|e| corrupt(e.to_string()))?;
+    let signed = SignedAllowance::from_json(&value).map_err(corrupt)?;
+    Ok(Kept {
+        signed,
+        usage: Usage::of(uses),
+        revoked,
+    })
+}
+
 impl PgStore {
+    /// [`Store::load_marked_allowed`](crate::store::Store::load_marked_allowed): the request's
+    /// row and its allowance's, in one read.
+    pub(super) fn load_live_allowed(&self, id: RequestId) -> Result<MarkedAllowed, Error> {
+        let row = self.read("load", Some(id), |client| {
+            client.query_opt(
+                "SELECT r.record::text, r.payload, r.claimed_ms IS NOT NULL, r.executing,
+                        r.archived, a.id, a.record::text, a.revoked_ms IS NOT NULL
+                 FROM approval_gate.requests r
+                 LEFT JOIN approval_gate.allowances a ON a.id = r.record->>'allowance'
+                 WHERE r.id = $1",
+                &[&id.as_str()],
+            )
+        })?;
+        let Some(row) = row else {
+            return Ok((None, Marks::default(), None));
+        };
+        let marks = Marks {
+            claimed: row.get(2),
+            executing: row.get(3),
+            archived: row.get(4),
+        };
+        if marks.archived {
+            return Ok((None, marks, None));
+        }
+        let record: String = row.get(0);
+        let payload: Option<String> = row.get(1);
+        let request = Request::decode(id, &compose(&record, payload.as_deref()))
+            .map_err(|problem| Error::Unreadable { id, problem })?;
+        let allowance = match (row.get::<_, Option<&str>>(5), row.get::<_, Option<&str>>(6)) {
+            (Some(aid), Some(record)) => Some(kept(aid, record, row.get(7), [])?),
+            _ => None,
+        };
+        Ok((Some(request), marks, allowance))
+    }
+
     /// [`Store::decide`](crate::store::Store::decide) of `allow`: the pending request approved
     /// by the allowance its record names, by `allow_request`.
     pub(super) fn allow(&self, request: &Request, entry: &Entry<'_>) -> Result<Request, Error> {
@@ -148,37 +203,23 @@ impl PgStore {
         })
     }
 
-    pub(super) fn read_allowances(
-        &self,
-        id: Option<RequestId>,
-        counted: bool,
-    ) -> Result<Vec<Kept>, Error> {
+    pub(super) fn read_allowances(&self, id: Option<RequestId>) -> Result<Vec<Kept>, Error> {
         let wanted = id.map(|id| id.as_str().to_owned());
         let rows = self.read("allowances", id, move |client| {
-            client.query(SELECT, &[&wanted, &counted])
+            client.query(SELECT, &[&wanted])
         })?;
         rows.iter()
             .map(|row| {
                 let id: &str = row.get(0);
                 let record: &str = row.get(1);
-                let corrupt = |problem: String| Error::Database {
-                    operation: "allowances",
-                    problem: format!("allowance {id} cannot be read: {problem}"),
-                };
-                let value = serde_json::from_str(record).map_err(|e| corrupt(e.to_string()))?;
-                let signed = SignedAllowance::from_json(&value).map_err(corrupt)?;
-                let amounts: Vec<Option<i64>> = row.get::<_, Option<_>>(3).unwrap_or_default();
-                let ats: Vec<i64> = row.get::<_, Option<_>>(4).unwrap_or_default();
+                let amounts: Vec<Option<i64>> = row.get(3);
+                let ats: Vec<i64> = row.get(4);
                 let uses = amounts.into_iter().zip(ats).map(|(amount, at)| Use {
                     request: RequestId::STORE,
                     amount: amount.and_then(|a| u64::try_from(a).ok()),
                     at: Timestamp::from_unix_millis(at),
                 });
-                Ok(Kept {
-                    signed,
-                    usage: Usage::of(uses),
-                    revoked: row.get(2),
-                })
+                kept(id, record, row.get(2), uses)
             })
             .collect()
     }

@@ -46,8 +46,8 @@ use std::sync::{Arc, PoisonError};
 
 use super::allowance::{Kept, Revoked, Under};
 use super::{
-    About, Capabilities, Caps, Chain, Entry, Filed, Filer, Guard, Loaded, Location, Marks,
-    Recovery, Refusals, Scope, Shelf, Spent, Store,
+    About, Capabilities, Caps, Chain, Entry, Filed, Filer, Guard, Loaded, Location, MarkedAllowed,
+    Marks, Recovery, Refusals, Scope, Shelf, Spent, Store,
 };
 use crate::allowance::SignedAllowance;
 use crate::audit::{AuditRecord, AuditSummary, LineHash, Reanchored, parse_chain_with};
@@ -134,6 +134,10 @@ impl Store for PgStore {
 
     fn load_marked(&self, id: RequestId) -> Result<(Option<Request>, Marks), Error> {
         self.load_live_marked(id)
+    }
+
+    fn load_marked_allowed(&self, id: RequestId) -> Result<MarkedAllowed, Error> {
+        self.load_live_allowed(id)
     }
 
     fn scan(&self, scope: Scope) -> Result<Vec<Loaded>, Error> {
@@ -406,12 +410,12 @@ impl Store for PgStore {
         self.revoke(id, entry)
     }
 
-    fn allowance(&self, id: RequestId, counted: bool) -> Result<Option<Kept>, Error> {
-        Ok(self.read_allowances(Some(id), counted)?.into_iter().next())
+    fn allowance(&self, id: RequestId) -> Result<Option<Kept>, Error> {
+        Ok(self.read_allowances(Some(id))?.into_iter().next())
     }
 
     fn allowances(&self) -> Result<Vec<Kept>, Error> {
-        self.read_allowances(None, true)
+        self.read_allowances(None)
     }
 
     fn stray_entries(&self) -> Result<Vec<std::path::PathBuf>, Error> {
