@@ -65,11 +65,32 @@ fn offer(browser: &mut Client, id: RequestId, query: &str) -> (String, Value, Ve
 #[test]
 fn approve_and_allow_more_like_it_then_the_list_and_revoke() {
     let alice = alice();
-    let served = Served::start(&[&alice], 1);
+    allow_list_and_revoke(&alice, &Served::start(&[&alice], 1));
+}
+
+/// The same on PostgreSQL: the page grants through its login, the agent's gate and the
+/// executor's read and count in the database.
+#[test]
+fn approve_and_allow_more_like_it_on_postgresql() {
+    let url = approval_gate_tests::pg::create_database();
+    let init = url.clone();
+    approval_gate_tests::pg::on_own_thread(move || approval_gate::postgres::init(&init))
+        .expect("db init");
+    let alice = alice();
+    let tmp = tempfile::tempdir().unwrap();
+    let approvers = tmp.path().join("approvers");
+    let port = approval_gate_tests::http::free_port();
+    let line = alice.allowed_signers_line(&format!("http://localhost:{port}"));
+    std::fs::write(&approvers, line + "\n").unwrap();
+    let served = Served::start_on(tmp, url, approvers, "*=1", port, &[]);
+    allow_list_and_revoke(&alice, &served);
+}
+
+fn allow_list_and_revoke(alice: &SoftPasskey, served: &Served) {
     let agent = served.agent();
     let id = file(&agent);
     let mut browser = served.client();
-    sign_in(&mut browser, &alice);
+    sign_in(&mut browser, alice);
 
     // The request's page links to the offer.
     let shown = browser.get(&format!("/requests/{id}"));
