@@ -123,7 +123,7 @@ fn allow_list_and_revoke(alice: &SoftPasskey, served: &Served) {
     assert_eq!(granted.status, 200, "{}", granted.body);
     let aid = granted.json()["id"].as_str().unwrap().to_owned();
     // And the request itself, with its own assertion, as the page does next.
-    let approved = approve(&mut browser, &alice, id, &alice.made(&served.origin));
+    let approved = approve(&mut browser, alice, id, &alice.made(&served.origin));
     assert_eq!(approved.status, 200, "{}", approved.body);
 
     // A like request, another amount, filed through a gate holding the approvers file (an
