@@ -206,7 +206,9 @@ impl Server {
         title = "Check approval",
         description = "Report where an approval request stands: status and effectiveStatus \
             (pending, approved_unconsumed, approved_expired, consumed, denied, expired, \
-            revoked), with a note on what to do. Never an authorization: authorizesExecution \
+            revoked), with a note on what to do; for a request an allowance a human signed \
+            approved as it was filed, which one (allowance) and what it has left \
+            (allowanceUsesLeft, allowanceBudgetLeft). Never an authorization: authorizesExecution \
             is always false, and only a successful consume_approval counts. Refusals (isError) \
             carry a code: invalid_arguments, invalid_id, not_found, archived.",
         output_schema = output_schema::<StatusAnswer>(),
