@@ -125,6 +125,17 @@ async fn request_and_check_say_which_allowance_approved_and_what_is_left() {
     assert!(note.contains(&format!("allowance {aid}")), "{note}");
     assert!(note.contains("consume_approval returns ok: true"), "{note}");
 
+    // Waiting is not needed, and not harmful: it answers at once, the same way.
+    let waited = session
+        .call(
+            "wait_for_approval",
+            json!({ "id": filed["id"], "timeoutSeconds": 1 }),
+        )
+        .await
+        .ok();
+    assert_eq!(waited["allowance"], aid.as_str(), "{waited}");
+    assert_eq!(waited["allowanceBudgetLeft"], 500, "{waited}");
+
     let consumed = session
         .call("consume_approval", consume(&filed["id"], 200))
         .await
