@@ -32,8 +32,20 @@
 //! echo "me@example.com $(cat ~/.ssh/approver.pub)" > approvers
 //! cargo run --example smtp -- --approvers approvers --quorum 1
 //! ```
+//!
+//! An allowance instead of a prompt per mail: `--allowance KEY` (with `--approvers FILE`)
+//! signs, with the approver's key KEY, "up to 3 invoices to any @example.com address for the
+//! next 24 hours" (see `support/allowance.rs`; in real use the human signs it in their own
+//! terminal), then files four invoices: the first three are approved by the allowance as
+//! they are filed and go out without asking, and the fourth waits for a human.
+//!
+//! ```sh
+//! cargo run --example smtp -- --approvers approvers --allowance ~/.ssh/approver
+//! ```
 #![allow(clippy::print_stdout)]
 
+#[path = "support/allowance.rs"]
+mod allowance;
 #[path = "support/relay.rs"]
 mod relay;
 // Its TLS modes serve the tests; the example's own loopback server is plain.
@@ -133,63 +145,129 @@ fn run() -> Result<bool, Box<dyn std::error::Error>> {
     let gate = builder.open()?;
     let (transport, destination, _sink) = transport()?;
 
-    let email = Email {
-        from: "billing@example.com".into(),
-        to: "alice@example.com".into(),
-        subject: "Invoice 1042".into(),
-        body: "Hello Alice,\n\nplease find invoice 1042 (125.00 EUR) attached.\n\nBilling".into(),
+    let mailer = Mailer { transport };
+    let invoices = match value(&args, "--allowance")? {
+        Some(key) => {
+            let Some((policy, _)) = &policy else {
+                return Err(
+                    "--allowance needs --approvers FILE: whose signature would count?".into(),
+                );
+            };
+            let report = allowance::grant(&gate, policy, Path::new(&key))?;
+            println!(
+                "allowance {} signed by {}: {}",
+                report.allowance.allowance.id(),
+                report.allowance.signatures[0].principal,
+                report.allowance.allowance.describe().join("; ")
+            );
+            // One more than it allows: the last one waits for a human.
+            INVOICED[..=allowance::USES as usize].to_vec()
+        }
+        None => INVOICED[..1].to_vec(),
     };
+    let mut all_sent = true;
+    for (n, (name, greeting)) in (1042..).zip(invoices) {
+        let email = Email {
+            from: "billing@example.com".into(),
+            to: format!("{name}@example.com"),
+            subject: format!("Invoice {n}"),
+            body: format!(
+                "Hello {greeting},\n\nplease find invoice {n} (125.00 EUR) attached.\n\nBilling"
+            ),
+        };
+        let asked = Asked {
+            gate: &gate,
+            policy: policy.as_ref().map(|(_, file)| file.as_path()),
+            ttl,
+        };
+        all_sent &= ask_and_send(&asked, &mailer, &email, tamper, &destination)?;
+    }
+    Ok(all_sent)
+}
+
+/// Whom the invoices go to (the address's local part, and how the mail greets them): the
+/// first only, or one more than an allowance allows.
+const INVOICED: [(&str, &str); 4] = [
+    ("alice", "Alice"),
+    ("bob", "Bob"),
+    ("carol", "Carol"),
+    ("dave", "Dave"),
+];
+
+/// What every request of a run shares.
+struct Asked<'a> {
+    gate: &'a Gate,
+    /// The approvers file, under a policy.
+    policy: Option<&'a Path>,
+    ttl: u64,
+}
+
+/// Files the request for `email`; unless an allowance approved it as it was filed, names the
+/// human's command and waits for their decision; then sends it (with `tamper`, to another
+/// address). Whether it was sent.
+fn ask_and_send(
+    asked: &Asked<'_>,
+    mailer: &Mailer,
+    email: &Email,
+    tamper: bool,
+    destination: &str,
+) -> Result<bool, Box<dyn std::error::Error>> {
+    let gate = asked.gate;
     let action = email.action();
     let submitted = gate.request_approval(
-        NewRequest::new(&action, "invoice 1042 is due")
+        NewRequest::new(&action, format!("{} is due", email.subject.to_lowercase()))
             .requested_by("smtp example")
             .operation("smtp.send")
-            .payload(CanonicalPayload::from_serialize(&email)?)
-            .ttl(Duration::from_secs(ttl)),
+            .payload(CanonicalPayload::from_serialize(email)?)
+            .ttl(Duration::from_secs(asked.ttl)),
     )?;
     let id = submitted.request.id();
     println!("requested approval {id}: {action}");
     println!("store: {}", gate.location());
-    // A store chosen through the environment must be named to the human's terminal too.
-    // A PostgreSQL store is named without its password: the human connects as themselves.
-    let dir = if std::env::var_os("APPROVAL_GATE_STORE").is_some() {
-        format!(" --store {}", shell_quote(&gate.location().to_string()))
-    } else if std::env::var_os("APPROVAL_GATE_DIR").is_some() {
-        format!(" --dir {}", shell_quote(&gate.location().to_string()))
+    if let Some(allowance) = submitted.request.allowance() {
+        println!("approved as it was filed by allowance {allowance}: sending without asking");
     } else {
-        String::new()
-    };
-    // Under a policy the human's CLI reads the same approvers, and each approver signs.
-    let (approvers, key) = match &policy {
-        Some((_, file)) => {
-            println!(
-                "it needs {} signed approval(s) by the approvers in {}",
-                submitted.request.required_approvals(),
-                file.display()
-            );
-            (
-                format!(" --approvers {}", shell_quote(&file.display().to_string())),
-                " --key YOUR_KEY",
-            )
-        }
-        None => (String::new(), ""),
-    };
-    println!("approve or deny it in another terminal:");
-    println!("    approval-gate{dir}{approvers} approve {id}{key}");
-    println!(
-        "    (from this checkout: cargo run -q -p approval-gate-cli --bin approval-gate --{dir}{approvers} approve {id}{key})"
-    );
-    println!(
-        "waiting for the decision (expires {})...",
-        submitted.request.expires_at()
-    );
+        // A store chosen through the environment must be named to the human's terminal too.
+        // A PostgreSQL store is named without its password: the human connects as themselves.
+        let dir = if std::env::var_os("APPROVAL_GATE_STORE").is_some() {
+            format!(" --store {}", shell_quote(&gate.location().to_string()))
+        } else if std::env::var_os("APPROVAL_GATE_DIR").is_some() {
+            format!(" --dir {}", shell_quote(&gate.location().to_string()))
+        } else {
+            String::new()
+        };
+        // Under a policy the human's CLI reads the same approvers, and each approver signs.
+        let (approvers, key) = match asked.policy {
+            Some(file) => {
+                println!(
+                    "it needs {} signed approval(s) by the approvers in {}",
+                    submitted.request.required_approvals(),
+                    file.display()
+                );
+                (
+                    format!(" --approvers {}", shell_quote(&file.display().to_string())),
+                    " --key YOUR_KEY",
+                )
+            }
+            None => (String::new(), ""),
+        };
+        println!("approve or deny it in another terminal:");
+        println!("    approval-gate{dir}{approvers} approve {id}{key}");
+        println!(
+            "    (from this checkout: cargo run -q -p approval-gate-cli --bin approval-gate --{dir}{approvers} approve {id}{key})"
+        );
+        println!(
+            "waiting for the decision (expires {})...",
+            submitted.request.expires_at()
+        );
 
-    // No deadline of our own: the request's expiry ends the wait, as "expired". The library
-    // wakes on the decision itself, from whichever process makes it.
-    let decided = gate.wait_for_decision(id, Duration::MAX)?.into_report();
-    if decided.effective_status() != EffectiveStatus::ApprovedUnconsumed {
-        println!("not sent: the request is {}", decided.effective_status());
-        return Ok(false);
+        // No deadline of our own: the request's expiry ends the wait, as "expired". The
+        // library wakes on the decision itself, from whichever process makes it.
+        let decided = gate.wait_for_decision(id, Duration::MAX)?.into_report();
+        if decided.effective_status() != EffectiveStatus::ApprovedUnconsumed {
+            println!("not sent: the request is {}", decided.effective_status());
+            return Ok(false);
+        }
     }
 
     let mut to_send = email.clone();
@@ -197,8 +275,7 @@ fn run() -> Result<bool, Box<dyn std::error::Error>> {
         to_send.to = "mallory@example.com".into();
         println!("--tamper: the executor now tries to send to {}", to_send.to);
     }
-    let mailer = Mailer { transport };
-    match mailer.send(to_send, Claim::new(&gate, id, action.as_str())) {
+    match mailer.send(to_send, Claim::new(gate, id, action.as_str())) {
         Ok(reply) => {
             println!("sent to {} via {destination} ({reply})", email.to);
             Ok(true)
@@ -210,14 +287,21 @@ fn run() -> Result<bool, Box<dyn std::error::Error>> {
     }
 }
 
+/// The value after `flag`, if `flag` is given; refused if it is last.
+fn value(args: &[String], flag: &str) -> Result<Option<String>, String> {
+    args.iter()
+        .position(|a| a == flag)
+        .map(|i| {
+            args.get(i + 1)
+                .cloned()
+                .ok_or(format!("{flag} needs a value"))
+        })
+        .transpose()
+}
+
 /// `--approvers FILE` and `--quorum M`: the policy the executor holds, and its file.
 fn policy(args: &[String]) -> Result<Option<(Policy, PathBuf)>, Box<dyn std::error::Error>> {
-    let value = |flag: &str| {
-        args.iter()
-            .position(|a| a == flag)
-            .map(|i| args.get(i + 1).ok_or(format!("{flag} needs a value")))
-            .transpose()
-    };
+    let value = |flag: &str| value(args, flag);
     let quorum = value("--quorum")?
         .map(|n| n.parse::<u32>().map_err(|e| format!("--quorum {n}: {e}")))
         .transpose()?;
@@ -233,7 +317,7 @@ fn policy(args: &[String]) -> Result<Option<(Policy, PathBuf)>, Box<dyn std::err
         };
     };
     // Absolute, so the command printed for the human works from any directory.
-    let file = std::fs::canonicalize(file).map_err(|e| format!("--approvers {file}: {e}"))?;
+    let file = std::fs::canonicalize(&file).map_err(|e| format!("--approvers {file}: {e}"))?;
     let approvers = Policy::load_allowed_signers(&file)?;
     let policy = Policy::with_quorum(Some(approvers), table)?.map(|policy| (policy, file));
     Ok(policy)

@@ -17,6 +17,7 @@ mod postgres_passkeys;
 mod postgres_records;
 mod predecessor;
 mod properties;
+mod smtp_allowance;
 mod smtp_example;
 mod smtp_quorum;
 mod smtp_run;

@@ -8,9 +8,11 @@
 //! binary.
 
 mod account;
+mod allowances;
 mod attacks;
 mod binding;
 mod browser;
+mod browser_allow;
 mod cdp;
 mod connections;
 mod enroll;

@@ -53,6 +53,12 @@ pub(crate) fn router(app: Shared) -> Router {
         .route("/requests/{id}/approve", post(approve))
         .route("/requests/{id}/deny", post(deny))
         .route("/requests/{id}/revoke", post(revoke))
+        .route(
+            "/requests/{id}/allow",
+            get(super::allow::offer).post(super::allow::grant),
+        )
+        .route("/allowances", get(super::allow::list))
+        .route("/allowances/{id}/revoke", post(super::allow::revoke))
         .route("/signin", get(signin::page))
         .route("/signin/begin", post(signin::begin))
         .route("/signin/finish", post(signin::finish))
@@ -76,7 +82,8 @@ async fn list(State(app): State<Shared>, headers: HeaderMap) -> Response {
         Err(refused) => return refused.into_response(),
     };
     let body = format!(
-        "<h1>Pending requests</h1><section id=\"pending\" data-live=\"/events\" \
+        "<h1>Pending requests</h1><p><a href=\"/allowances\">Allowances</a></p>\
+         <section id=\"pending\" data-live=\"/events\" \
          data-fragment=\"/fragment/pending\" aria-live=\"polite\">{body}</section>"
     );
     let page = html::page("Pending", &App::viewer(&session), &body);

@@ -324,6 +324,13 @@ fn decisions(
                 attr(&button.credentials),
             );
         }
+        if approve.is_some() && report.request().operation().is_some() {
+            let _ = write!(
+                out,
+                "<p><a class=\"allow\" href=\"/requests/{id}/allow\">Approve this and allow \
+                 more like it</a></p>"
+            );
+        }
         decision_form(out, id, "deny", "Deny");
     }
     if status == EffectiveStatus::ApprovedUnconsumed {

@@ -11,6 +11,8 @@
 //! MAC'd cookies, so instances sharing a key file and a store can stand behind one load
 //! balancer (each remembers only the sign-outs it took).
 
+mod allow;
+mod allow_html;
 mod app;
 mod bind;
 mod ceremony;

@@ -5,8 +5,8 @@
 //! tokio's blocking pool: the store does synchronous file I/O with fsyncs and locks.
 
 use approval_gate::{
-    Binding, Decision, Error, Gate, ListFilter, NewRequest, Page, RequestId, StatusReport,
-    Submitted,
+    AllowanceReport, Binding, Decision, Error, Gate, ListFilter, NewRequest, Page, RequestId,
+    StatusReport, Submitted,
 };
 
 /// Why a store call produced no answer.
@@ -41,6 +41,12 @@ impl AgentGate {
 
     pub(crate) async fn status(&self, id: RequestId) -> Result<StatusReport, Failure> {
         self.blocking(move |gate| gate.status(id)).await
+    }
+
+    /// The allowance `id` with what it has counted, to tell the agent what is left; `None`
+    /// if it cannot be read (the answer then says less, and nothing else changes).
+    pub(crate) async fn allowance(&self, id: RequestId) -> Option<AllowanceReport> {
+        self.blocking(move |gate| gate.allowance(id)).await.ok()
     }
 
     pub(crate) async fn list_pending(

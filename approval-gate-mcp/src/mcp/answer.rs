@@ -5,8 +5,8 @@
 use std::borrow::Cow;
 
 use approval_gate::{
-    EffectiveStatus, Error, ListItem, PayloadDigest, PayloadShown, ReportJson, RequestId, Status,
-    StatusReport, Timestamp, UnreadableRecord,
+    AllowanceReport, EffectiveStatus, Error, ListItem, PayloadDigest, PayloadShown, ReportJson,
+    RequestId, Status, StatusReport, Timestamp, UnreadableRecord,
 };
 use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
 use serde::{Serialize, Serializer};
@@ -44,21 +44,68 @@ pub(crate) type NotAuthorized = Const<false>;
 pub(crate) struct StatusAnswer {
     #[serde(flatten)]
     request: ReportJson,
+    /// What is left of the allowance that approved it, when one did and it could be read.
+    #[serde(flatten)]
+    left: Left,
     /// What this state means and what to do next.
     note: String,
 }
 
 impl StatusAnswer {
-    pub(crate) fn of(report: &StatusReport) -> Self {
-        let mut note = note(report.request().id(), report.effective_status());
+    /// The answer for `report`; `allowance` is the allowance that approved it, as read for
+    /// this answer (none when a human decided, or when it could not be read).
+    pub(crate) fn of(report: &StatusReport, allowance: Option<&AllowanceReport>) -> Self {
+        let id = report.request().id();
+        let status = report.effective_status();
+        let mut note = match report.request().allowance() {
+            Some(by) if status == EffectiveStatus::ApprovedUnconsumed => by_allowance(id, by),
+            _ => note(id, status),
+        };
         if let Some(quorum) = quorum(report) {
             note = format!("{quorum}. {note}");
         }
         Self {
             request: report.to_json(PayloadShown::Full),
+            left: Left::of(allowance),
             note,
         }
     }
+}
+
+/// What is left of the allowance that approved a request, as read when the answer was
+/// made: information for the agent, never a promise (the consume counts the use, and may
+/// refuse if the allowance was spent, revoked or ended meanwhile).
+#[derive(Debug, Default, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct Left {
+    /// Uses of the allowance left before this request's use is counted; left out when it
+    /// counts no uses or could not be read.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) allowance_uses_left: Option<u32>,
+    /// Budget of the allowance left before this request's amount is counted; left out when
+    /// it has no budget or could not be read.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) allowance_budget_left: Option<u64>,
+}
+
+impl Left {
+    pub(crate) fn of(allowance: Option<&AllowanceReport>) -> Self {
+        allowance.map_or_else(Self::default, |report| Self {
+            allowance_uses_left: report.uses_left(),
+            allowance_budget_left: report.budget_left(),
+        })
+    }
+}
+
+/// The note of a request the allowance `by` approved as it was filed.
+pub(crate) fn by_allowance(id: RequestId, by: RequestId) -> String {
+    format!(
+        "request {id} was approved as it was filed by allowance {by}, which a human signed: no \
+         need to wait. This authorizes nothing by itself: consume it with exactly this action, \
+         operation and payload, and proceed only if consume_approval returns ok: true; the \
+         consume counts a use of the allowance and refuses if it was spent, revoked or ended \
+         meanwhile (then ask again, for a human)."
+    )
 }
 
 /// `1 of 2 signed approvals so far`, for a request that needs several approvers or holds
@@ -85,9 +132,9 @@ pub(crate) fn quorum(report: &StatusReport) -> Option<String> {
 pub(crate) struct Requested {
     /// The request id: pass it to `wait_for_approval`, `check_approval` and `consume_approval`.
     pub(crate) id: String,
-    /// Always `pending`.
+    /// `pending`, or `approved` when an allowance approved it as it was filed.
     pub(crate) status: Status,
-    /// Always `pending`.
+    /// `pending`, or `approved_unconsumed` when an allowance approved it as it was filed.
     pub(crate) effective_status: EffectiveStatus,
     /// Always false: filing a request authorizes nothing.
     pub(crate) authorizes_execution: NotAuthorized,
@@ -105,6 +152,9 @@ pub(crate) struct Requested {
     /// wait; left out when it waits for a human.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) allowance: Option<String>,
+    /// What is left of that allowance, when it could be read.
+    #[serde(flatten)]
+    pub(crate) left: Left,
     /// The command a human runs in their own terminal to approve this request.
     pub(crate) approve_command: String,
     /// What happens next.

@@ -19,7 +19,8 @@ use tokio_util::sync::CancellationToken;
 use self::handler::decided_by;
 use super::agent_gate::AgentGate;
 use super::answer::{
-    Const, Consumed, NotAuthorized, PendingItem, PendingPage, Requested, StatusAnswer,
+    Const, Consumed, Left, NotAuthorized, PendingItem, PendingPage, Requested, StatusAnswer,
+    by_allowance,
 };
 use super::inbound::{RawPayload, canonical, payload_of};
 use super::log::ClientLog;
@@ -109,6 +110,16 @@ impl Server {
     fn gate(&self) -> &AgentGate {
         &self.shared.gate
     }
+
+    /// The answer for `report`, with what is left of the allowance that approved it, if one
+    /// did (one more read, only for such requests).
+    async fn answer(&self, report: &approval_gate::StatusReport) -> StatusAnswer {
+        let allowance = match report.request().allowance() {
+            Some(by) => self.gate().allowance(by).await,
+            None => None,
+        };
+        StatusAnswer::of(report, allowance.as_ref())
+    }
 }
 
 #[tool_router]
@@ -158,13 +169,12 @@ impl Server {
         let id = request.id();
         tracing::info!(%id, deduplicated = submitted.deduplicated, "request filed");
         let allowance = request.allowance();
+        let left = match allowance {
+            Some(by) => Left::of(self.gate().allowance(by).await.as_ref()),
+            None => Left::default(),
+        };
         let note = match allowance {
-            Some(allowance) => format!(
-                "request {id} was approved as it was filed by allowance {allowance}, which a \
-                 human signed: no need to wait. Consume it with exactly this action, operation \
-                 and payload; the consume counts a use of the allowance and refuses if it was \
-                 spent, revoked or ended meanwhile (then ask again, for a human)."
-            ),
+            Some(by) => by_allowance(id, by),
             None => format!(
                 "request {id} is pending: not approved. Ask the human to review it and run \
                  `approval-gate approve {id}` (or `approval-gate deny {id}`) in their own \
@@ -186,6 +196,7 @@ impl Server {
             payload_digest: request.payload_digest(),
             deduplicated: submitted.deduplicated,
             allowance: allowance.map(|a| a.to_string()),
+            left,
             approve_command: format!("approval-gate approve {id}"),
             note,
         }))
@@ -195,7 +206,9 @@ impl Server {
         title = "Check approval",
         description = "Report where an approval request stands: status and effectiveStatus \
             (pending, approved_unconsumed, approved_expired, consumed, denied, expired, \
-            revoked), with a note on what to do. Never an authorization: authorizesExecution \
+            revoked), with a note on what to do; for a request an allowance a human signed \
+            approved as it was filed, which one (allowance) and what it has left \
+            (allowanceUsesLeft, allowanceBudgetLeft). Never an authorization: authorizesExecution \
             is always false, and only a successful consume_approval counts. Refusals (isError) \
             carry a code: invalid_arguments, invalid_id, not_found, archived.",
         output_schema = output_schema::<StatusAnswer>(),
@@ -213,7 +226,7 @@ impl Server {
     ) -> Answer<StatusAnswer> {
         let id = RequestId::parse(&args?.id)?;
         let report = self.gate().status(id).await?;
-        Ok(Json(StatusAnswer::of(&report)))
+        Ok(Json(self.answer(&report).await))
     }
 
     #[tool(
@@ -286,7 +299,7 @@ impl Server {
             WaitEnd::Decided(report) | WaitEnd::TimedOut(report)
                 if report.effective_status() == EffectiveStatus::ApprovedUnconsumed =>
             {
-                Ok(Json(StatusAnswer::of(&report)))
+                Ok(Json(self.answer(&report).await))
             }
             WaitEnd::TimedOut(report) if report.effective_status() == EffectiveStatus::Pending => {
                 Err(timed_out(&report, seconds))
@@ -449,6 +462,6 @@ impl Server {
         }
         let report = self.gate().deny(id, decision).await?;
         tracing::info!(%id, "request denied by an agent");
-        Ok(Json(StatusAnswer::of(&report)))
+        Ok(Json(StatusAnswer::of(&report, None)))
     }
 }

@@ -108,6 +108,36 @@ function setUpApprove() {
   });
 }
 
+// Approve and allow more like it: the first assertion signs the allowance statement's
+// challenge (the words above the button are what it says), exactly as an approval signs the
+// decision statement's; the second approves the request itself.
+function setUpAllow() {
+  const button = document.getElementById("allow");
+  if (!button) return;
+  button.addEventListener("click", async () => {
+    button.disabled = true;
+    const d = button.dataset;
+    const credentials = d.credentials.split(",");
+    try {
+      say("allow-result", "Waiting for your passkey, for the allowance…", true);
+      const signed = await getAssertion(d.challenge, d.rp, credentials);
+      const granted = await post(d.url, {
+        assertion: assertionJson(signed),
+        allowance: JSON.parse(d.allowance),
+      });
+      if (!granted.ok) throw new Error(granted.answer.message || "refused");
+      say("allow-result", granted.answer.message + "; now your passkey, for this request…", true);
+      const approval = await getAssertion(d.approveChallenge, d.rp, credentials);
+      const { ok, answer } = await post(d.approveUrl, assertionJson(approval));
+      say("allow-result", granted.answer.message + "; " + (answer.message || ""), ok);
+      if (ok) setTimeout(() => location.assign("/allowances"), 800);
+    } catch (error) {
+      say("allow-result", "Not done: " + error.message, false);
+      button.disabled = false;
+    }
+  });
+}
+
 function setUpSignIn() {
   const button = document.getElementById("signin");
   if (!button) return;
@@ -276,6 +306,7 @@ function setUpLive() {
 }
 
 setUpApprove();
+setUpAllow();
 setUpSignIn();
 setUpEnroll();
 setUpForms();
