@@ -219,6 +219,12 @@ fn decided(gate: &Gate, report: &StatusReport, binding: &Binding) -> Result<Answ
             drop(grant);
             Ok(Answer::Allow(format!("request {id} approved{by}{why}")))
         }
+        // Another call sharing the request (the same call, made twice while it waited) used
+        // the approval first: this one is not authorized.
+        EffectiveStatus::Consumed => Err(Answer::Deny(format!(
+            "request {id} was approved{by}, but its approval is already used and cannot be used \
+             again: an approval allows one call"
+        ))),
         EffectiveStatus::Denied => Err(Answer::Deny(format!("request {id} denied{by}{why}"))),
         other => Err(Answer::Deny(format!(
             "request {id} is {}: not approved",

@@ -130,3 +130,43 @@ fn timeouts_are_seconds_or_durations_and_answered_before() {
     assert_eq!(margin(std::time::Duration::from_secs(60)).as_secs(), 5);
     assert_eq!(margin(std::time::Duration::from_secs(1)).as_millis(), 500);
 }
+
+#[test]
+fn a_call_that_finds_the_approval_used_by_its_twin_is_denied_saying_so() {
+    use approval_gate::{Binding, CanonicalPayload, Decision, Gate, NewRequest};
+
+    let dir = tempfile::tempdir().unwrap();
+    let gate = Gate::builder()
+        .dir(dir.path().join("store"))
+        .open()
+        .unwrap();
+    let payload = CanonicalPayload::from_value(&json!({"command": "git push"})).unwrap();
+    let new = NewRequest::new("Bash: git push", "push")
+        .operation("hook.claude_code.bash")
+        .payload(payload.clone());
+    let id = gate.request_approval(new).unwrap().request.id();
+    gate.approve(id, &Decision::by("alice")).unwrap();
+    let binding = Binding::new("Bash: git push")
+        .operation("hook.claude_code.bash")
+        .payload(payload);
+    // Both calls saw it approved; the first consumes it.
+    let seen = gate.status(id).unwrap();
+    assert!(matches!(
+        super::decided(&gate, &seen, &binding),
+        Ok(Answer::Allow(_))
+    ));
+    // The second reads it after that, spent: no allow, and it says why.
+    let spent = gate.status(id).unwrap();
+    match super::decided(&gate, &spent, &binding) {
+        Err(Answer::Deny(reason)) => assert!(
+            reason.contains("already used") && reason.contains("cannot be used"),
+            "{reason}"
+        ),
+        other => panic!("{other:?}"),
+    }
+    // Read while still approved, the second call's consume is refused as a replay.
+    match super::decided(&gate, &seen, &binding) {
+        Err(Answer::Deny(reason)) => assert!(reason.contains("cannot be used"), "{reason}"),
+        other => panic!("{other:?}"),
+    }
+}
