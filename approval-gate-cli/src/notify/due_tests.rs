@@ -130,4 +130,34 @@ fn filed_reminder_and_escalation_are_due_where_and_when_configured() {
             },
         ]
     );
+    // At the edges: a reminder due at the filing itself is not sent (the filing tells), one a
+    // second later is; an escalation due at the expiry is not, one a second before is.
+    let kinds = |ttl: Duration| {
+        // Its own action: an identical pending request would be joined, not filed.
+        let request = gate
+            .request_approval(
+                NewRequest::new(format!("deploy for {ttl:?}"), "why")
+                    .operation("deploy.prod")
+                    .ttl(ttl),
+            )
+            .unwrap()
+            .request;
+        let mut kinds: Vec<&str> = due(&config, &request)
+            .iter()
+            .filter(|d| d.channel != 0)
+            .map(|d| d.kind.as_str())
+            .collect();
+        kinds.sort_unstable();
+        kinds
+    };
+    assert_eq!(kinds(5 * MIN), ["filed"]);
+    assert_eq!(
+        kinds(5 * MIN + Duration::from_secs(1)),
+        ["escalation", "filed"]
+    );
+    assert_eq!(kinds(10 * MIN), ["escalation", "filed"]);
+    assert_eq!(
+        kinds(10 * MIN + Duration::from_secs(1)),
+        ["escalation", "filed", "reminder"]
+    );
 }
