@@ -210,13 +210,13 @@ fn signing(
     Ok(Some(Signing { key, principal }))
 }
 
-fn refuse_with<T>(code: &'static str, why: &str) -> anyhow::Result<T> {
+pub(super) fn refuse_with<T>(code: &'static str, why: &str) -> anyhow::Result<T> {
     Err(Refusal::new(code, why).into())
 }
 
 /// The one principal the approvers file lists for the key's public key: from `KEY.pub`, or
 /// `KEY` itself if it is a `.pub` (a key held by ssh-agent).
-fn principal_of(policy: Option<&Policy>, key: &Path) -> anyhow::Result<String> {
+pub(super) fn principal_of(policy: Option<&Policy>, key: &Path) -> anyhow::Result<String> {
     let shown = escape(&key.display().to_string());
     let Some(policy) = policy else {
         return refuse_with(
@@ -303,7 +303,7 @@ fn screen(
 
 /// A random value drawn for this prompt, so no one (an agent least of all) can know the
 /// code before the screen shows it.
-fn nonce() -> Result<[u8; 16], Error> {
+pub(super) fn nonce() -> Result<[u8; 16], Error> {
     let mut nonce = [0; 16];
     getrandom::fill(&mut nonce).map_err(|e| Error::Random(e.to_string()))?;
     Ok(nonce)
@@ -352,18 +352,18 @@ fn confirmation_code(request: &Request, screen: &str, nonce: &[u8; 16]) -> Strin
 
 /// Drops anything typed before the prompt appeared, so a stray earlier Enter cannot answer
 /// it. (It could not approve anyway: nothing typed before the screen can hold the code.)
-fn discard_typeahead() {
+pub(super) fn discard_typeahead() {
     let _ = rustix::termios::tcflush(io::stdin(), rustix::termios::QueueSelector::IFlush);
 }
 
-enum Answer {
+pub(super) enum Answer {
     /// A whole line, without its newline.
     Line(String),
     /// End of input before a whole line.
     End,
 }
 
-fn read_answer() -> io::Result<Answer> {
+pub(super) fn read_answer() -> io::Result<Answer> {
     let mut line = Vec::new();
     io::stdin()
         .lock()
