@@ -10,11 +10,12 @@
 use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::io::{self, IsTerminal};
+use std::path::PathBuf;
 
 use approval_gate::allowance::{
     Allowance, AllowanceSignature, Bounds, Budget, Constraint, Rate, SignedAllowance, Terms, Test,
 };
-use approval_gate::{Error, Timestamp};
+use approval_gate::{Error, Policy, Timestamp};
 use serde_json::Value;
 
 use super::approve::{Answer, discard_typeahead, nonce, principal_of, read_answer, refuse_with};
@@ -62,27 +63,7 @@ pub(crate) fn allow(settings: &Settings, args: &AllowArgs) -> anyhow::Result<Exi
         );
     }
     // Everything about the key is settled before the screen, so a mistake costs no code.
-    let Some(key) = args
-        .key
-        .clone()
-        .or_else(|| settings.signing_key.value.clone())
-    else {
-        return refuse_with(
-            "no_key",
-            &format!(
-                "nothing was allowed: an allowance must be signed; run allow with --key \
-                 ~/.ssh/id_ed25519, your approver key (or set {SIGNING_KEY_ENV}; for a key in \
-                 ssh-agent give its .pub file)"
-            ),
-        );
-    };
-    if key.as_os_str().is_empty() {
-        return refuse_with("no_key", "--key is empty: give a key file");
-    }
-    let principal = match &args.principal {
-        Some(principal) => principal.clone(),
-        None => principal_of(Some(policy), &key)?,
-    };
+    let (key, principal) = signing(settings, args, policy)?;
     let statement = allowance.statement(&principal, required)?;
 
     let style = Style::detect();
@@ -112,13 +93,20 @@ pub(crate) fn allow(settings: &Settings, args: &AllowArgs) -> anyhow::Result<Exi
     // Signed after the confirmation: ssh-keygen may ask for a passphrase, a touch, or the
     // agent's confirmation, which the human gives for what the screen showed.
     let signature = settings.signer().sign(&key, &statement)?;
-    let report = gate.allow(SignedAllowance {
+    let signed = SignedAllowance {
         allowance,
         required,
         signatures: vec![AllowanceSignature {
             principal,
             signature,
         }],
+    };
+    // The library's refusals name the allowance's id as a request's; say what it was.
+    let report = gate.allow(signed).map_err(|error| {
+        anyhow::Error::new(error).context(format!(
+            "nothing was allowed: the gate did not keep allowance {id} (the reason below \
+             calls it a request)"
+        ))
     })?;
     if args.json {
         output::stdout(&render::json(&report.to_json())?)?;
@@ -132,6 +120,37 @@ pub(crate) fn allow(settings: &Settings, args: &AllowArgs) -> anyhow::Result<Exi
         render::relative(gate.now(), not_after)
     ))?;
     Ok(Exit::Done)
+}
+
+/// The key to sign with and the principal it signs as: `--key` (or the settings' signing
+/// key), and `--as` or the one principal the approvers file lists for the key.
+fn signing(
+    settings: &Settings,
+    args: &AllowArgs,
+    policy: &Policy,
+) -> anyhow::Result<(PathBuf, String)> {
+    let Some(key) = args
+        .key
+        .clone()
+        .or_else(|| settings.signing_key.value.clone())
+    else {
+        return refuse_with(
+            "no_key",
+            &format!(
+                "nothing was allowed: an allowance must be signed; run allow with --key \
+                 ~/.ssh/id_ed25519, your approver key (or set {SIGNING_KEY_ENV}; for a key in \
+                 ssh-agent give its .pub file)"
+            ),
+        );
+    };
+    if key.as_os_str().is_empty() {
+        return refuse_with("no_key", "--key is empty: give a key file");
+    }
+    let principal = match &args.principal {
+        Some(principal) => principal.clone(),
+        None => principal_of(Some(policy), &key)?,
+    };
+    Ok((key, principal))
 }
 
 /// The terms as the command line gives them: every `--is` of one pointer one list, in the

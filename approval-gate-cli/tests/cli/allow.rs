@@ -234,27 +234,31 @@ fn a_bad_constraint_or_a_window_over_seven_days_is_refused_and_nothing_is_writte
         .now()
         .saturating_add(std::time::Duration::from_secs(8 * 86_400))
         .to_string();
-    for (args, message) in [
+    for (args, exit, message) in [
         (
             vec!["mail.send", "--uses", "1", "--until", later.as_str()],
-            "its window may end at most 7 days after it is made",
+            2,
+            "invalid allowance: its window may end at most 7 days after it is made",
         ),
         (
             vec!["mail.send", "--matches", "/to=", "--uses", "1"],
+            2,
             "/to: a glob is 1 to 256 bytes",
         ),
         (
             vec!["mail.send", "--matches", "/to=*@example.com"],
+            2,
             "an allowance needs a number of uses, a budget or a rate",
         ),
         (
             vec!["payments.*", "--uses", "1"],
+            1,
             "an allowance for payments.* needs 2 approvers' signatures",
         ),
     ] {
         let ended = in_terminal(allow(&team, &args), None);
         assert!(!ended.asked, "{args:?}: {}", ended.printed);
-        assert_ne!(ended.exit, 0, "{args:?}: {}", ended.printed);
+        assert_eq!(ended.exit, exit, "{args:?}: {}", ended.printed);
         assert!(
             ended.printed.contains(message),
             "{args:?}: expected {message:?} in {}",
@@ -278,4 +282,74 @@ fn a_bad_constraint_or_a_window_over_seven_days_is_refused_and_nothing_is_writte
         Vec::<String>::new()
     );
     assert!(gate(&team).allowances().unwrap().is_empty());
+}
+
+#[test]
+fn json_prints_the_allowance_made_and_is_lists_mix_strings_and_exact_integers() {
+    let team = Team::new();
+    let ended = in_terminal(
+        allow(
+            &team,
+            &[
+                "mail.send",
+                "--is",
+                "/to=bob@example.com",
+                "--is",
+                "/code=042",
+                "--is",
+                "/to=carol@example.com",
+                "--is",
+                "/amount:=7",
+                "--rate",
+                "5/1h",
+                "--json",
+            ],
+        ),
+        None,
+    );
+    assert_eq!(ended.exit, 0, "{}", ended.printed);
+    let after = &ended.printed[ended.printed.find("cancels): ").unwrap() + 10..];
+    let made: Value = serde_json::from_str(&after[after.find('{').unwrap()..]).unwrap();
+    assert_eq!(made["principals"], serde_json::json!(["alice@example.com"]));
+    assert_eq!(
+        made["terms"]["constraints"],
+        serde_json::json!([
+            {"pointer": "/to", "oneOf": ["bob@example.com", "carol@example.com"]},
+            {"pointer": "/code", "oneOf": ["042"]},
+            {"pointer": "/amount", "oneOf": [7]},
+        ])
+    );
+    assert_eq!(made["terms"]["bounds"]["rate"]["count"], 5);
+    assert_eq!(gate(&team).allowances().unwrap().len(), 1);
+}
+
+#[test]
+fn signing_as_a_principal_the_key_is_not_trusted_for_keeps_nothing() {
+    let team = Team::new();
+    let before = team.store.snapshot();
+    let ended = in_terminal(
+        allow(
+            &team,
+            &["mail.send", "--uses", "1", "--as", "bob@example.com"],
+        ),
+        None,
+    );
+    assert!(ended.asked, "{}", ended.printed);
+    assert_eq!(ended.exit, 1, "{}", ended.printed);
+    assert!(
+        ended
+            .printed
+            .contains("nothing was allowed: the gate did not keep allowance")
+            && ended
+                .printed
+                .contains("which the policy does not trust for bob@example.com"),
+        "{}",
+        ended.printed
+    );
+    assert!(gate(&team).allowances().unwrap().is_empty());
+    let changed = Store::changed(&before, &team.store.snapshot());
+    assert!(
+        changed.iter().all(|p| !p.starts_with("allowances")),
+        "{changed:?}"
+    );
 }
