@@ -148,7 +148,7 @@ fn signing(
     }
     let principal = match &args.principal {
         Some(principal) => principal.clone(),
-        None => principal_of(Some(policy), &key)?,
+        None => principal_of(Some(policy), &key, "--as", "nothing was allowed")?,
     };
     Ok((key, principal))
 }

@@ -205,7 +205,7 @@ fn signing(
     }
     let principal = match signer.principal {
         Some(principal) => principal,
-        None => principal_of(gate.policy(), &key)?,
+        None => principal_of(gate.policy(), &key, "--principal", "nothing was approved")?,
     };
     Ok(Some(Signing { key, principal }))
 }
@@ -215,15 +215,21 @@ pub(super) fn refuse_with<T>(code: &'static str, why: &str) -> anyhow::Result<T>
 }
 
 /// The one principal the approvers file lists for the key's public key: from `KEY.pub`, or
-/// `KEY` itself if it is a `.pub` (a key held by ssh-agent).
-pub(super) fn principal_of(policy: Option<&Policy>, key: &Path) -> anyhow::Result<String> {
+/// `KEY` itself if it is a `.pub` (a key held by ssh-agent). Refusals name `flag` as the way
+/// to say the principal and end with `nothing` (`nothing was approved`).
+pub(super) fn principal_of(
+    policy: Option<&Policy>,
+    key: &Path,
+    flag: &str,
+    nothing: &str,
+) -> anyhow::Result<String> {
     let shown = escape(&key.display().to_string());
     let Some(policy) = policy else {
         return refuse_with(
             "no_principal",
             &format!(
-                "no approvers file to find the principal of {shown} in: give --principal NAME, \
-                 or --approvers FILE; nothing was approved"
+                "no approvers file to find the principal of {shown} in: give {flag} NAME, \
+                 or --approvers FILE; {nothing}"
             ),
         );
     };
@@ -239,7 +245,7 @@ pub(super) fn principal_of(policy: Option<&Policy>, key: &Path) -> anyhow::Resul
             "no_principal",
             format!(
                 "cannot read the public key {} ({e}) to find whom {shown} signs as: give \
-                 --principal NAME; nothing was approved",
+                 {flag} NAME; {nothing}",
                 escape(&public.display().to_string())
             ),
         )
@@ -257,16 +263,16 @@ pub(super) fn principal_of(policy: Option<&Policy>, key: &Path) -> anyhow::Resul
         [] => refuse_with(
             "untrusted_signer",
             &format!(
-                "the approvers file does not trust the key {}: nothing was approved; sign \
-                 with an approver's key",
+                "the approvers file does not trust the key {}: {nothing}; sign with an \
+                 approver's key",
                 escape(&public.display().to_string())
             ),
         ),
         several => refuse_with(
             "no_principal",
             &format!(
-                "the approvers file lists {} for the key {}: give --principal NAME to say \
-                 which you sign as; nothing was approved",
+                "the approvers file lists {} for the key {}: give {flag} NAME to say which \
+                 you sign as; {nothing}",
                 escape(&several.join(", ")),
                 escape(&public.display().to_string())
             ),

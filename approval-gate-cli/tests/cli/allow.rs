@@ -265,6 +265,32 @@ fn a_bad_constraint_or_a_window_over_seven_days_is_refused_and_nothing_is_writte
             ended.printed
         );
     }
+    // A key the approvers file does not trust: refused before the screen.
+    let mallory = team.key("mallory");
+    let ended = in_terminal(
+        team.command(
+            2,
+            &[
+                "allow",
+                "mail.send",
+                "--uses",
+                "1",
+                "--key",
+                mallory.to_str().unwrap(),
+            ],
+        ),
+        None,
+    );
+    assert!(!ended.asked, "{}", ended.printed);
+    assert_eq!(ended.exit, 1, "{}", ended.printed);
+    assert!(
+        ended.printed.contains("does not trust the key")
+            && ended
+                .printed
+                .contains("nothing was allowed; sign with an approver's key"),
+        "{}",
+        ended.printed
+    );
     // A wrong code: shown, refused, nothing signed.
     let ended = in_terminal(
         allow(&team, &["mail.send", "--uses", "1"]),
