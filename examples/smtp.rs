@@ -35,8 +35,9 @@
 //!
 //! An allowance instead of a prompt per mail: `--allowance KEY` (with `--approvers FILE`)
 //! signs, with the approver's key KEY, "up to 3 invoices to any @example.com address for the
-//! next 24 hours" (see `support/allowance.rs`; in real use the human signs it in their own
-//! terminal), then files four invoices: the first three are approved by the allowance as
+//! next 24 hours" (see `support/allowance.rs`; in real use the human makes it in their own
+//! terminal with `approval-gate allow smtp.send --matches '/to=*@example.com' --uses 3
+//! --key KEY`), then files four invoices: the first three are approved by the allowance as
 //! they are filed and go out without asking, and the fourth waits for a human.
 //!
 //! ```sh

@@ -3,7 +3,11 @@
 //! @example.com address, for the next 24 hours" as the approver's own tool would (the
 //! statement's bytes, SSHSIG namespace `approval-gate`, as `approval-gate approve --key`
 //! signs a decision), and the gate keeps it only if the signature counts under the
-//! executor's policy. In real use the human signs in their own terminal, never the executor.
+//! executor's policy. In real use the human signs in their own terminal, never the executor:
+//! `approval-gate --approvers FILE allow smtp.send --matches '/to=*@example.com' --uses 3
+//! --key KEY this month's invoices` makes the same allowance, shown in words and confirmed
+//! by a re-typed code before it is signed. The example stays self-contained so that it runs
+//! in one terminal without the CLI.
 
 use std::path::Path;
 use std::time::Duration;

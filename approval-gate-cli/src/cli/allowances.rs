@@ -1,5 +1,5 @@
 //! `allowances` and `revoke-allowance`: what the humans have allowed, with what each has
-//! counted, and taking one back. Making one is signing it, which is not done here yet.
+//! counted, and taking one back. Making one is signing it: `allow` (`allow.rs`).
 
 use std::fmt::Write as _;
 

@@ -205,25 +205,31 @@ fn signing(
     }
     let principal = match signer.principal {
         Some(principal) => principal,
-        None => principal_of(gate.policy(), &key)?,
+        None => principal_of(gate.policy(), &key, "--principal", "nothing was approved")?,
     };
     Ok(Some(Signing { key, principal }))
 }
 
-fn refuse_with<T>(code: &'static str, why: &str) -> anyhow::Result<T> {
+pub(super) fn refuse_with<T>(code: &'static str, why: &str) -> anyhow::Result<T> {
     Err(Refusal::new(code, why).into())
 }
 
 /// The one principal the approvers file lists for the key's public key: from `KEY.pub`, or
-/// `KEY` itself if it is a `.pub` (a key held by ssh-agent).
-fn principal_of(policy: Option<&Policy>, key: &Path) -> anyhow::Result<String> {
+/// `KEY` itself if it is a `.pub` (a key held by ssh-agent). Refusals name `flag` as the way
+/// to say the principal and end with `nothing` (`nothing was approved`).
+pub(super) fn principal_of(
+    policy: Option<&Policy>,
+    key: &Path,
+    flag: &str,
+    nothing: &str,
+) -> anyhow::Result<String> {
     let shown = escape(&key.display().to_string());
     let Some(policy) = policy else {
         return refuse_with(
             "no_principal",
             &format!(
-                "no approvers file to find the principal of {shown} in: give --principal NAME, \
-                 or --approvers FILE; nothing was approved"
+                "no approvers file to find the principal of {shown} in: give {flag} NAME, \
+                 or --approvers FILE; {nothing}"
             ),
         );
     };
@@ -239,7 +245,7 @@ fn principal_of(policy: Option<&Policy>, key: &Path) -> anyhow::Result<String> {
             "no_principal",
             format!(
                 "cannot read the public key {} ({e}) to find whom {shown} signs as: give \
-                 --principal NAME; nothing was approved",
+                 {flag} NAME; {nothing}",
                 escape(&public.display().to_string())
             ),
         )
@@ -257,16 +263,16 @@ fn principal_of(policy: Option<&Policy>, key: &Path) -> anyhow::Result<String> {
         [] => refuse_with(
             "untrusted_signer",
             &format!(
-                "the approvers file does not trust the key {}: nothing was approved; sign \
-                 with an approver's key",
+                "the approvers file does not trust the key {}: {nothing}; sign with an \
+                 approver's key",
                 escape(&public.display().to_string())
             ),
         ),
         several => refuse_with(
             "no_principal",
             &format!(
-                "the approvers file lists {} for the key {}: give --principal NAME to say \
-                 which you sign as; nothing was approved",
+                "the approvers file lists {} for the key {}: give {flag} NAME to say which \
+                 you sign as; {nothing}",
                 escape(&several.join(", ")),
                 escape(&public.display().to_string())
             ),
@@ -303,7 +309,7 @@ fn screen(
 
 /// A random value drawn for this prompt, so no one (an agent least of all) can know the
 /// code before the screen shows it.
-fn nonce() -> Result<[u8; 16], Error> {
+pub(super) fn nonce() -> Result<[u8; 16], Error> {
     let mut nonce = [0; 16];
     getrandom::fill(&mut nonce).map_err(|e| Error::Random(e.to_string()))?;
     Ok(nonce)
@@ -352,18 +358,18 @@ fn confirmation_code(request: &Request, screen: &str, nonce: &[u8; 16]) -> Strin
 
 /// Drops anything typed before the prompt appeared, so a stray earlier Enter cannot answer
 /// it. (It could not approve anyway: nothing typed before the screen can hold the code.)
-fn discard_typeahead() {
+pub(super) fn discard_typeahead() {
     let _ = rustix::termios::tcflush(io::stdin(), rustix::termios::QueueSelector::IFlush);
 }
 
-enum Answer {
+pub(super) enum Answer {
     /// A whole line, without its newline.
     Line(String),
     /// End of input before a whole line.
     End,
 }
 
-fn read_answer() -> io::Result<Answer> {
+pub(super) fn read_answer() -> io::Result<Answer> {
     let mut line = Vec::new();
     io::stdin()
         .lock()

@@ -134,6 +134,11 @@ pending, showing k of M, until M distinct trusted approvers have signed.")]
         json: bool,
     },
 
+    /// Allow requests like these without asking, within bounds: sign an allowance, in an
+    /// interactive terminal only.
+    #[command(after_help = ALLOW_HELP)]
+    Allow(AllowArgs),
+
     /// List the allowances humans signed, with their uses and budget left.
     #[command(after_help = "\
 An allowance is what approvers signed once instead of approving each request: an operation,
@@ -353,6 +358,7 @@ impl Command {
                 *json
             }
             Self::Consume { json, .. } => *json,
+            Self::Allow(args) => args.json,
             Self::Approve { .. }
             | Self::Exec(_)
             | Self::Hook(_)
@@ -382,8 +388,12 @@ impl Command {
     }
 }
 
+mod allow;
 mod help;
 mod parts;
+
+use self::allow::ALLOW_HELP;
+pub(crate) use self::allow::AllowArgs;
 
 #[cfg(feature = "notify")]
 use self::help::NOTIFY_HELP;

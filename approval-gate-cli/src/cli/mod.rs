@@ -29,6 +29,7 @@ use std::io;
 use approval_gate::{Gate, RequestId};
 use serde_json::{Value, json};
 
+mod allow;
 mod allowances;
 mod approve;
 mod archive;
@@ -181,6 +182,8 @@ fn dispatch(cli: Cli) -> anyhow::Result<Exit> {
         Command::Revoke { id, reason, json } => {
             decide::revoke(&open()?, id, &reason.join(" "), json)
         }
+        // `allow` too checks for a terminal before it opens the store.
+        Command::Allow(args) => allow::allow(&settings()?, &args),
         Command::Allowances { json } => allowances::list(&open()?, json),
         Command::RevokeAllowance { id, reason, json } => {
             allowances::revoke(&open()?, id, &reason.join(" "), json)

@@ -1,5 +1,6 @@
 //! End-to-end tests of the `approval-gate` binary: one test binary, one module per concern.
 
+mod allow;
 mod allowances;
 mod approve;
 mod damage;

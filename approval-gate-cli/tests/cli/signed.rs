@@ -21,13 +21,13 @@ const OP: &str = "payments.wire";
 const PAYLOAD: &str = r#"{"amount_cents":120000,"to":"ACME Ltd"}"#;
 
 /// A store, approvers with ed25519 keys made by ssh-keygen, and their `allowed_signers` file.
-struct Team {
-    store: Store,
-    signers: PathBuf,
+pub(crate) struct Team {
+    pub(crate) store: Store,
+    pub(crate) signers: PathBuf,
 }
 
 impl Team {
-    fn new() -> Self {
+    pub(crate) fn new() -> Self {
         let store = Store::new();
         let team = Self {
             signers: store.scratch().join("allowed_signers"),
@@ -59,7 +59,7 @@ impl Team {
             .to_owned()
     }
 
-    fn key(&self, name: &str) -> PathBuf {
+    pub(crate) fn key(&self, name: &str) -> PathBuf {
         self.store.scratch().join(name)
     }
 
@@ -67,7 +67,7 @@ impl Team {
         self.store.scratch().join(format!("{name}.pub"))
     }
 
-    fn policy(&self, quorum: u32) -> Policy {
+    pub(crate) fn policy(&self, quorum: u32) -> Policy {
         Policy::load_allowed_signers(&self.signers)
             .unwrap()
             .require("payments.*", quorum)
@@ -90,7 +90,7 @@ impl Team {
     }
 
     /// The CLI on this store, holding the policy (`--approvers`, `--quorum`).
-    fn command(&self, quorum: u32, args: &[&str]) -> Command {
+    pub(crate) fn command(&self, quorum: u32, args: &[&str]) -> Command {
         let quorum = format!("payments.*={quorum},*=1");
         let mut command = self.store.command(&[]);
         command
