@@ -3,7 +3,8 @@
 //! passkey prompt; the assertion over the allowance statement's challenge grants it, and the
 //! executor then runs a like request without a human, verifying the passkey signature
 //! offline; the list shows the uses left; revoke takes it back. An allowance edited after
-//! signing, or posted without the page key, grants nothing.
+//! signing, or posted without the page key, grants nothing. A request an allowance approved
+//! says so on its page, with what the allowance has left.
 
 use approval_gate::{CanonicalPayload, EffectiveStatus, Gate, NewRequest, RequestId};
 use approval_gate_tests::http::Client;
@@ -154,6 +155,9 @@ fn allow_list_and_revoke(alice: &SoftPasskey, served: &Served) {
         );
     let _spent = executor.consume::<Value>(next.id(), &binding).unwrap();
 
+    // The request's page says which allowance approved it and what it has left.
+    assert_approved_by(&mut browser, next.id(), &aid, "active");
+
     let list = browser.get("/allowances");
     assert_eq!(list.status, 200, "{}", list.body);
     assert!(list.body.contains(&aid), "{}", list.body);
@@ -181,10 +185,27 @@ fn allow_list_and_revoke(alice: &SoftPasskey, served: &Served) {
         revoked.body
     );
     assert!(served.agent().allowances().unwrap()[0].revoked);
+    assert_approved_by(&mut browser, next.id(), &aid, "revoked");
     let after = file(&executor);
     assert_eq!(
         agent.status(after).unwrap().effective_status(),
         EffectiveStatus::Pending
+    );
+}
+
+/// The page of `id`, which the allowance `aid` approved, says so: its state, one use
+/// counted and one left, and a link to the list.
+fn assert_approved_by(browser: &mut Client, id: RequestId, aid: &str, state: &str) {
+    let page = browser.get(&format!("/requests/{id}"));
+    assert_eq!(page.status, 200, "{}", page.body);
+    let line =
+        format!("<dt>approved by</dt><dd>allowance {aid} ({state}, mail.send): 1 used, 1 left");
+    assert!(page.body.contains(&line), "{}", page.body);
+    assert!(
+        page.body
+            .contains("(<a href=\"/allowances\">allowances</a>)</dd>"),
+        "{}",
+        page.body
     );
 }
 

@@ -297,7 +297,7 @@ fn screen(
         " (agent-supplied text is escaped: \\u{...} marks a control, invisible or look-alike \
          character)\n\n",
     );
-    text.push_str(&render::details(report, now, style, store));
+    text.push_str(&render::details(report, now, style, store, None));
     let _ = write!(
         text,
         "\nApproving lets trusted code do exactly what is shown above, once,\n\

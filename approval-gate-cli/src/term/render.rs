@@ -15,6 +15,8 @@ use crate::term::display::{
     payload_lookalike_warnings, payload_pretty,
 };
 
+pub(crate) mod allowance;
+
 /// Width of the label column of the full view.
 const LABEL: usize = 16;
 /// Widest requester shown in a list line.
@@ -274,8 +276,15 @@ pub(crate) fn list_filer(report: &StatusReport, store: Filer, width: usize) -> O
 }
 
 /// The full view of a request: every field, escaped, the payload pretty-printed whole and
-/// its digest; `store` says who vouches for its filer. Ends with a newline.
-pub(crate) fn details(report: &StatusReport, now: Timestamp, style: Style, store: Filer) -> String {
+/// its digest; `store` says who vouches for its filer; `approved_by` is the line of the
+/// allowance that approved it ([`allowance::approved_by`]), if one did. Ends with a newline.
+pub(crate) fn details(
+    report: &StatusReport,
+    now: Timestamp,
+    style: Style,
+    store: Filer,
+    approved_by: Option<&str>,
+) -> String {
     let request = report.request();
     let status = report.effective_status();
     let mut out = String::new();
@@ -317,6 +326,9 @@ pub(crate) fn details(report: &StatusReport, now: Timestamp, style: Style, store
     }
     if let Some(approvals) = approvals(report) {
         field(&mut out, "approvals", &approvals);
+    }
+    if let Some(line) = approved_by {
+        field(&mut out, "approved by", line);
     }
     payload(&mut out, request);
     let warnings = lookalike_warnings(request);

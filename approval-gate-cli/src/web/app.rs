@@ -142,16 +142,29 @@ async fn show(State(app): State<Shared>, Path(id): Path<String>, headers: Header
         Err(redirect) => return redirect,
     };
     let shown = match app
-        .blocking(move |gate| Ok((gate.status(id)?, gate.now())))
+        .blocking(move |gate| {
+            let report = gate.status(id)?;
+            // The allowance that approved it, read after it; unreadable is said in words.
+            let approved_by = report.request().allowance().map(|allowance| {
+                crate::term::render::allowance::approved_by(allowance, &gate.allowance(allowance))
+            });
+            Ok((report, approved_by, gate.now()))
+        })
         .await
     {
         Ok(shown) => shown,
         Err(error) => return gate_refusal(&error).into_response(),
     };
-    let (report, now) = shown;
+    let (report, approved_by, now) = shown;
     let button = approve_button(&app, &report, &session.principal);
     let viewer = App::viewer(&session);
-    let body = html::request(&report, now, &viewer, button.as_ref());
+    let body = html::request(
+        &report,
+        now,
+        &viewer,
+        button.as_ref(),
+        approved_by.as_deref(),
+    );
     let page = html::page(&html::request_title(report.request()), &viewer, &body);
     (html_type(), page).into_response()
 }

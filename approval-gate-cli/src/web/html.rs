@@ -147,12 +147,14 @@ pub(crate) struct ApproveButton {
     pub(crate) credentials: String,
 }
 
-/// One request in full.
+/// One request in full; `approved_by` is the terminal's line of the allowance that approved
+/// it ([`render::allowance::approved_by`], already escaped as agent text), if one did.
 pub(crate) fn request(
     report: &StatusReport,
     now: Timestamp,
     viewer: &Viewer<'_>,
     approve: Option<&ApproveButton>,
+    approved_by: Option<&str>,
 ) -> String {
     let request = report.request();
     let status = report.effective_status();
@@ -203,6 +205,13 @@ pub(crate) fn request(
     );
     optional(&mut out, "decided by", request.decided_by());
     optional(&mut out, "decision reason", request.decision_reason());
+    if let Some(line) = approved_by {
+        field(
+            &mut out,
+            "approved by",
+            &format!("{} (<a href=\"/allowances\">allowances</a>)", attr(line)),
+        );
+    }
     match (request.payload(), request.payload_digest()) {
         (Some(payload), Some(digest)) => {
             field(

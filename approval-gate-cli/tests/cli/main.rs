@@ -26,6 +26,7 @@ mod notify_channels;
 #[cfg(feature = "postgres")]
 mod postgres;
 mod settings;
+mod show_allowance;
 mod signed;
 mod support;
 mod usage;

@@ -77,7 +77,8 @@ fn lookalikes_are_warned_about_in_full_views_and_under_list_lines() {
             honest,
             gate.now(),
             Style::plain(),
-            gate.capabilities().filer
+            gate.capabilities().filer,
+            None,
         )
         .contains("warning")
     );
@@ -104,6 +105,7 @@ fn lookalikes_are_warned_about_in_full_views_and_under_list_lines() {
         gate.now(),
         Style::plain(),
         gate.capabilities().filer,
+        None,
     );
     let lines: Vec<_> = full
         .lines()
