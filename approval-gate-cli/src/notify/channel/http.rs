@@ -124,5 +124,12 @@ mod tests {
         let failure = post(&url, &[], b"{}").unwrap_err();
         assert!(matches!(failure, Failure::Retry(_)), "{failure:?}");
         assert!(!failure.reason().contains("secret-token"), "{failure:?}");
+        // It says what happened, to which host: a log line an operator can act on.
+        let reason = failure.reason().to_lowercase();
+        assert!(reason.starts_with(&format!("{}: ", addr.ip())), "{reason}");
+        assert!(
+            reason.contains("refused") || reason.contains("connection failed"),
+            "{reason}"
+        );
     }
 }
