@@ -427,29 +427,7 @@ impl Store for DirStore {
     }
 
     fn archive(&self, id: RequestId, entry: &Entry<'_>) -> Result<(), Error> {
-        let layout = &self.layout;
-        let moved = {
-            let held = self.queue.lock()?;
-            let moved = fs::rename_durable(&layout.request(id), &layout.archived(id));
-            if !matches!(moved, Err(fs::Failed::Before(_)))
-                && let Some(mut index) = held.read()?
-            {
-                index.live = index.live.saturating_sub(1);
-                index.remove(id);
-                held.write(&index)?;
-            }
-            moved
-        };
-        moved.map_err(|failed| failed.on(id, "archive"))?;
-        let rest = || -> Result<(), Error> {
-            if fs::exists(&layout.claim(id))? {
-                fs::rename_durable(&layout.claim(id), &layout.archived_claim(id))
-                    .map_err(|failed| failed.on(id, "archive"))?;
-                fs::remove_if_exists(&layout.claim_logged(id))?;
-            }
-            self.append(id, entry).map(drop)
-        };
-        rest().map_err(|error| error.after_effect(id, "archive"))
+        self.archive_request(id, entry)
     }
 
     fn grant_allowance(&self, signed: &SignedAllowance, entry: &Entry<'_>) -> Result<bool, Error> {

@@ -16,6 +16,34 @@ use crate::store::{Caps, Entry, Filed, Recovery, Shelf, Store};
 use crate::time::Timestamp;
 
 impl DirStore {
+    /// [`Store::archive`](crate::store::Store::archive): the record moved to the archive
+    /// (and out of the queue index), then its claim, then its line.
+    pub(super) fn archive_request(&self, id: RequestId, entry: &Entry<'_>) -> Result<(), Error> {
+        let layout = &self.layout;
+        let moved = {
+            let held = self.queue.lock()?;
+            let moved = fs::rename_durable(&layout.request(id), &layout.archived(id));
+            if !matches!(moved, Err(fs::Failed::Before(_)))
+                && let Some(mut index) = held.read()?
+            {
+                index.live = index.live.saturating_sub(1);
+                index.remove(id);
+                held.write(&index)?;
+            }
+            moved
+        };
+        moved.map_err(|failed| failed.on(id, "archive"))?;
+        let rest = || -> Result<(), Error> {
+            if fs::exists(&layout.claim(id))? {
+                fs::rename_durable(&layout.claim(id), &layout.archived_claim(id))
+                    .map_err(|failed| failed.on(id, "archive"))?;
+                fs::remove_if_exists(&layout.claim_logged(id))?;
+            }
+            self.append(id, entry).map(drop)
+        };
+        rest().map_err(|error| error.after_effect(id, "archive"))
+    }
+
     /// [`Store::file`]: under the filing lock, so that the caps, de-duplication and fresh
     /// ids hold against every other filing process. It reads the queue index, not the queue:
     /// the same one small file at any queue length (the queue's records only when the index
