@@ -3,65 +3,16 @@
 //! but through the schema's functions: an agent cannot make, widen, extend, un-revoke or
 //! refill one, nor delete a use to get it back.
 
-use std::fmt::Write as _;
-
 use approval_gate::Clock as _;
 use approval_gate::allowance::{Allowance, SignedAllowance};
 use approval_gate::{Decision, ErrorCode, Gate, Location, Policy};
 use approval_gate_tests::backend::{Backend, Postgres, Store};
-use approval_gate_tests::pg::{admin_url, connect, on_own_thread, run_sql, url_with};
+use approval_gate_tests::pg::{connect, on_own_thread, url_with};
 use approval_gate_tests::ssh::Approver;
 use approval_gate_tests::suite::allowances::{Team, sign, terms};
 use approval_gate_tests::suite::allowed::{consume, file};
-use postgres::Client;
 
-/// One login role for each group role, named after the store's database; dropped with it.
-struct Logins {
-    agent: String,
-    approver: String,
-    executor: String,
-}
-
-impl Logins {
-    fn create(store: &Store) -> Self {
-        let url = Postgres::url(store);
-        let db = url
-            .rsplit('/')
-            .next()
-            .and_then(|rest| rest.split('?').next())
-            .expect("a database name")
-            .to_owned();
-        let logins = Self {
-            agent: format!("{db}_agent"),
-            approver: format!("{db}_approver"),
-            executor: format!("{db}_executor"),
-        };
-        let mut sql = String::new();
-        for (login, group) in [
-            (&logins.agent, "approval_gate_agent"),
-            (&logins.approver, "approval_gate_approver"),
-            (&logins.executor, "approval_gate_executor"),
-        ] {
-            let _ = write!(sql, "CREATE ROLE {login} LOGIN IN ROLE {group};");
-        }
-        run_sql(admin_url(), &sql);
-        logins
-    }
-}
-
-impl Drop for Logins {
-    fn drop(&mut self) {
-        let sql = format!(
-            "DROP ROLE IF EXISTS {}, {}, {}",
-            self.agent, self.approver, self.executor
-        );
-        on_own_thread(move || {
-            if let Ok(mut client) = Client::connect(admin_url(), postgres::NoTls) {
-                let _ = client.batch_execute(&sql);
-            }
-        });
-    }
-}
+use crate::postgres_records::Logins;
 
 /// The suite's terms for `operation`, made now (the database's clock decides here), signed.
 fn signed_now(operation: &str, by: &Approver) -> SignedAllowance {

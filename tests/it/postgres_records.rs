@@ -16,14 +16,14 @@ use postgres::Client;
 use serde_json::{Value, json};
 
 /// One login role for each group role, named after the store's database; dropped with it.
-struct Logins {
-    agent: String,
-    approver: String,
-    executor: String,
+pub(crate) struct Logins {
+    pub(crate) agent: String,
+    pub(crate) approver: String,
+    pub(crate) executor: String,
 }
 
 impl Logins {
-    fn create(store: &Store) -> Self {
+    pub(crate) fn create(store: &Store) -> Self {
         let url = Postgres::url(store);
         let db = url
             .rsplit('/')
