@@ -60,6 +60,13 @@ pub enum AuditEvent {
     /// A human granted an allowance: signed by as many trusted approvers as its operation
     /// needs, verified before it was kept. Names the allowance's id, not a request's.
     AllowanceGranted,
+    /// A human signed an allowance whose operation needs more approvers than signed it: kept,
+    /// approving nothing until co-signers bring it to its quorum. Names the allowance's id.
+    AllowanceProposed,
+    /// Another approver's signature was added to an allowance (its details say how many it
+    /// then carries, and the quorum it needs): from the one that meets the quorum on, it
+    /// approves what it covers. Names the allowance's id.
+    AllowanceSigned,
     /// A human revoked an allowance: no use not yet spent counts under it from then on.
     /// Names the allowance's id, not a request's.
     AllowanceRevoked,

@@ -492,6 +492,8 @@ mod tests {
                     | E::ConsumeReplayed
                     | E::DecisionRefused
                     | E::AllowanceGranted
+                    | E::AllowanceProposed
+                    | E::AllowanceSigned
                     | E::AllowanceRevoked
             ) {
                 return Some(self);

@@ -158,3 +158,49 @@ fn postgres_only_an_approver_grants_or_revokes_an_allowance_and_no_role_writes_i
     assert!(agent.allowance(aid).expect("read").revoked);
     approver.verify_audit().expect("the chain verifies");
 }
+
+/// A proposed allowance is co-signed only through an approver's login: an agent or an
+/// executor holding the co-signer's real signature cannot add it, nor call the schema's
+/// function with anything else.
+#[test]
+fn postgres_only_an_approver_adds_a_cosignature() {
+    let store = Postgres.fresh();
+    let logins = Logins::create(&store);
+    let team = Team::new();
+    let agent = gate_as(&store, &logins.agent, team.policy());
+    let approver = gate_as(&store, &logins.approver, team.policy());
+    let executor = gate_as(&store, &logins.executor, team.policy());
+    let now = approval_gate::SystemClock.now();
+    let mut terms = terms("payments.refund");
+    terms.bounds.not_before = now;
+    terms.bounds.not_after = now.saturating_add(std::time::Duration::from_secs(86_400));
+    let allowance = Allowance::new(terms, now).expect("an allowance");
+    let proposed = sign(allowance.clone(), 2, &[&team.alice]);
+    let aid = allowance.id();
+    approver
+        .propose_allowance(proposed.clone())
+        .expect("an approver proposes it");
+    let bob = sign(allowance, 2, &[&team.bob]).signatures.remove(0);
+    for (who, gate) in [("agent", &agent), ("executor", &executor)] {
+        let refused = gate.cosign_allowance(aid, &bob).expect_err(who);
+        assert_eq!(refused.code(), ErrorCode::NotPermitted, "{who}: {refused}");
+        let sql = format!(
+            "SELECT approval_gate.cosign_allowance('{aid}', \
+             '{{\"principal\":\"x\",\"signature\":\"y\"}}', '{{}}', NULL)"
+        );
+        let login = if who == "agent" {
+            &logins.agent
+        } else {
+            &logins.executor
+        };
+        assert!(refused_as(&store, login, &sql).is_some(), "{who} co-signs");
+    }
+    assert_eq!(
+        agent.allowance(aid).expect("read").allowance,
+        proposed,
+        "nothing was added"
+    );
+    let complete = approver.cosign_allowance(aid, &bob).expect("co-signed");
+    assert!(complete.is_active());
+    approver.verify_audit().expect("the chain verifies");
+}

@@ -90,6 +90,10 @@ macro_rules! conformance {
                 the_rate_and_the_window_hold_at_their_edges,
                 revoke_racing_a_use_has_one_winner,
                 every_forgery_of_a_kept_allowance_is_refused_at_the_consume;
+            cosign:
+                an_allowance_needing_two_approvers_approves_nothing_until_cosigned,
+                a_cosignature_that_would_not_count_is_refused_and_changes_nothing,
+                cosignatures_racing_add_each_approver_once;
         }
     };
 }
@@ -138,6 +142,7 @@ pub const TOUR: &[&str] = &[
     "notices::the_ledger_keeps_what_was_delivered_and_lets_one_notifier_send_at_a_time",
     "allowances::a_granted_allowance_is_listed_and_revoked_once_with_its_lines",
     "allowed::a_covered_request_is_approved_by_the_allowance_and_each_use_counted",
+    "cosign::an_allowance_needing_two_approvers_approves_nothing_until_cosigned",
 ];
 
 /// Runs the [`TOUR`] of the suite against `backend` in a process of its own (this test

@@ -132,6 +132,115 @@ impl SignedAllowance {
         self.verify_quorum(policy, required, now)
     }
 
+    /// How many distinct trusted approvers' signatures verify over its statement under
+    /// `policy` at `now` (a principal, or a key, counts once): what a report of an allowance
+    /// still waiting for signatures counts, and what [`verify`](SignedAllowance::verify)
+    /// compares with the quorum.
+    #[must_use]
+    pub fn counted(&self, policy: &Policy, now: Timestamp) -> u32 {
+        self.tally(policy, now).counted
+    }
+
+    /// Whether `signature` is one more approver's, good to add to it: it verifies over the
+    /// statement as `signature.principal` signs it (every term, and this quorum), by a key
+    /// `policy` trusts for that principal at `now`, and neither that principal nor that key
+    /// has signed it already.
+    ///
+    /// # Errors
+    ///
+    /// [`Forged::BadSignature`] if it does not verify or its signer signed already,
+    /// [`Forged::Untrusted`] if the key is not trusted for the principal.
+    pub fn check_another(
+        &self,
+        signature: &AllowanceSignature,
+        policy: &Policy,
+        now: Timestamp,
+    ) -> Result<(), Forged> {
+        let by = self.check_one(signature, policy, now)?;
+        let before = self.tally(policy, now);
+        let bad = |problem: &str| Forged::BadSignature {
+            principal: signature.principal.clone(),
+            problem: problem.to_owned(),
+        };
+        if before.principals.contains(&signature.principal) {
+            return Err(bad("this principal has signed this allowance already"));
+        }
+        if before.keys.contains(&by) {
+            return Err(bad(
+                "this key has signed this allowance already, as another principal",
+            ));
+        }
+        Ok(())
+    }
+
+    /// One signature checked: the key it verifies by, if the policy trusts it for its
+    /// principal.
+    fn check_one(
+        &self,
+        AllowanceSignature {
+            principal,
+            signature,
+        }: &AllowanceSignature,
+        policy: &Policy,
+        now: Timestamp,
+    ) -> Result<ssh_key::public::KeyData, Forged> {
+        let statement = || {
+            self.allowance
+                .statement(principal, self.required)
+                .map_err(|e| e.to_string())
+        };
+        let signed = Signed {
+            kind: "allowance statement",
+            of: format!(
+                "allowance {} as it stands (every term, and a quorum of {})",
+                self.allowance.id(),
+                self.required
+            ),
+            statement: &statement,
+        };
+        let problem = match signed.check(principal, signature) {
+            Err(problem) => Problem::Bad(problem),
+            Ok(by) => match policy.trust(&by, principal, now) {
+                Ok(()) => return Ok(by.key.key_data().clone()),
+                Err(problem) => problem,
+            },
+        };
+        Err(match problem {
+            Problem::Bad(problem) => Forged::BadSignature {
+                principal: principal.clone(),
+                problem,
+            },
+            Problem::Untrusted(key) => Forged::Untrusted {
+                principal: principal.clone(),
+                key,
+            },
+        })
+    }
+
+    /// Every signature checked: the distinct trusted signers counted, the first bad and the
+    /// first untrusted one kept.
+    fn tally(&self, policy: &Policy, now: Timestamp) -> Tally {
+        let mut tally = Tally::default();
+        for signature in &self.signatures {
+            match self.check_one(signature, policy, now) {
+                Ok(key) => {
+                    let fresh_key = tally.keys.insert(key);
+                    let fresh_principal = tally.principals.insert(signature.principal.clone());
+                    if fresh_key && fresh_principal {
+                        tally.counted += 1;
+                    }
+                }
+                Err(bad @ Forged::BadSignature { .. }) => {
+                    tally.first_bad.get_or_insert(bad);
+                }
+                Err(untrusted) => {
+                    tally.first_untrusted.get_or_insert(untrusted);
+                }
+            }
+        }
+        tally
+    }
+
     /// [`verify`](SignedAllowance::verify) at a quorum of `required`.
     fn verify_quorum(&self, policy: &Policy, required: u32, now: Timestamp) -> Result<(), Forged> {
         if self.signatures.is_empty() {
@@ -143,66 +252,28 @@ impl SignedAllowance {
                 required,
             });
         }
-        let mut principals = HashSet::new();
-        let mut keys = HashSet::new();
-        let mut first_bad = None;
-        let mut first_untrusted = None;
-        let mut counted = 0u32;
-        for AllowanceSignature {
-            principal,
-            signature,
-        } in &self.signatures
-        {
-            let statement = || {
-                self.allowance
-                    .statement(principal, self.required)
-                    .map_err(|e| e.to_string())
-            };
-            let signed = Signed {
-                kind: "allowance statement",
-                of: format!(
-                    "allowance {} as it stands (every term, and a quorum of {})",
-                    self.allowance.id(),
-                    self.required
-                ),
-                statement: &statement,
-            };
-            let problem = match signed.check(principal, signature) {
-                Err(problem) => Problem::Bad(problem),
-                Ok(by) => match policy.trust(&by, principal, now) {
-                    Ok(()) => {
-                        let fresh_key = keys.insert(by.key.key_data().clone());
-                        let fresh_principal = principals.insert(principal.as_str());
-                        if fresh_key && fresh_principal {
-                            counted += 1;
-                        }
-                        continue;
-                    }
-                    Err(problem) => problem,
-                },
-            };
-            match problem {
-                Problem::Bad(problem) => {
-                    first_bad.get_or_insert(Forged::BadSignature {
-                        principal: principal.clone(),
-                        problem,
-                    });
-                }
-                Problem::Untrusted(key) => {
-                    first_untrusted.get_or_insert(Forged::Untrusted {
-                        principal: principal.clone(),
-                        key,
-                    });
-                }
-            }
-        }
-        if counted >= required {
+        let tally = self.tally(policy, now);
+        if tally.counted >= required {
             return Ok(());
         }
-        Err(first_bad
-            .or(first_untrusted)
-            .unwrap_or(Forged::Insufficient { counted, required }))
+        Err(tally
+            .first_bad
+            .or(tally.first_untrusted)
+            .unwrap_or(Forged::Insufficient {
+                counted: tally.counted,
+                required,
+            }))
     }
+}
+
+/// What [`SignedAllowance::tally`] found.
+#[derive(Default)]
+struct Tally {
+    counted: u32,
+    principals: HashSet<String>,
+    keys: HashSet<ssh_key::public::KeyData>,
+    first_bad: Option<Forged>,
+    first_untrusted: Option<Forged>,
 }
 
 impl SignedAllowance {

@@ -1,5 +1,6 @@
-//! Allowances at the gate: granting one a human signed, listing them with what each has
-//! counted, revoking one.
+//! Allowances at the gate: granting one a human signed (or, for an operation that needs more
+//! approvers than one, proposing it and adding the co-signers' signatures until its quorum is
+//! met), listing them with what each has counted, revoking one.
 
 use serde_json::{Value, json};
 
@@ -8,6 +9,7 @@ use crate::audit::AuditEvent;
 use crate::error::Error;
 use crate::gate::{Gate, details};
 use crate::id::RequestId;
+use crate::policy::Policy;
 use crate::request::Decision;
 use crate::store::Entry;
 use crate::store::allowance::{Kept, Revoked};
@@ -26,12 +28,22 @@ pub struct AllowanceReport {
     pub revoked: bool,
     /// Whether its window had closed when the report was made.
     pub ended: bool,
+    /// How many more approvers must sign it before it approves anything: its quorum less the
+    /// distinct trusted approvers whose signatures verify under the gate's policy (0 once it
+    /// is complete; without a policy, its quorum less the signatures it carries).
+    pub signatures_missing: u32,
 }
 
 impl AllowanceReport {
-    fn of(kept: Kept, now: Timestamp) -> Self {
+    pub(super) fn of(kept: Kept, now: Timestamp, policy: Option<&Policy>) -> Self {
         let ended = now > kept.signed.allowance.terms().bounds.not_after;
+        let signed = &kept.signed;
+        let counted = policy.map_or_else(
+            || u32::try_from(signed.signatures.len()).unwrap_or(u32::MAX),
+            |policy| signed.counted(policy, now),
+        );
         Self {
+            signatures_missing: signed.required.saturating_sub(counted),
             allowance: kept.signed,
             usage: kept.usage,
             revoked: kept.revoked,
@@ -58,7 +70,7 @@ impl AllowanceReport {
 
     /// The report as JSON, for `approval-gate allowances --json` and the page: `id`,
     /// `operation`, `active`, `revoked`, `ended`, `uses`, `spent`, `usesLeft`, `budgetLeft`,
-    /// `principals`, `requiredApprovals`, `words` (what it allows, a line each, as
+    /// `principals`, `requiredApprovals`, `signaturesMissing`, `words` (what it allows, a line each, as
     /// [`Allowance::describe`](crate::allowance::Allowance::describe) says it) and `terms`
     /// (the allowance as signed, without the signatures).
     #[must_use]
@@ -76,16 +88,18 @@ impl AllowanceReport {
             "budgetLeft": self.budget_left(),
             "principals": self.allowance.signatures.iter().map(|s| &s.principal).collect::<Vec<_>>(),
             "requiredApprovals": self.allowance.required,
+            "signaturesMissing": self.signatures_missing,
             "words": allowance.describe(),
             "terms": allowance.to_json(),
         })
     }
 
-    /// Whether it may approve a request now, as far as revocation and its window say
-    /// (whether one more use fits its counts is asked at each use).
+    /// Whether it may approve a request now, as far as revocation, its window and its
+    /// signatures say (whether one more use fits its counts is asked at each use, and its
+    /// signatures are verified again there).
     #[must_use]
     pub fn is_active(&self) -> bool {
-        !self.revoked && !self.ended
+        !self.revoked && !self.ended && self.signatures_missing == 0
     }
 }
 
@@ -135,42 +149,56 @@ impl Gate {
             signed
                 .verify_grant(policy, now)
                 .map_err(|f| forged(id, f))?;
-            let bounds = &signed.allowance.terms().bounds;
-            if now > bounds.not_after {
-                return Err(Error::InvalidInput {
-                    field: "allowance",
-                    problem: format!("its window ended at {}: sign a new one", bounds.not_after),
-                });
-            }
-            self.check_audit_appendable()?;
-            let principals: Vec<&str> = signed
-                .signatures
-                .iter()
-                .map(|s| s.principal.as_str())
-                .collect();
-            let fields = details(json!({
-                "operation": signed.allowance.terms().operation,
-                "requiredApprovals": signed.required,
-                "principals": principals,
-                "notAfter": bounds.not_after,
-            }));
-            let entry = Entry {
-                ts: now,
-                event: AuditEvent::AllowanceGranted,
-                details: &fields,
-            };
-            if !self.store().grant_allowance(&signed, &entry)? {
-                return Err(Error::InvalidInput {
-                    field: "allowance",
-                    problem: format!("id {id} is taken: sign a new one"),
-                });
-            }
-            Ok(AllowanceReport {
-                allowance: signed,
-                usage: Usage::default(),
-                revoked: false,
-                ended: false,
-            })
+            self.keep_allowance(signed, AuditEvent::AllowanceGranted, 0)
+        })
+    }
+
+    /// Keeps `signed` (verified by the caller, `missing` signatures short of its quorum) with
+    /// its `event` line, unless its window has closed or its id is taken.
+    pub(super) fn keep_allowance(
+        &self,
+        signed: SignedAllowance,
+        event: AuditEvent,
+        missing: u32,
+    ) -> Result<AllowanceReport, Error> {
+        let id = signed.allowance.id();
+        let now = self.now();
+        let bounds = &signed.allowance.terms().bounds;
+        if now > bounds.not_after {
+            return Err(Error::InvalidInput {
+                field: "allowance",
+                problem: format!("its window ended at {}: sign a new one", bounds.not_after),
+            });
+        }
+        self.check_audit_appendable()?;
+        let principals: Vec<&str> = signed
+            .signatures
+            .iter()
+            .map(|s| s.principal.as_str())
+            .collect();
+        let fields = details(json!({
+            "operation": signed.allowance.terms().operation,
+            "requiredApprovals": signed.required,
+            "principals": principals,
+            "notAfter": bounds.not_after,
+        }));
+        let entry = Entry {
+            ts: now,
+            event,
+            details: &fields,
+        };
+        if !self.store().grant_allowance(&signed, &entry)? {
+            return Err(Error::InvalidInput {
+                field: "allowance",
+                problem: format!("id {id} is taken: sign a new one"),
+            });
+        }
+        Ok(AllowanceReport {
+            allowance: signed,
+            usage: Usage::default(),
+            revoked: false,
+            ended: false,
+            signatures_missing: missing,
         })
     }
 
@@ -188,7 +216,7 @@ impl Gate {
                 .store()
                 .allowances()?
                 .into_iter()
-                .map(|kept| AllowanceReport::of(kept, now))
+                .map(|kept| AllowanceReport::of(kept, now, self.policy()))
                 .collect();
             all.sort_by_key(|r| {
                 (
@@ -208,7 +236,7 @@ impl Gate {
     pub fn allowance(&self, id: RequestId) -> Result<AllowanceReport, Error> {
         self.observed("allowance", Some(id), || {
             let kept = self.store().allowance(id)?.ok_or(Error::NotFound(id))?;
-            Ok(AllowanceReport::of(kept, self.now()))
+            Ok(AllowanceReport::of(kept, self.now(), self.policy()))
         })
     }
 
@@ -243,7 +271,7 @@ impl Gate {
                 Revoked::Now | Revoked::Before => {}
             }
             let kept = self.store().allowance(id)?.ok_or(Error::NotFound(id))?;
-            Ok(AllowanceReport::of(kept, self.now()))
+            Ok(AllowanceReport::of(kept, self.now(), self.policy()))
         })
     }
 }

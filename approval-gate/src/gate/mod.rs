@@ -13,6 +13,7 @@ mod audit;
 mod builder;
 mod claim;
 mod consume;
+mod cosign;
 mod decide;
 #[cfg(test)]
 mod decide_tests;

@@ -77,7 +77,7 @@ pub(crate) enum Effect {
 }
 
 /// Every event, for [`reachable`]. A new event must be added here and to [`effect`].
-pub(crate) const EVENTS: [AuditEvent; 18] = [
+pub(crate) const EVENTS: [AuditEvent; 20] = [
     AuditEvent::Requested,
     AuditEvent::Approved,
     AuditEvent::ApprovalAdded,
@@ -95,6 +95,8 @@ pub(crate) const EVENTS: [AuditEvent; 18] = [
     AuditEvent::LimitsSet,
     AuditEvent::Migrated,
     AuditEvent::AllowanceGranted,
+    AuditEvent::AllowanceProposed,
+    AuditEvent::AllowanceSigned,
     AuditEvent::AllowanceRevoked,
 ];
 
@@ -116,7 +118,10 @@ pub(crate) fn effect(event: AuditEvent) -> Effect {
         }
         AuditEvent::Reanchored => Effect::Reanchors,
         AuditEvent::LimitsSet | AuditEvent::Migrated => Effect::Configures,
-        AuditEvent::AllowanceGranted | AuditEvent::AllowanceRevoked => Effect::Allows,
+        AuditEvent::AllowanceGranted
+        | AuditEvent::AllowanceProposed
+        | AuditEvent::AllowanceSigned
+        | AuditEvent::AllowanceRevoked => Effect::Allows,
     }
 }
 

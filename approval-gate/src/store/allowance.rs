@@ -28,6 +28,19 @@ pub(crate) struct Use {
     pub(crate) at: Timestamp,
 }
 
+/// What [`Store::cosign_allowance`](super::Store::cosign_allowance) did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Cosigned {
+    /// Added the signature, with its line: the allowance as it now stands.
+    Added(Box<SignedAllowance>),
+    /// Nothing: this principal had signed it already.
+    Already,
+    /// Nothing: it was revoked.
+    Revoked,
+    /// Nothing: no allowance has this id.
+    Unknown,
+}
+
 /// What [`Store::revoke_allowance`](super::Store::revoke_allowance) did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Revoked {

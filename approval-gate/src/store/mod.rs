@@ -31,7 +31,7 @@ use std::path::PathBuf;
 
 use serde_json::{Map, Value};
 
-use crate::allowance::SignedAllowance;
+use crate::allowance::{AllowanceSignature, SignedAllowance};
 use crate::audit::{AuditEvent, AuditRecord, AuditSummary, Reanchored};
 use crate::error::Error;
 use crate::id::RequestId;
@@ -259,9 +259,22 @@ pub(crate) trait Store: Chain + Send + Sync + fmt::Debug {
 
     // ---------------------------------------------------------------- allowances
 
-    /// Keeps a signed allowance (verified by the caller) with its `allowance_granted` line:
-    /// written once, never changed. `false` (nothing kept, no line) if its id is taken.
+    /// Keeps a signed allowance (verified by the caller) with its `allowance_granted` line, or
+    /// `allowance_proposed` while it carries fewer signatures than its quorum: its terms
+    /// written once, never changed (only [`cosign_allowance`](Store::cosign_allowance) adds a
+    /// signature). `false` (nothing kept, no line) if its id is taken.
     fn grant_allowance(&self, signed: &SignedAllowance, entry: &Entry<'_>) -> Result<bool, Error>;
+    /// Adds one more approver's signature (checked by the caller against the allowance as
+    /// kept) to the allowance `id`, with its `allowance_signed` line (whose details the store
+    /// completes with `signatures`, how many it then carries): under the allowance's lock, so
+    /// approvers signing at once all count. Nothing is added to a revoked allowance, or twice
+    /// for one principal.
+    fn cosign_allowance(
+        &self,
+        id: RequestId,
+        signature: &AllowanceSignature,
+        entry: &Entry<'_>,
+    ) -> Result<allowance::Cosigned, Error>;
     /// Revokes the allowance `id` with its `allowance_revoked` line, for every use not yet
     /// counted: under the allowance's lock, so a use counted at the same moment is either
     /// before it or refused.

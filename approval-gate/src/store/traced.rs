@@ -19,12 +19,12 @@ use std::path::PathBuf;
 #[cfg(feature = "store-trace")]
 use std::sync::{Mutex, OnceLock, PoisonError};
 
-use super::allowance::{Kept, Revoked, Under};
+use super::allowance::{Cosigned, Kept, Revoked, Under};
 use super::{
     About, Caps, Chain, Entry, Filed, Guard, Loaded, MarkedAllowed, Marks, Recovery, Scope, Shelf,
     Spent, Store,
 };
-use crate::allowance::SignedAllowance;
+use crate::allowance::{AllowanceSignature, SignedAllowance};
 use crate::audit::{AuditRecord, AuditSummary, Reanchored};
 use crate::change::ChangeSink;
 use crate::error::Error;
@@ -39,7 +39,7 @@ pub const ENV: &str = "APPROVAL_GATE_STORE_TRACE";
 /// Every method of the store's two traits (`Store`, then `Chain`), by name.
 #[cfg(any(test, feature = "store-trace"))]
 #[cfg_attr(not(feature = "store-trace"), allow(unreachable_pub))]
-pub const STEPS: [&str; 30] = [
+pub const STEPS: [&str; 31] = [
     "about",
     "load",
     "concerns_record_only",
@@ -59,6 +59,7 @@ pub const STEPS: [&str; 30] = [
     "recover",
     "archive",
     "grant_allowance",
+    "cosign_allowance",
     "revoke_allowance",
     "allowance",
     "allowances",
@@ -232,6 +233,16 @@ impl Store for Traced {
     fn grant_allowance(&self, signed: &SignedAllowance, entry: &Entry<'_>) -> Result<bool, Error> {
         self.step("grant_allowance", Some(signed.allowance.id()), || {
             self.0.grant_allowance(signed, entry)
+        })
+    }
+    fn cosign_allowance(
+        &self,
+        id: RequestId,
+        signature: &AllowanceSignature,
+        entry: &Entry<'_>,
+    ) -> Result<Cosigned, Error> {
+        self.step("cosign_allowance", Some(id), || {
+            self.0.cosign_allowance(id, signature, entry)
         })
     }
     fn revoke_allowance(&self, id: RequestId, entry: &Entry<'_>) -> Result<Revoked, Error> {

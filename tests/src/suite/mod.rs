@@ -11,6 +11,7 @@
 pub mod allowance_races;
 pub mod allowances;
 pub mod allowed;
+pub mod cosign;
 pub mod audit;
 pub mod binding;
 pub mod execute;

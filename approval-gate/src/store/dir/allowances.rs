@@ -1,5 +1,6 @@
 //! The directory store's allowances: `allowances/<id>.json` (the signed allowance, made by
-//! exclusive create and never changed), `allowances/<id>.uses` (one JSON line per use,
+//! exclusive create; replaced whole, durably, only to add a co-signer's signature, its terms
+//! never changed), `allowances/<id>.uses` (one JSON line per use,
 //! appended and fsynced), `allowances/<id>.revoked` (a marker, made by exclusive create and
 //! fsynced), all under `allowances/<id>.lock`.
 
@@ -7,11 +8,11 @@ use serde_json::{Value, json};
 
 use super::layout::{ids_in, lock_exclusive};
 use super::{DirStore, fs};
-use crate::allowance::SignedAllowance;
 use crate::allowance::Usage;
+use crate::allowance::{AllowanceSignature, SignedAllowance};
 use crate::error::Error;
 use crate::id::RequestId;
-use crate::store::allowance::{Kept, Revoked, Under, Use, exhausted};
+use crate::store::allowance::{Cosigned, Kept, Revoked, Under, Use, exhausted};
 use crate::store::{Entry, Guard, Spent};
 use crate::time::Timestamp;
 
@@ -48,6 +49,52 @@ impl DirStore {
             Err(failed) => Err(failed.on(id, "allow")),
         }
         .map(|()| true)
+    }
+
+    /// [`Store::cosign_allowance`](crate::store::Store::cosign_allowance): a "yes", recorded
+    /// first, then the record replaced whole with the signature added (written to a new file,
+    /// fsynced, renamed over it, the directory fsynced). A crash between the two leaves the
+    /// line and the record without the signature: an allowance short of a signature, which
+    /// approves nothing more than it did.
+    pub(super) fn cosign(
+        &self,
+        id: RequestId,
+        signature: &AllowanceSignature,
+        entry: &Entry<'_>,
+    ) -> Result<Cosigned, Error> {
+        let _lock = self.lock_allowance(id)?;
+        let Some(kept) = self.read_allowance(id, false)? else {
+            return Ok(Cosigned::Unknown);
+        };
+        if kept.revoked {
+            return Ok(Cosigned::Revoked);
+        }
+        let mut signed = kept.signed;
+        if signed
+            .signatures
+            .iter()
+            .any(|s| s.principal == signature.principal)
+        {
+            return Ok(Cosigned::Already);
+        }
+        signed.signatures.push(signature.clone());
+        self.audit.check_appendable()?;
+        let path = self.layout.allowance(id);
+        let bytes = serde_json::to_vec(&signed.to_json()).map_err(|e| Error::Corrupt {
+            path: path.clone(),
+            problem: format!("cannot encode: {e}"),
+        })?;
+        let mut details = entry.details.clone();
+        details.insert("signatures".into(), signed.signatures.len().into());
+        self.append(
+            id,
+            &Entry {
+                details: &details,
+                ..*entry
+            },
+        )?;
+        fs::write_atomic(&path, &bytes).map_err(|failed| failed.on(id, "sign allowance"))?;
+        Ok(Cosigned::Added(Box::new(signed)))
     }
 
     /// [`Store::revoke_allowance`](crate::store::Store::revoke_allowance): a "no", in effect

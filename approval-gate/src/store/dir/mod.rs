@@ -26,11 +26,13 @@
 //!   notify/ledger.jsonl  the notifications ledger: one line per message delivered or given up
 //!                        on (a dead letter), each synced; a torn last line is dropped
 //!   notify/notifier.lock held by the one `approval-gate notify` running on this store
-//!   allowances/<id>.json the signed allowance, made by exclusive create and never changed
+//!   allowances/<id>.json the signed allowance, made by exclusive create; replaced whole
+//!                        (temp file, fsync, rename, directory fsync) only to add a
+//!                        co-signer's signature, its terms never changed
 //!   allowances/<id>.uses its uses, one JSON line each ({request, amount, at}), appended and
 //!                        fsynced in the step that spends the request they approve
 //!   allowances/<id>.revoked  made (exclusive create, fsynced) when it is revoked
-//!   allowances/<id>.lock held for each step of the allowance (grant, revoke, a use)
+//!   allowances/<id>.lock held for each step of the allowance (grant, co-sign, revoke, a use)
 //! ```
 
 mod allowances;
@@ -52,12 +54,12 @@ use serde_json::json;
 use self::audit_log::AuditLog;
 use self::layout::{Layout, Locked, ids_in, lock_exclusive, lock_file, try_lock_existing};
 use self::queue::Queue;
-use super::allowance::{Kept, Revoked, Under};
+use super::allowance::{Cosigned, Kept, Revoked, Under};
 use super::{
     About, Capabilities, Caps, Chain, Entry, Filed, Filer, Guard, Loaded, Location, MarkedAllowed,
     Marks, Recovery, Refusals, Scope, Shelf, Spent, Store,
 };
-use crate::allowance::SignedAllowance;
+use crate::allowance::{AllowanceSignature, SignedAllowance};
 use crate::audit::{AuditRecord, AuditSummary, Reanchored};
 use crate::change::ChangeSink;
 use crate::error::Error;
@@ -432,6 +434,15 @@ impl Store for DirStore {
 
     fn grant_allowance(&self, signed: &SignedAllowance, entry: &Entry<'_>) -> Result<bool, Error> {
         self.grant(signed, entry)
+    }
+
+    fn cosign_allowance(
+        &self,
+        id: RequestId,
+        signature: &AllowanceSignature,
+        entry: &Entry<'_>,
+    ) -> Result<Cosigned, Error> {
+        self.cosign(id, signature, entry)
     }
 
     fn revoke_allowance(&self, id: RequestId, entry: &Entry<'_>) -> Result<Revoked, Error> {

@@ -4,14 +4,14 @@
 use super::PgStore;
 use super::errors::map_error;
 use super::rows::{compose, details_text};
-use crate::allowance::{SignedAllowance, Usage};
+use crate::allowance::{AllowanceSignature, SignedAllowance, Usage};
 use crate::error::Error;
 use crate::faults::failpoint;
 use crate::id::RequestId;
 use crate::request::Request;
 use crate::store::Entry;
 use crate::store::allowance::Under;
-use crate::store::allowance::{Kept, Revoked, Use};
+use crate::store::allowance::{Cosigned, Kept, Revoked, Use};
 use crate::store::{MarkedAllowed, Marks, Spent, Store};
 use crate::time::Timestamp;
 
@@ -179,6 +179,43 @@ impl PgStore {
             Ok(granted)
         })
         .map_err(|e| e.unwrap_or_else(|e| map_error("allow", Some(id), &e)))
+    }
+
+    pub(super) fn cosign(
+        &self,
+        id: RequestId,
+        signature: &AllowanceSignature,
+        entry: &Entry<'_>,
+    ) -> Result<Cosigned, Error> {
+        let details = details_text(entry.details);
+        let ts = entry.ts.unix_millis();
+        let signature_json = serde_json::json!({
+            "principal": signature.principal,
+            "signature": signature.signature,
+        })
+        .to_string();
+        let outcome: String = self
+            .write("sign allowance", id, |client| {
+                let outcome = client
+                    .query_one(
+                        "SELECT approval_gate.cosign_allowance($1, $2::text::jsonb, \
+                         $3::text::jsonb, $4)",
+                        &[&id.as_str(), &signature_json, &details, &ts],
+                    )?
+                    .get(0);
+                client.wake(id.as_str());
+                Ok(outcome)
+            })
+            .map_err(|e| e.unwrap_or_else(|e| map_error("sign allowance", Some(id), &e)))?;
+        Ok(match outcome.as_str() {
+            "added" => match self.read_allowances(Some(id))?.into_iter().next() {
+                Some(kept) => Cosigned::Added(Box::new(kept.signed)),
+                None => Cosigned::Unknown,
+            },
+            "already" => Cosigned::Already,
+            "revoked" => Cosigned::Revoked,
+            _ => Cosigned::Unknown,
+        })
     }
 
     pub(super) fn revoke(&self, id: RequestId, entry: &Entry<'_>) -> Result<Revoked, Error> {

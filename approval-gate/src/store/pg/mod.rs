@@ -45,12 +45,12 @@ mod tls;
 
 use std::sync::{Arc, PoisonError};
 
-use super::allowance::{Kept, Revoked, Under};
+use super::allowance::{Cosigned, Kept, Revoked, Under};
 use super::{
     About, Capabilities, Caps, Chain, Entry, Filed, Filer, Guard, Loaded, Location, MarkedAllowed,
     Marks, Recovery, Refusals, Scope, Shelf, Spent, Store,
 };
-use crate::allowance::SignedAllowance;
+use crate::allowance::{AllowanceSignature, SignedAllowance};
 use crate::audit::{AuditRecord, AuditSummary, LineHash, Reanchored, parse_chain_with};
 use crate::change::ChangeSink;
 use crate::error::Error;
@@ -413,6 +413,15 @@ impl Store for PgStore {
 
     fn grant_allowance(&self, signed: &SignedAllowance, entry: &Entry<'_>) -> Result<bool, Error> {
         self.grant(signed, entry)
+    }
+
+    fn cosign_allowance(
+        &self,
+        id: RequestId,
+        signature: &AllowanceSignature,
+        entry: &Entry<'_>,
+    ) -> Result<Cosigned, Error> {
+        self.cosign(id, signature, entry)
     }
 
     fn revoke_allowance(&self, id: RequestId, entry: &Entry<'_>) -> Result<Revoked, Error> {

@@ -1,9 +1,10 @@
 -- ------------------------------------------------------------------------------ allowances
 --
 -- An allowance a human signed (issue 41): `record` is the signed allowance as the library
--- keeps it (the terms, the quorum, the signatures), written once by `grant_allowance` and never
--- changed; the database cannot verify SSH signatures, so the library verifies them offline at
--- the grant and again at every use. Only an approver may grant or revoke one; every role may
+-- keeps it (the terms, the quorum, the signatures), written once by `grant_allowance`, its terms
+-- never changed (`cosign_allowance` only adds a co-signer's signature to its list); the
+-- database cannot verify SSH signatures, so the library verifies them offline at the grant, at
+-- each co-signature and again at every use. Only an approver may grant or revoke one; every role may
 -- read them (an agent may list what it is allowed), none may write the tables but through
 -- these functions. `uses`, `spent` and `allowance_uses` are counted under the allowance's row
 -- lock, in the transaction of the claim each use approves.
@@ -25,7 +26,8 @@ CREATE TABLE IF NOT EXISTS approval_gate.allowance_uses (
 );
 
 -- Keeps a signed allowance the library verified (approvers): TRUE, with its
--- `allowance_granted` line, or FALSE (nothing written) if its id is taken.
+-- `allowance_granted` line (`allowance_proposed` while it carries fewer signatures than its
+-- quorum, awaiting co-signers), or FALSE (nothing written) if its id is taken.
 CREATE OR REPLACE FUNCTION approval_gate.grant_allowance(record jsonb, details jsonb, given_ms bigint)
 RETURNS boolean
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
@@ -48,9 +50,55 @@ BEGIN
     IF NOT FOUND THEN
         RETURN false;
     END IF;
-    PERFORM approval_gate.append(v_now, 'allowance_granted', v_id,
-        coalesce(details, '{}'::jsonb) || jsonb_build_object('grantedBy', v_by));
+    PERFORM approval_gate.append(v_now,
+        CASE WHEN jsonb_array_length(record->'signatures')
+                  < coalesce((record->>'requiredApprovals')::integer, 1)
+             THEN 'allowance_proposed' ELSE 'allowance_granted' END,
+        v_id, coalesce(details, '{}'::jsonb) || jsonb_build_object('grantedBy', v_by));
     RETURN true;
+END
+$$;
+
+-- Adds one co-signer's signature (approvers) that the library verified against the allowance
+-- as kept, under its row lock: 'added' with its `allowance_signed` line (whose details gain
+-- `signatures`, how many it then carries), 'already' if that principal signed it before,
+-- 'revoked' if it was revoked, 'unknown' if there is none.
+CREATE OR REPLACE FUNCTION approval_gate.cosign_allowance(aid text, signature jsonb, details jsonb, given_ms bigint)
+RETURNS text
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    v_record jsonb;
+    v_revoked bigint;
+    v_now bigint;
+    v_count integer;
+BEGIN
+    PERFORM approval_gate.require('sign allowances', ARRAY['approval_gate_approver']);
+    IF jsonb_typeof(signature) IS DISTINCT FROM 'object'
+       OR jsonb_typeof(signature->'principal') IS DISTINCT FROM 'string'
+       OR jsonb_typeof(signature->'signature') IS DISTINCT FROM 'string'
+       OR (SELECT count(*) FROM jsonb_object_keys(signature)) <> 2 THEN
+        RAISE EXCEPTION USING ERRCODE = 'AG005', MESSAGE = 'a signature is {principal, signature}';
+    END IF;
+    SELECT a.record, a.revoked_ms INTO v_record, v_revoked
+        FROM approval_gate.allowances a WHERE a.id = aid FOR UPDATE;
+    IF NOT FOUND THEN
+        RETURN 'unknown';
+    END IF;
+    IF v_revoked IS NOT NULL THEN
+        RETURN 'revoked';
+    END IF;
+    IF EXISTS (SELECT 1 FROM jsonb_array_elements(v_record->'signatures') s
+               WHERE s->>'principal' = signature->>'principal') THEN
+        RETURN 'already';
+    END IF;
+    v_now := approval_gate.now_ms(given_ms);
+    v_record := jsonb_set(v_record, '{signatures}', (v_record->'signatures') || jsonb_build_array(signature));
+    v_count := jsonb_array_length(v_record->'signatures');
+    UPDATE approval_gate.allowances SET record = v_record WHERE id = aid;
+    PERFORM approval_gate.append(v_now, 'allowance_signed', aid,
+        coalesce(details, '{}'::jsonb)
+        || jsonb_build_object('signatures', v_count, 'signedBy', approval_gate.who(NULL)));
+    RETURN 'added';
 END
 $$;
 
@@ -196,13 +244,15 @@ REVOKE ALL ON approval_gate.allowances, approval_gate.allowance_uses
     FROM PUBLIC, approval_gate_agent, approval_gate_approver, approval_gate_executor;
 REVOKE ALL ON FUNCTION approval_gate.grant_allowance(jsonb, jsonb, bigint),
     approval_gate.revoke_allowance(text, jsonb, bigint),
+    approval_gate.cosign_allowance(text, jsonb, jsonb, bigint),
     approval_gate.allow_request(text, text, jsonb, bigint),
     approval_gate.claim_under(text, text, bigint, jsonb, bigint)
     FROM PUBLIC, approval_gate_agent, approval_gate_approver, approval_gate_executor;
 GRANT SELECT ON approval_gate.allowances, approval_gate.allowance_uses
     TO approval_gate_agent, approval_gate_approver, approval_gate_executor;
 GRANT EXECUTE ON FUNCTION approval_gate.grant_allowance(jsonb, jsonb, bigint),
-    approval_gate.revoke_allowance(text, jsonb, bigint)
+    approval_gate.revoke_allowance(text, jsonb, bigint),
+    approval_gate.cosign_allowance(text, jsonb, jsonb, bigint)
     TO approval_gate_approver;
 GRANT EXECUTE ON FUNCTION approval_gate.allow_request(text, text, jsonb, bigint)
     TO approval_gate_agent, approval_gate_approver, approval_gate_executor;
