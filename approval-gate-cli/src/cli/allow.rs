@@ -1,11 +1,13 @@
 //! `allow`: a human makes an allowance, at a terminal only, signed with their approver key as
 //! `approve --key` signs an approval.
 //!
-//! It fails closed as `approve` does: no terminal, no approvers file, no key, a quorum above
-//! one, terms the library refuses, a confirmation that is not exactly the code shown, end of
-//! input, or any error, and nothing is signed or written. The allowance is shown in words
-//! (escaped as agent text) before the code is asked for; the statement signed is the one
-//! those words were made from.
+//! It fails closed as `approve` does: no terminal, no approvers file, no key, terms the
+//! library refuses, a confirmation that is not exactly the code shown, end of input, or any
+//! error, and nothing is signed or written. The allowance is shown in words (escaped as agent
+//! text) before the code is asked for; the statement signed is the one those words were made
+//! from. For an operation that needs more approvers than one, the signature proposes the
+//! allowance, which approves nothing until the others sign it with `sign-allowance`
+//! (`sign_allowance.rs`).
 
 use std::collections::HashMap;
 use std::fmt::Write as _;
@@ -15,7 +17,7 @@ use std::path::PathBuf;
 use approval_gate::allowance::{
     Allowance, AllowanceSignature, Bounds, Budget, Constraint, Rate, SignedAllowance, Terms, Test,
 };
-use approval_gate::{Error, Policy, Timestamp};
+use approval_gate::{AllowanceReport, Error, Policy, Timestamp};
 use serde_json::Value;
 
 use super::approve::{Answer, discard_typeahead, nonce, principal_of, read_answer, refuse_with};
@@ -49,47 +51,21 @@ pub(crate) fn allow(settings: &Settings, args: &AllowArgs) -> anyhow::Result<Exi
              --approvers FILE (or set it in the config file)",
         ));
     };
-    let operation = &allowance.terms().operation;
-    let required = policy.allowance_quorum(operation);
-    if required > 1 {
-        return refuse_with(
-            "insufficient_approvals",
-            &format!(
-                "an allowance for {} needs {required} approvers' signatures, and allow signs as \
-                 one approver only (collecting more is not supported yet): nothing was signed \
-                 or allowed; approve these requests one by one, or allow a narrower operation",
-                escape(operation)
-            ),
-        );
-    }
+    let required = policy.allowance_quorum(&allowance.terms().operation);
     // Everything about the key is settled before the screen, so a mistake costs no code.
-    let (key, principal) = signing(settings, args, policy)?;
+    let (key, principal) = signing(
+        settings,
+        args.key.as_ref(),
+        args.principal.as_ref(),
+        policy,
+        "nothing was allowed",
+    )?;
     let statement = allowance.statement(&principal, required)?;
 
     let style = Style::detect();
-    let screen = screen(&allowance, &principal, required, now, style);
-    let code = confirmation_code(&statement, &screen, &nonce()?);
-    output::stdout(&screen)?;
-    discard_typeahead();
-    output::stdout(&format!(
-        "Type {} to allow (anything else cancels): ",
-        style.bold(&code)
-    ))?;
-    match read_answer()? {
-        Answer::Line(line) if line == code => {}
-        Answer::Line(_) => {
-            return refuse_with(
-                "confirmation_mismatch",
-                "the confirmation code did not match: nothing was allowed",
-            );
-        }
-        Answer::End => {
-            return refuse_with(
-                "no_confirmation",
-                "no confirmation (end of input): nothing was allowed",
-            );
-        }
-    }
+    let signers = [principal.as_str()];
+    let screen = screen(&allowance, &signers, required, now, style);
+    confirm(&statement, &screen, style, "allow", "nothing was allowed")?;
     // Signed after the confirmation: ssh-keygen may ask for a passphrase, a touch, or the
     // agent's confirmation, which the human gives for what the screen showed.
     let signature = settings.signer().sign(&key, &statement)?;
@@ -102,7 +78,12 @@ pub(crate) fn allow(settings: &Settings, args: &AllowArgs) -> anyhow::Result<Exi
         }],
     };
     // The library's refusals name the allowance's id as a request's; say what it was.
-    let report = gate.allow(signed).map_err(|error| {
+    let kept = if required > 1 {
+        gate.propose_allowance(signed)
+    } else {
+        gate.allow(signed)
+    };
+    let report = kept.map_err(|error| {
         anyhow::Error::new(error).context(format!(
             "nothing was allowed: the gate did not keep allowance {id} (the reason below \
              calls it a request)"
@@ -112,28 +93,77 @@ pub(crate) fn allow(settings: &Settings, args: &AllowArgs) -> anyhow::Result<Exi
         output::stdout(&render::json(&report.to_json())?)?;
         return Ok(Exit::Done);
     }
-    let not_after = report.allowance.allowance.terms().bounds.not_after;
-    output::stdout(&format!(
-        "allowed {id} (1 of {required}): requests it covers are approved as they are filed, \
-         until {not_after} ({}); `approval-gate allowances` lists it, `approval-gate \
-         revoke-allowance {id}` takes it back\n",
-        render::relative(gate.now(), not_after)
-    ))?;
+    output::stdout(&kept_line(&report, gate.now()))?;
     Ok(Exit::Done)
+}
+
+/// What `allow` and `sign-allowance` say of the allowance they signed: active, or how many
+/// more signatures it waits for and how they are given.
+pub(super) fn kept_line(report: &AllowanceReport, now: Timestamp) -> String {
+    let id = report.allowance.allowance.id();
+    let required = report.allowance.required;
+    let signed = report.allowance.signatures.len();
+    let not_after = report.allowance.allowance.terms().bounds.not_after;
+    let until = format!("{not_after} ({})", render::relative(now, not_after));
+    if report.signatures_missing > 0 {
+        let missing = report.signatures_missing;
+        let more = if missing == 1 {
+            "1 more approver signs".to_owned()
+        } else {
+            format!("{missing} more approvers sign")
+        };
+        return format!(
+            "proposed {id} ({signed} of {required} signatures): it approves nothing until \
+             {more} it with `approval-gate sign-allowance {id}` (by {until}); `approval-gate \
+             allowances` lists it, `approval-gate revoke-allowance {id}` withdraws it\n"
+        );
+    }
+    format!(
+        "allowed {id} ({signed} of {required}): requests it covers are approved as they are \
+         filed, until {until}; `approval-gate allowances` lists it, `approval-gate \
+         revoke-allowance {id}` takes it back\n"
+    )
+}
+
+/// Shows `screen`, asks for the code made from it and `statement`, and refuses (saying
+/// `nothing`, as in "nothing was allowed") unless exactly that code comes back.
+pub(super) fn confirm(
+    statement: &[u8],
+    screen: &str,
+    style: Style,
+    verb: &str,
+    nothing: &str,
+) -> anyhow::Result<()> {
+    let code = confirmation_code(statement, screen, &nonce()?);
+    output::stdout(screen)?;
+    discard_typeahead();
+    output::stdout(&format!(
+        "Type {} to {verb} (anything else cancels): ",
+        style.bold(&code)
+    ))?;
+    match read_answer()? {
+        Answer::Line(line) if line == code => Ok(()),
+        Answer::Line(_) => refuse_with(
+            "confirmation_mismatch",
+            &format!("the confirmation code did not match: {nothing}"),
+        ),
+        Answer::End => refuse_with(
+            "no_confirmation",
+            &format!("no confirmation (end of input): {nothing}"),
+        ),
+    }
 }
 
 /// The key to sign with and the principal it signs as: `--key` (or the settings' signing
 /// key), and `--as` or the one principal the approvers file lists for the key.
-fn signing(
+pub(super) fn signing(
     settings: &Settings,
-    args: &AllowArgs,
+    key: Option<&PathBuf>,
+    principal: Option<&String>,
     policy: &Policy,
+    nothing: &str,
 ) -> anyhow::Result<(PathBuf, String)> {
-    let Some(key) = args
-        .key
-        .clone()
-        .or_else(|| settings.signing_key.value.clone())
-    else {
+    let Some(key) = key.cloned().or_else(|| settings.signing_key.value.clone()) else {
         return refuse_with(
             "no_key",
             &format!(
@@ -146,9 +176,9 @@ fn signing(
     if key.as_os_str().is_empty() {
         return refuse_with("no_key", "--key is empty: give a key file");
     }
-    let principal = match &args.principal {
+    let principal = match principal {
         Some(principal) => principal.clone(),
-        None => principal_of(Some(policy), &key, "--as", "nothing was allowed")?,
+        None => principal_of(Some(policy), &key, "--as", nothing)?,
     };
     Ok((key, principal))
 }
@@ -197,10 +227,11 @@ fn terms(args: &AllowArgs, now: Timestamp) -> anyhow::Result<Terms> {
     })
 }
 
-/// The allowance in words, who signs it, and what allowing means.
-fn screen(
+/// The allowance in words, who signs it (the last of `signers`, after those who signed it
+/// before), and what allowing means.
+pub(super) fn screen(
     allowance: &Allowance,
-    principal: &str,
+    signers: &[&str],
     required: u32,
     now: Timestamp,
     style: Style,
@@ -218,18 +249,35 @@ fn screen(
     if !reason.is_empty() {
         let _ = writeln!(text, "  reason    {}", escape(reason));
     }
+    let (me, before) = signers.split_last().unwrap_or((&"", &[]));
+    for principal in before {
+        let _ = writeln!(text, "  signed by {} (before you)", escape(principal));
+    }
+    let mine = before.len() + 1;
     let _ = writeln!(
         text,
-        "  signed by {} (1 of the {required} the operation needs)",
-        escape(principal)
+        "  signed by {} ({mine} of the {required} the operation needs)",
+        escape(me)
     );
     let not_after = allowance.terms().bounds.not_after;
-    let _ = write!(
-        text,
-        "\nAllowing approves, without asking anyone, every request these lines cover, within\n\
-         its bounds, until {not_after} ({}).\n",
-        render::relative(now, not_after)
-    );
+    let when = render::relative(now, not_after);
+    if u32::try_from(mine).unwrap_or(u32::MAX) < required {
+        let _ = write!(
+            text,
+            "\nThe operation needs {required} approvers: your signature proposes this allowance.\n\
+             It approves nothing until {} more sign it (`approval-gate sign-allowance {}`).\n\
+             Then it approves, without asking anyone, every request these lines cover, within\n\
+             its bounds, until {not_after} ({when}).\n",
+            required as usize - mine,
+            allowance.id()
+        );
+    } else {
+        let _ = write!(
+            text,
+            "\nAllowing approves, without asking anyone, every request these lines cover, within\n\
+             its bounds, until {not_after} ({when}).\n"
+        );
+    }
     text
 }
 

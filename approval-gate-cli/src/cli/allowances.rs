@@ -38,11 +38,18 @@ pub(crate) fn list(gate: &Gate, json: bool) -> anyhow::Result<Exit> {
 fn line(report: &AllowanceReport, room: usize) -> String {
     let allowance = &report.allowance.allowance;
     let state = if report.revoked {
-        "revoked"
+        "revoked".to_owned()
     } else if report.ended {
-        "ended"
+        "ended".to_owned()
+    } else if report.signatures_missing == 1 {
+        "proposed, needs 1 more signature,".to_owned()
+    } else if report.signatures_missing > 1 {
+        format!(
+            "proposed, needs {} more signatures,",
+            report.signatures_missing
+        )
     } else {
-        "active"
+        "active".to_owned()
     };
     let mut counts = format!("{} used", report.usage.uses);
     if let Some(left) = report.uses_left() {

@@ -147,10 +147,36 @@ A request it covers is approved by it as it is filed, and each use is counted wh
 consumed. Each is listed with its id, whether it is active (not revoked, its window open),
 its operation, what it has used and has left, who signed it, and what it allows in words.
 With --json, a list of {\"id\", \"operation\", \"active\", \"revoked\", \"ended\", \"uses\",
-\"spent\", \"usesLeft\", \"budgetLeft\", \"principals\", \"requiredApprovals\", \"words\",
-\"terms\"}. See docs/allowances.md.")]
+\"spent\", \"usesLeft\", \"budgetLeft\", \"principals\", \"requiredApprovals\",
+\"signaturesMissing\", \"words\", \"terms\"}. One that awaits more approvers' signatures is
+listed as proposed. See docs/allowances.md.")]
     Allowances {
         /// Print them as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+
+    /// Sign an allowance another approver proposed, as one more of the approvers its
+    /// operation needs, in an interactive terminal only.
+    #[command(after_help = "\
+An allowance for an operation that needs more approvers than one (the approvers file's
+quorum table) is proposed by the first who signs it with `allow`, and approves nothing until
+enough others sign it here. The allowance is read from the store and shown in words, with who
+signed it before; typing the code shown signs exactly that, with your approver key, as `allow`
+signs. It refuses an allowance that was revoked, has ended, or has all the signatures it
+needs, and a second signature from one approver. See docs/allowances.md.")]
+    SignAllowance {
+        /// The allowance id (12 hex characters).
+        #[arg(value_parser = parse_id)]
+        id: RequestId,
+        /// Sign with this SSH key: a private key file, or the .pub of a key in ssh-agent
+        /// [default: $APPROVAL_GATE_SIGNING_KEY, else `signing_key` in the config file].
+        #[arg(long, value_name = "FILE", value_hint = ValueHint::FilePath)]
+        key: Option<PathBuf>,
+        /// Sign as this principal [default: the one the approvers file lists for the key].
+        #[arg(long = "as", value_name = "PRINCIPAL")]
+        principal: Option<String>,
+        /// Print the allowance as it is then, as JSON (as `allowances --json`).
         #[arg(long)]
         json: bool,
     },
@@ -349,6 +375,7 @@ impl Command {
             | Self::Revoke { json, .. }
             | Self::Allowances { json }
             | Self::RevokeAllowance { json, .. }
+            | Self::SignAllowance { json, .. }
             | Self::Archive { json, .. }
             | Self::Doctor { json }
             | Self::Migrate { json, .. }

@@ -46,6 +46,7 @@ mod ledger;
 mod list;
 mod migrate;
 mod show;
+mod sign_allowance;
 mod watch;
 
 /// How a command ended (the human's front ends share it: see [`crate::term`]).
@@ -185,6 +186,12 @@ fn dispatch(cli: Cli) -> anyhow::Result<Exit> {
         // `allow` too checks for a terminal before it opens the store.
         Command::Allow(args) => allow::allow(&settings()?, &args),
         Command::Allowances { json } => allowances::list(&open()?, json),
+        Command::SignAllowance {
+            id,
+            key,
+            principal,
+            json,
+        } => sign_allowance::sign(&settings()?, id, key.as_ref(), principal.as_ref(), json),
         Command::RevokeAllowance { id, reason, json } => {
             allowances::revoke(&open()?, id, &reason.join(" "), json)
         }

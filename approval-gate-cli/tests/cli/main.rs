@@ -27,6 +27,7 @@ mod notify_channels;
 mod postgres;
 mod settings;
 mod show_allowance;
+mod sign_allowance;
 mod signed;
 mod support;
 mod usage;
