@@ -93,7 +93,8 @@ macro_rules! conformance {
             cosign:
                 an_allowance_needing_two_approvers_approves_nothing_until_cosigned,
                 a_cosignature_that_would_not_count_is_refused_and_changes_nothing,
-                cosignatures_racing_add_each_approver_once;
+                cosignatures_racing_add_each_approver_once,
+                an_allowance_signed_as_part_of_a_larger_quorum_needs_all_of_it;
         }
     };
 }

@@ -52,7 +52,9 @@ pub(crate) fn sign(
         nothing(&format!("allowance {id} was revoked"))?;
     }
     if report.ended {
-        nothing(&format!("allowance {id}'s window has ended; sign a new one"))?;
+        nothing(&format!(
+            "allowance {id}'s window has ended; sign a new one"
+        ))?;
     }
     if report.signatures_missing == 0 {
         nothing(&format!("allowance {id} has all the signatures it needs"))?;

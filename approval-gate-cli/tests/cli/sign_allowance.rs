@@ -132,7 +132,10 @@ fn an_allowance_two_approvers_sign_at_two_terminals_approves_only_once_both_have
         assert!(at < prompt, "{words:?} after the prompt: {printed}");
     }
     assert_clean("sign-allowance's screen", printed.as_bytes());
-    assert!(printed.contains(&format!("allowed {id} (2 of 2)")), "{printed}");
+    assert!(
+        printed.contains(&format!("allowed {id} (2 of 2)")),
+        "{printed}"
+    );
 
     // (Another amount: the same request again would be the pending one, deduplicated.)
     let covered = refund(&gate, 200);
@@ -178,7 +181,10 @@ fn signing_a_revoked_allowance_a_wrong_code_or_without_a_terminal_changes_nothin
         "{}",
         wrong.printed
     );
-    let mallory = in_terminal(as_approver(&team, "mallory", &["sign-allowance", &id]), None);
+    let mallory = in_terminal(
+        as_approver(&team, "mallory", &["sign-allowance", &id]),
+        None,
+    );
     assert!(!mallory.asked, "{}", mallory.printed);
     assert_ne!(mallory.exit, 0);
     assert_eq!(
@@ -196,5 +202,8 @@ fn signing_a_revoked_allowance_a_wrong_code_or_without_a_terminal_changes_nothin
     assert_eq!(late.exit, 2, "{}", late.printed);
     assert!(late.printed.contains("was revoked"), "{}", late.printed);
     let listed = json(&team.command(2, &["allowances", "--json"]).output().unwrap());
-    assert_eq!(listed[0]["principals"], serde_json::json!(["alice@example.com"]));
+    assert_eq!(
+        listed[0]["principals"],
+        serde_json::json!(["alice@example.com"])
+    );
 }

@@ -106,8 +106,8 @@ impl Policy {
 
 impl SignedAllowance {
     /// Whether it counts for a use by `operation` at `now` under `policy`: signed as one of at
-    /// least as many approvers as `operation` needs, with that many distinct trusted
-    /// approvers' signatures (a principal, or a key, counts once) verifying over its statement
+    /// least as many approvers as `operation` needs, with as many distinct trusted approvers'
+    /// signatures as that quorum (or as it was signed as part of, if more) (a principal, or a key, counts once) verifying over its statement
     /// exactly. Whether it covers the request, and whether a use fits its bounds, are asked
     /// apart ([`Allowance::covers`], [`Bounds::admit`](super::Bounds::admit)).
     ///
@@ -252,6 +252,9 @@ impl SignedAllowance {
                 required,
             });
         }
+        // Its signers are held to the quorum they signed as part of, when that is more than
+        // the operation needs: two of three approvers approve nothing.
+        let required = required.max(self.required);
         let tally = self.tally(policy, now);
         if tally.counted >= required {
             return Ok(());

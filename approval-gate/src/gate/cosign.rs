@@ -34,36 +34,36 @@ impl Gate {
         let id = signed.allowance.id();
         let policy = self.policy().ok_or(Error::NoApprovers { id })?;
         let now = self.now();
-        let needed = policy.allowance_quorum(&signed.allowance.terms().operation);
-        if signed.signatures.is_empty() {
-            return Err(Error::SignatureRequired {
-                id,
-                required: needed,
-            });
-        }
-        if signed.required < needed {
-            return Err(Error::InsufficientApprovals {
-                id,
-                valid: signed.required,
-                required: needed,
-            });
-        }
         if signed.verify_grant(policy, now).is_ok() {
             return self.allow(signed);
         }
-        // Each signature checked as if added one at a time, so one approver counts once.
-        let mut so_far = SignedAllowance {
-            signatures: Vec::new(),
-            ..signed.clone()
-        };
-        for signature in &signed.signatures {
-            so_far
-                .check_another(signature, policy, now)
-                .map_err(|f| forged(id, f))?;
-            so_far.signatures.push(signature.clone());
-        }
-        let missing = signed.required.saturating_sub(signed.counted(policy, now));
         self.observed("propose_allowance", Some(id), || {
+            let needed = policy.allowance_quorum(&signed.allowance.terms().operation);
+            if signed.signatures.is_empty() {
+                return Err(Error::SignatureRequired {
+                    id,
+                    required: needed,
+                });
+            }
+            if signed.required < needed {
+                return Err(Error::InsufficientApprovals {
+                    id,
+                    valid: signed.required,
+                    required: needed,
+                });
+            }
+            // Each signature checked as if added one at a time, so one approver counts once.
+            let mut so_far = SignedAllowance {
+                signatures: Vec::new(),
+                ..signed.clone()
+            };
+            for signature in &signed.signatures {
+                so_far
+                    .check_another(signature, policy, now)
+                    .map_err(|f| forged(id, f))?;
+                so_far.signatures.push(signature.clone());
+            }
+            let missing = signed.required.saturating_sub(signed.counted(policy, now));
             self.keep_allowance(signed, AuditEvent::AllowanceProposed, missing)
         })
     }

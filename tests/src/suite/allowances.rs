@@ -191,6 +191,11 @@ pub fn an_allowance_is_granted_only_with_the_quorum_of_every_operation_it_reache
         code(signed(terms("*"), 1, &[&team.alice])),
         ErrorCode::InsufficientApprovals
     );
+    // Signed as one of two where the operation needs one: its signer asked for two.
+    assert_eq!(
+        code(signed(terms("mail.send"), 2, &[&team.alice])),
+        ErrorCode::InsufficientApprovals
+    );
     // The same approver twice counts once.
     assert_eq!(
         code(signed(terms("payments.*"), 2, &[&team.alice, &team.alice])),
