@@ -203,6 +203,8 @@ pub(crate) async fn offer(
             uses: chosen.uses,
             hours: chosen.hours,
             required,
+            request_required: report.required_approvals(),
+            request_counted: report.counted_approvals(),
             challenge: B64.encode(passkey::challenge(&statement)),
             approve_challenge: B64.encode(passkey::challenge(&decision)),
             rp_id: &app.rp_id,
@@ -293,12 +295,36 @@ async fn grant_inner(
             signature: armored,
         }],
     };
+    // An operation that needs more approvers than one: this signature proposes it, and the
+    // others sign it from the list.
     let report = app
-        .blocking(move |gate| gate.allow(signed))
+        .blocking(move |gate| {
+            if required > 1 {
+                gate.propose_allowance(signed)
+            } else {
+                gate.allow(signed)
+            }
+        })
         .await
         .map_err(|e| gate_refusal(&e))?;
     let aid = report.allowance.allowance.id();
-    Ok((aid, format!("allowance {aid} granted")))
+    Ok((aid, granted_words(aid, report.signatures_missing)))
+}
+
+/// What the page says of an allowance just signed: granted, or how many signatures it
+/// still needs and where they are made.
+pub(crate) fn granted_words(aid: RequestId, missing: u32) -> String {
+    match missing {
+        0 => format!("allowance {aid} granted"),
+        1 => format!(
+            "allowance {aid} proposed: it needs 1 more approver's signature; they sign it from \
+             the allowances page"
+        ),
+        n => format!(
+            "allowance {aid} proposed: it needs {n} more approvers' signatures; they sign it \
+             from the allowances page"
+        ),
+    }
 }
 
 /// `GET /allowances`: every allowance, with its uses and budget left.

@@ -28,6 +28,9 @@ pub(crate) struct Offer<'a> {
     pub(crate) hours: u64,
     /// How many approvers must sign it.
     pub(crate) required: u32,
+    /// How many approvals the request itself needs, and has counted so far.
+    pub(crate) request_required: u32,
+    pub(crate) request_counted: u32,
     /// The allowance statement's challenge, base64url.
     pub(crate) challenge: String,
     /// The request's decision statement's challenge, base64url.
@@ -73,31 +76,89 @@ pub(crate) fn offer(offer: &Offer<'_>) -> String {
         let _ = write!(out, "<li>{}</li>", text(&line));
     }
     let terms = offer.allowance.to_json().to_string();
+    out.push_str("</ul>");
     if offer.required > 1 {
         let _ = write!(
             out,
-            "</ul><p class=\"result error\">An allowance for this operation needs {} \
-             approvers' signatures; the page signs as one: use `approval-gate allow` with \
-             each approver's key.</p></section>",
-            offer.required
+            "<p class=\"proposal\">{} needs {} approvers: your signature proposes this \
+             allowance; it approves nothing until {} signs it on the \
+             <a href=\"/allowances\">allowances page</a>.</p>",
+            text(&offer.allowance.terms().operation),
+            offer.required,
+            others(offer.required - 1),
         );
-        return out;
     }
+    let _ = write!(out, "<p>{}</p>", asked_twice(offer));
     let _ = write!(
         out,
-        "</ul><p>Your passkey is asked twice: first for the allowance above, then for request \
-         {id} itself.</p><button id=\"allow\" class=\"approve\" \
+        "<button id=\"allow\" class=\"approve\" \
          data-url=\"/requests/{id}/allow\" data-approve-url=\"/requests/{id}/approve\" \
          data-challenge=\"{}\" data-approve-challenge=\"{}\" data-rp=\"{}\" \
-         data-credentials=\"{}\" data-allowance=\"{}\">Approve and allow with passkey</button>\
+         data-credentials=\"{}\" data-allowance=\"{}\">{} with passkey</button>\
          <p id=\"allow-result\" class=\"result\" role=\"status\"></p></section>",
         attr(&offer.challenge),
         attr(&offer.approve_challenge),
         attr(offer.rp_id),
         attr(&offer.credentials),
         attr(&terms),
+        if offer.required > 1 {
+            "Propose the allowance and approve"
+        } else {
+            "Approve and allow"
+        },
     );
     out
+}
+
+/// "awaiting 1 more signature", "awaiting 2 more signatures".
+pub(crate) fn awaiting(missing: u32) -> String {
+    let plural = if missing == 1 { "" } else { "s" };
+    format!("awaiting {missing} more signature{plural}")
+}
+
+/// "another approver", "2 other approvers".
+fn others(n: u32) -> String {
+    if n == 1 {
+        "another approver".to_owned()
+    } else {
+        format!("{n} other approvers")
+    }
+}
+
+/// What the two passkey prompts of the offer do: the first signs (or proposes) the
+/// allowance, the second approves the request, which may be only one of its approvals.
+fn asked_twice(offer: &Offer<'_>) -> String {
+    let id = offer.id;
+    let first = if offer.required > 1 {
+        "to propose the allowance above"
+    } else {
+        "for the allowance above"
+    };
+    let mut words =
+        format!("Your passkey is asked twice: first {first}, then to approve request {id}.");
+    let (required, counted) = (offer.request_required, offer.request_counted);
+    if required > 1 {
+        let after = required.saturating_sub(counted).saturating_sub(1);
+        let _ = write!(
+            words,
+            " The request itself needs {required} approvals: yours is one of them"
+        );
+        if after > 0 {
+            let _ = write!(
+                words,
+                ", and it stays pending until {} approve{} it too.",
+                if after == 1 {
+                    "another approver".to_owned()
+                } else {
+                    format!("{after} more approvers")
+                },
+                if after == 1 { "s" } else { "" }
+            );
+        } else {
+            words.push_str(", the last it needs.");
+        }
+    }
+    words
 }
 
 /// The list of allowances: state, uses and budget left, who signed, the words; revoke for
@@ -112,16 +173,18 @@ pub(crate) fn list(all: &[AllowanceReport]) -> String {
     for report in all {
         let allowance = &report.allowance.allowance;
         let id = allowance.id();
-        let state = if report.revoked {
-            "revoked"
+        let (state, words) = if report.revoked {
+            ("revoked", "revoked".to_owned())
         } else if report.ended {
-            "ended"
+            ("ended", "ended".to_owned())
+        } else if report.signatures_missing > 0 {
+            ("proposed", awaiting(report.signatures_missing))
         } else {
-            "active"
+            ("active", "active".to_owned())
         };
         let _ = write!(
             out,
-            "<li class=\"allowance {state}\" id=\"allowance-{id}\"><b>{id}</b> {state}, \
+            "<li class=\"allowance {state}\" id=\"allowance-{id}\"><b>{id}</b> {words}, \
              {} uses so far",
             report.usage.uses
         );

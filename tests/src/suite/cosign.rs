@@ -74,11 +74,12 @@ pub fn an_allowance_needing_two_approvers_approves_nothing_until_cosigned(backen
     let covered = file_refund(&gate, 200);
     assert_eq!(covered.status(), Status::Approved);
     assert_eq!(covered.allowance(), Some(aid));
-    let _grant = gate.consume::<serde_json::Value>(
-        covered.id(),
-        &binding("send the invoice", Some(OP), Some(&payload(200))),
-    )
-    .expect("runs");
+    let _grant = gate
+        .consume::<serde_json::Value>(
+            covered.id(),
+            &binding("send the invoice", Some(OP), Some(&payload(200))),
+        )
+        .expect("runs");
     assert_eq!(gate.allowance(aid).expect("kept").usage.uses, 1);
 
     assert_eq!(
@@ -91,7 +92,10 @@ pub fn an_allowance_needing_two_approvers_approves_nothing_until_cosigned(backen
         .into_iter()
         .find(|r| r.event == AuditEvent::AllowanceSigned)
         .expect("its line");
-    assert_eq!(signed_line.details["principal"], team.bob.principal.as_str());
+    assert_eq!(
+        signed_line.details["principal"],
+        team.bob.principal.as_str()
+    );
     assert_eq!(signed_line.details["signatures"], 2);
     assert_eq!(signed_line.details["requiredApprovals"], 2);
     gate.verify_audit().expect("the chain verifies");
@@ -201,7 +205,10 @@ pub fn a_cosignature_that_would_not_count_is_refused_and_changes_nothing(backend
         .expect_err("ended");
     assert!(matches!(ended, Error::InvalidInput { .. }), "{ended}");
     for id in [rid, lid] {
-        assert_eq!(gate.allowance(id).expect("kept").allowance.signatures.len(), 1);
+        assert_eq!(
+            gate.allowance(id).expect("kept").allowance.signatures.len(),
+            1
+        );
         assert!(!events(&gate, id).contains(&AuditEvent::AllowanceSigned));
     }
     gate.verify_audit().expect("the chain verifies");

@@ -11,9 +11,9 @@
 pub mod allowance_races;
 pub mod allowances;
 pub mod allowed;
-pub mod cosign;
 pub mod audit;
 pub mod binding;
+pub mod cosign;
 pub mod execute;
 pub mod lifecycle;
 pub mod model;
