@@ -8,7 +8,11 @@
 //! a session or without the page key, a signature on a revoked allowance: each refused in
 //! words, and nothing changes.
 
-use approval_gate::{AllowanceReport, CanonicalPayload, Gate, NewRequest, RequestId, Status};
+use approval_gate::allowance::SignedAllowance;
+use approval_gate::{
+    AllowanceReport, Binding, CanonicalPayload, EffectiveStatus, Gate, NewRequest, RequestId,
+    Status, passkey,
+};
 use approval_gate_tests::http::{Client, Response};
 use approval_gate_tests::webauthn::SoftPasskey;
 use base64::Engine as _;
@@ -88,6 +92,58 @@ fn stored(served: &Served, aid: &str) -> AllowanceReport {
         .agent()
         .allowance(RequestId::parse(aid).unwrap())
         .unwrap()
+}
+
+/// `passkey`'s assertion over the statement its principal signs to co-sign `signed`.
+fn cosignature(passkey: &SoftPasskey, signed: &SignedAllowance, served: &Served) -> Value {
+    let statement = signed
+        .allowance
+        .statement(&passkey.principal, signed.required)
+        .unwrap();
+    passkey.assertion(
+        &passkey::challenge(&statement),
+        &passkey.made(&served.origin),
+    )
+}
+
+/// The sign page of `report`'s allowance for `principal`: every line of the allowance as
+/// the store holds it, escaped; who signed it; a challenge over the statement `principal`
+/// signs.
+fn assert_sign_page(client: &mut Client, report: &AllowanceReport, principal: &str) {
+    let signed = &report.allowance;
+    let page = client.get(&format!("/allowances/{}/sign", signed.allowance.id()));
+    assert_eq!(page.status, 200, "{}", page.body);
+    for line in signed.allowance.describe() {
+        let escaped = line
+            .replace('&', "&amp;")
+            .replace('<', "&lt;")
+            .replace('>', "&gt;")
+            .replace('"', "&quot;");
+        assert!(page.body.contains(&escaped), "{line}: {}", page.body);
+    }
+    assert!(!page.body.contains("<i>carol"), "{}", page.body);
+    assert!(
+        page.body.contains("signed by alice@example.com"),
+        "{}",
+        page.body
+    );
+    let statement = signed
+        .allowance
+        .statement(principal, signed.required)
+        .unwrap();
+    assert_eq!(
+        B64.decode(attribute(&page.body, "data-challenge").unwrap())
+            .unwrap(),
+        passkey::challenge(&statement)
+    );
+}
+
+/// `answer` refused with `status`, saying `words`.
+fn assert_refused(answer: &Response, status: u16, words: &str) {
+    assert_eq!(answer.status, status, "{}", answer.body);
+    assert_eq!(answer.json()["ok"], false, "{}", answer.body);
+    let message = answer.json()["message"].as_str().unwrap().to_owned();
+    assert!(message.contains(words), "{message}");
 }
 
 /// Two approvers, a quorum of two for everything.
@@ -177,4 +233,196 @@ fn an_allowance_needing_two_approvers_is_proposed_on_the_page_and_approves_nothi
         "{}",
         listed.body
     );
+}
+
+#[test]
+fn a_proposed_allowance_is_cosigned_from_the_list_and_then_approves_what_it_allows() {
+    let (alice, bob, served) = two_approvers();
+    let id = file(&served.agent(), 120).id();
+    let mut browser = served.client();
+    sign_in(&mut browser, &alice);
+    let (_, proposed) = propose(&mut browser, &alice, &served, id, 2);
+    let aid = proposed.json()["id"].as_str().unwrap().to_owned();
+    let report = stored(&served, &aid);
+    let executor = served.executor(2);
+    let waiting = file(&executor, 130);
+
+    // Bob's list offers the action; its page shows the stored allowance in words, escaped,
+    // and its challenge is the statement Bob signs.
+    let mut bobs = served.client();
+    sign_in(&mut bobs, &bob);
+    let listed = bobs.get("/allowances");
+    assert!(
+        listed.body.contains(&format!(
+            "href=\"/allowances/{aid}/sign\">Sign this allowance"
+        )),
+        "{}",
+        listed.body
+    );
+    assert_sign_page(&mut bobs, &report, &bob.principal);
+
+    let token = csrf(&mut bobs);
+    let signed = bobs.post_json(
+        &format!("/allowances/{aid}/sign"),
+        &cosignature(&bob, &report.allowance, &served),
+        &token,
+    );
+    assert_eq!(signed.status, 200, "{}", signed.body);
+    assert_eq!(
+        signed.json()["message"],
+        format!("allowance {aid} signed: it has all its signatures and approves what it allows")
+    );
+    let complete = stored(&served, &aid);
+    assert!(complete.is_active());
+    assert_eq!(complete.allowance.signatures.len(), 2);
+    let listed = bobs.get("/allowances");
+    assert!(
+        listed
+            .body
+            .contains("signed by alice@example.com, bob@example.com"),
+        "{}",
+        listed.body
+    );
+    assert!(!listed.body.contains("awaiting"), "{}", listed.body);
+
+    // Now it approves a like request, and the executor spends it.
+    let covered = file(&executor, 140);
+    assert_eq!(covered.status(), Status::Approved);
+    assert_eq!(
+        covered.allowance().map(|a| a.to_string()),
+        Some(aid.clone())
+    );
+    let binding = Binding::new(ACTION)
+        .operation("payments.refund")
+        .payload(payload(140));
+    let _spent = executor.consume::<Value>(covered.id(), &binding).unwrap();
+
+    // Complete: signing again is refused in words, and changes nothing.
+    let again = bobs.post_json(
+        &format!("/allowances/{aid}/sign"),
+        &cosignature(&bob, &report.allowance, &served),
+        &token,
+    );
+    assert_refused(&again, 409, "has all the signatures it needs");
+    assert_eq!(stored(&served, &aid).allowance, complete.allowance);
+    let page = bobs.get(&format!("/allowances/{aid}/sign"));
+    assert_eq!(page.status, 409, "{}", page.body);
+    assert!(
+        page.body.contains("has all the signatures it needs"),
+        "{}",
+        page.body
+    );
+    assert_eq!(
+        served
+            .agent()
+            .status(waiting.id())
+            .unwrap()
+            .effective_status(),
+        EffectiveStatus::Pending
+    );
+}
+
+#[test]
+fn a_cosignature_by_the_proposer_for_another_allowance_or_off_the_page_signs_nothing() {
+    let (alice, bob, served) = two_approvers();
+    let id = file(&served.agent(), 120).id();
+    let mut browser = served.client();
+    sign_in(&mut browser, &alice);
+    let (_, first) = propose(&mut browser, &alice, &served, id, 2);
+    let aid = first.json()["id"].as_str().unwrap().to_owned();
+    let (_, second) = propose(&mut browser, &alice, &served, id, 3);
+    let other = second.json()["id"].as_str().unwrap().to_owned();
+    let before = stored(&served, &aid);
+    let other_before = stored(&served, &other);
+
+    // Alice cannot sign twice: the page refuses in words, and so does a post.
+    let page = browser.get(&format!("/allowances/{aid}/sign"));
+    assert_eq!(page.status, 409, "{}", page.body);
+    assert!(
+        page.body.contains("you have signed allowance"),
+        "{}",
+        page.body
+    );
+    let token = csrf(&mut browser);
+    let twice = browser.post_json(
+        &format!("/allowances/{aid}/sign"),
+        &cosignature(&alice, &before.allowance, &served),
+        &token,
+    );
+    assert_refused(&twice, 409, "you have signed allowance");
+
+    let mut bobs = served.client();
+    sign_in(&mut bobs, &bob);
+    let token = csrf(&mut bobs);
+    // Bob's assertion over the other allowance's statement, posted for this one.
+    let crossed = bobs.post_json(
+        &format!("/allowances/{aid}/sign"),
+        &cosignature(&bob, &other_before.allowance, &served),
+        &token,
+    );
+    assert_refused(&crossed, 403, "nothing was signed");
+    // Right statement, wrong origin in the assertion.
+    let statement = before
+        .allowance
+        .allowance
+        .statement(&bob.principal, 2)
+        .unwrap();
+    let elsewhere = bob.assertion(
+        &passkey::challenge(&statement),
+        &bob.made("http://localhost:1"),
+    );
+    let refused = bobs.post_json(&format!("/allowances/{aid}/sign"), &elsewhere, &token);
+    assert_eq!(refused.status, 403, "{}", refused.body);
+    // Alice's passkey posted in Bob's session.
+    let not_his = bobs.post_json(
+        &format!("/allowances/{aid}/sign"),
+        &alice.assertion(&passkey::challenge(&statement), &alice.made(&served.origin)),
+        &token,
+    );
+    assert_eq!(not_his.status, 403, "{}", not_his.body);
+    // The right assertion without the page key, and with no session at all (the agent's
+    // side).
+    let good = cosignature(&bob, &before.allowance, &served);
+    let no_key = bobs.post_json(&format!("/allowances/{aid}/sign"), &good, "");
+    assert_eq!(no_key.status, 403, "{}", no_key.body);
+    let mut agent = served.client();
+    let no_session = agent.post_json(&format!("/allowances/{aid}/sign"), &good, &token);
+    assert_eq!(no_session.status, 401, "{}", no_session.body);
+    // Anything but the assertion is not taken.
+    let mut widened = good.clone();
+    widened["allowance"] = json!(other_before.allowance.allowance.to_json());
+    let extra = bobs.post_json(&format!("/allowances/{aid}/sign"), &widened, &token);
+    assert!(extra.status >= 400, "{}", extra.body);
+
+    // Nothing changed.
+    assert_eq!(stored(&served, &aid).allowance, before.allowance);
+    assert_eq!(stored(&served, &other).allowance, other_before.allowance);
+    assert!(!stored(&served, &aid).is_active());
+
+    // A revoked proposal: the page and a post refuse in words.
+    let form = format!("csrf={}&reason=not+needed", csrf(&mut browser));
+    let revoked = browser.post_form(&format!("/allowances/{other}/revoke"), &form);
+    assert!(
+        revoked.status == 303 || revoked.status == 200,
+        "{}",
+        revoked.body
+    );
+    let page = bobs.get(&format!("/allowances/{other}/sign"));
+    assert_eq!(page.status, 409, "{}", page.body);
+    assert!(page.body.contains("was revoked"), "{}", page.body);
+    let late = bobs.post_json(
+        &format!("/allowances/{other}/sign"),
+        &cosignature(&bob, &other_before.allowance, &served),
+        &token,
+    );
+    assert_refused(&late, 409, "was revoked");
+    assert_eq!(
+        stored(&served, &other).allowance.signatures,
+        other_before.allowance.signatures
+    );
+
+    // And the right one, at last, signs.
+    let signed = bobs.post_json(&format!("/allowances/{aid}/sign"), &good, &token);
+    assert_eq!(signed.status, 200, "{}", signed.body);
+    assert!(stored(&served, &aid).is_active());
 }

@@ -335,7 +335,7 @@ pub(crate) async fn list(State(app): State<Shared>, headers: HeaderMap) -> Respo
     };
     match app.blocking(approval_gate::Gate::allowances).await {
         Ok(all) => {
-            let body = allow_html::list(&all);
+            let body = allow_html::list(&all, &session.principal);
             let page = html::page("Allowances", &App::viewer(&session), &body);
             (html_type(), page).into_response()
         }

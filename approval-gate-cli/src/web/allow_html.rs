@@ -162,8 +162,8 @@ fn asked_twice(offer: &Offer<'_>) -> String {
 }
 
 /// The list of allowances: state, uses and budget left, who signed, the words; revoke for
-/// an active one.
-pub(crate) fn list(all: &[AllowanceReport]) -> String {
+/// an active one or a proposal; for a proposal `viewer` has not signed, the way to sign it.
+pub(crate) fn list(all: &[AllowanceReport], viewer: &str) -> String {
     let mut out = String::from("<h1>Allowances</h1>");
     if all.is_empty() {
         out.push_str("<p>No allowances.</p>");
@@ -208,7 +208,15 @@ pub(crate) fn list(all: &[AllowanceReport]) -> String {
             let _ = write!(out, "<li>{}</li>", text(&line));
         }
         out.push_str("</ul>");
-        if report.is_active() {
+        let proposed = state == "proposed";
+        if proposed && !signers.contains(&viewer) {
+            let _ = write!(
+                out,
+                "<p><a class=\"cosign\" href=\"/allowances/{id}/sign\">Sign this allowance</a>\
+                 </p>"
+            );
+        }
+        if report.is_active() || proposed {
             let _ = write!(
                 out,
                 "<form class=\"revoke\" method=\"post\" action=\"/allowances/{id}/revoke\">\

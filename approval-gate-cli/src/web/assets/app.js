@@ -138,6 +138,29 @@ function setUpAllow() {
   });
 }
 
+// Sign a proposed allowance: the challenge is the digest of the statement this approver
+// signs over the allowance shown above the button, as the server read it from the store;
+// only the assertion is posted, and the server builds the statement again.
+function setUpCosign() {
+  const button = document.getElementById("cosign");
+  if (!button) return;
+  button.addEventListener("click", async () => {
+    button.disabled = true;
+    say("cosign-result", "Waiting for your passkey…", true);
+    try {
+      const d = button.dataset;
+      const credential = await getAssertion(d.challenge, d.rp, d.credentials.split(","));
+      const { ok, answer } = await post(d.url, assertionJson(credential));
+      say("cosign-result", answer.message || (ok ? "signed" : "refused"), ok);
+      if (ok) setTimeout(() => location.assign("/allowances"), 800);
+      else button.disabled = false;
+    } catch (error) {
+      say("cosign-result", "Nothing was signed: " + error.message, false);
+      button.disabled = false;
+    }
+  });
+}
+
 function setUpSignIn() {
   const button = document.getElementById("signin");
   if (!button) return;
@@ -307,6 +330,7 @@ function setUpLive() {
 
 setUpApprove();
 setUpAllow();
+setUpCosign();
 setUpSignIn();
 setUpEnroll();
 setUpForms();
