@@ -238,19 +238,42 @@ fn an_allowance_needing_two_approvers_is_proposed_on_the_page_and_approves_nothi
 #[test]
 fn a_proposed_allowance_is_cosigned_from_the_list_and_then_approves_what_it_allows() {
     let (alice, bob, served) = two_approvers();
+    cosigned_from_the_list(&alice, &bob, &served);
+}
+
+/// The same on PostgreSQL: the page proposes and co-signs through its login, the executor
+/// counts the use in the database.
+#[test]
+fn a_proposed_allowance_is_cosigned_from_the_list_on_postgresql() {
+    let url = approval_gate_tests::pg::create_database();
+    let init = url.clone();
+    approval_gate_tests::pg::on_own_thread(move || approval_gate::postgres::init(&init))
+        .expect("db init");
+    let (alice, bob) = (alice(), bob());
+    let tmp = tempfile::tempdir().unwrap();
+    let approvers = tmp.path().join("approvers");
+    let port = approval_gate_tests::http::free_port();
+    let origin = format!("http://localhost:{port}");
+    let lines = [&alice, &bob].map(|p| p.allowed_signers_line(&origin));
+    std::fs::write(&approvers, lines.join("\n") + "\n").unwrap();
+    let served = Served::start_on(tmp, url, approvers, "*=2", port, &[]);
+    cosigned_from_the_list(&alice, &bob, &served);
+}
+
+fn cosigned_from_the_list(alice: &SoftPasskey, bob: &SoftPasskey, served: &Served) {
     let id = file(&served.agent(), 120).id();
     let mut browser = served.client();
-    sign_in(&mut browser, &alice);
-    let (_, proposed) = propose(&mut browser, &alice, &served, id, 2);
+    sign_in(&mut browser, alice);
+    let (_, proposed) = propose(&mut browser, alice, served, id, 2);
     let aid = proposed.json()["id"].as_str().unwrap().to_owned();
-    let report = stored(&served, &aid);
+    let report = stored(served, &aid);
     let executor = served.executor(2);
     let waiting = file(&executor, 130);
 
     // Bob's list offers the action; its page shows the stored allowance in words, escaped,
     // and its challenge is the statement Bob signs.
     let mut bobs = served.client();
-    sign_in(&mut bobs, &bob);
+    sign_in(&mut bobs, bob);
     let listed = bobs.get("/allowances");
     assert!(
         listed.body.contains(&format!(
@@ -264,7 +287,7 @@ fn a_proposed_allowance_is_cosigned_from_the_list_and_then_approves_what_it_allo
     let token = csrf(&mut bobs);
     let signed = bobs.post_json(
         &format!("/allowances/{aid}/sign"),
-        &cosignature(&bob, &report.allowance, &served),
+        &cosignature(bob, &report.allowance, served),
         &token,
     );
     assert_eq!(signed.status, 200, "{}", signed.body);
@@ -272,7 +295,7 @@ fn a_proposed_allowance_is_cosigned_from_the_list_and_then_approves_what_it_allo
         signed.json()["message"],
         format!("allowance {aid} signed: it has all its signatures and approves what it allows")
     );
-    let complete = stored(&served, &aid);
+    let complete = stored(served, &aid);
     assert!(complete.is_active());
     assert_eq!(complete.allowance.signatures.len(), 2);
     let listed = bobs.get("/allowances");
@@ -300,11 +323,11 @@ fn a_proposed_allowance_is_cosigned_from_the_list_and_then_approves_what_it_allo
     // Complete: signing again is refused in words, and changes nothing.
     let again = bobs.post_json(
         &format!("/allowances/{aid}/sign"),
-        &cosignature(&bob, &report.allowance, &served),
+        &cosignature(bob, &report.allowance, served),
         &token,
     );
     assert_refused(&again, 409, "has all the signatures it needs");
-    assert_eq!(stored(&served, &aid).allowance, complete.allowance);
+    assert_eq!(stored(served, &aid).allowance, complete.allowance);
     let page = bobs.get(&format!("/allowances/{aid}/sign"));
     assert_eq!(page.status, 409, "{}", page.body);
     assert!(
