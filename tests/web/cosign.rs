@@ -449,3 +449,36 @@ fn a_cosignature_by_the_proposer_for_another_allowance_or_off_the_page_signs_not
     assert_eq!(signed.status, 200, "{}", signed.body);
     assert!(stored(&served, &aid).is_active());
 }
+
+/// An approver who approved the request before opening the offer is asked once, for the
+/// allowance: approving it again would add nothing.
+#[test]
+fn an_approver_who_approved_the_request_already_is_asked_only_for_the_allowance() {
+    let (alice, _bob, served) = two_approvers();
+    let id = file(&served.agent(), 120).id();
+    let mut browser = served.client();
+    sign_in(&mut browser, &alice);
+    let before = browser.get(&format!("/requests/{id}/allow"));
+    assert!(
+        attribute(&before.body, "data-approve-url").is_some(),
+        "{}",
+        before.body
+    );
+    let approved = approve(&mut browser, &alice, id, &alice.made(&served.origin));
+    assert_eq!(approved.status, 200, "{}", approved.body);
+
+    let (offer, proposed) = propose(&mut browser, &alice, &served, id, 2);
+    assert!(
+        offer.contains(&format!(
+            "Your passkey is asked once, to propose the allowance above: you have approved \
+             request {id} already."
+        )),
+        "{offer}"
+    );
+    assert!(attribute(&offer, "data-approve-url").is_none(), "{offer}");
+    assert!(
+        attribute(&offer, "data-approve-challenge").is_none(),
+        "{offer}"
+    );
+    assert_eq!(proposed.status, 200, "{}", proposed.body);
+}

@@ -188,6 +188,11 @@ pub(crate) async fn offer(
         let statement = allowance
             .statement(&principal, required)
             .map_err(|e| gate_refusal(&e))?;
+        let approved_already = report
+            .request()
+            .approvals()
+            .iter()
+            .any(|a| a.principal() == principal);
         let decision = report
             .decision_statement(&principal)
             .map_err(|e| gate_refusal(&e))?;
@@ -206,7 +211,8 @@ pub(crate) async fn offer(
             request_required: report.required_approvals(),
             request_counted: report.counted_approvals(),
             challenge: B64.encode(passkey::challenge(&statement)),
-            approve_challenge: B64.encode(passkey::challenge(&decision)),
+            approve_challenge: (!approved_already)
+                .then(|| B64.encode(passkey::challenge(&decision))),
             rp_id: &app.rp_id,
             credentials: credentials.join(","),
         };

@@ -33,8 +33,9 @@ pub(crate) struct Offer<'a> {
     pub(crate) request_counted: u32,
     /// The allowance statement's challenge, base64url.
     pub(crate) challenge: String,
-    /// The request's decision statement's challenge, base64url.
-    pub(crate) approve_challenge: String,
+    /// The request's decision statement's challenge, base64url; `None` if this approver
+    /// has approved the request already (the passkey is asked once, for the allowance).
+    pub(crate) approve_challenge: Option<String>,
     pub(crate) rp_id: &'a str,
     pub(crate) credentials: String,
 }
@@ -88,16 +89,23 @@ pub(crate) fn offer(offer: &Offer<'_>) -> String {
             others(offer.required - 1),
         );
     }
-    let _ = write!(out, "<p>{}</p>", asked_twice(offer));
+    let _ = write!(out, "<p>{}</p>", prompts(offer));
+    let approve = offer
+        .approve_challenge
+        .as_ref()
+        .map_or_else(String::new, |challenge| {
+            format!(
+                " data-approve-url=\"/requests/{id}/approve\" data-approve-challenge=\"{}\"",
+                attr(challenge)
+            )
+        });
     let _ = write!(
         out,
-        "<button id=\"allow\" class=\"approve\" \
-         data-url=\"/requests/{id}/allow\" data-approve-url=\"/requests/{id}/approve\" \
-         data-challenge=\"{}\" data-approve-challenge=\"{}\" data-rp=\"{}\" \
-         data-credentials=\"{}\" data-allowance=\"{}\">{} with passkey</button>\
+        "<button id=\"allow\" class=\"approve\" data-url=\"/requests/{id}/allow\"{approve} \
+         data-challenge=\"{}\" data-rp=\"{}\" data-credentials=\"{}\" \
+         data-allowance=\"{}\">{} with passkey</button>\
          <p id=\"allow-result\" class=\"result\" role=\"status\"></p></section>",
         attr(&offer.challenge),
-        attr(&offer.approve_challenge),
         attr(offer.rp_id),
         attr(&offer.credentials),
         attr(&terms),
@@ -125,15 +133,21 @@ fn others(n: u32) -> String {
     }
 }
 
-/// What the two passkey prompts of the offer do: the first signs (or proposes) the
-/// allowance, the second approves the request, which may be only one of its approvals.
-fn asked_twice(offer: &Offer<'_>) -> String {
+/// What the passkey prompts of the offer do: the first signs (or proposes) the allowance,
+/// the second approves the request, which may be only one of its approvals, unless this
+/// approver has approved it already.
+fn prompts(offer: &Offer<'_>) -> String {
     let id = offer.id;
     let first = if offer.required > 1 {
         "to propose the allowance above"
     } else {
         "for the allowance above"
     };
+    if offer.approve_challenge.is_none() {
+        return format!(
+            "Your passkey is asked once, {first}: you have approved request {id} already."
+        );
+    }
     let mut words =
         format!("Your passkey is asked twice: first {first}, then to approve request {id}.");
     let (required, counted) = (offer.request_required, offer.request_counted);

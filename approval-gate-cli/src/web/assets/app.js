@@ -110,7 +110,8 @@ function setUpApprove() {
 
 // Approve and allow more like it: the first assertion signs the allowance statement's
 // challenge (the words above the button are what it says), exactly as an approval signs the
-// decision statement's; the second approves the request itself.
+// decision statement's; the second approves the request itself, unless this approver has
+// approved it already (the button then carries no approve URL).
 function setUpAllow() {
   const button = document.getElementById("allow");
   if (!button) return;
@@ -126,6 +127,12 @@ function setUpAllow() {
         allowance: JSON.parse(d.allowance),
       });
       if (!granted.ok) throw new Error(granted.answer.message || "refused");
+      if (!d.approveUrl) {
+        // This approver has approved the request already: nothing more to sign.
+        say("allow-result", granted.answer.message, true);
+        setTimeout(() => location.assign("/allowances"), 800);
+        return;
+      }
       say("allow-result", granted.answer.message + "; now your passkey, for this request…", true);
       const approval = await getAssertion(d.approveChallenge, d.rp, credentials);
       const { ok, answer } = await post(d.approveUrl, assertionJson(approval));
