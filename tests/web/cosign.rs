@@ -482,3 +482,83 @@ fn an_approver_who_approved_the_request_already_is_asked_only_for_the_allowance(
     );
     assert_eq!(proposed.status, 200, "{}", proposed.body);
 }
+
+/// Three approvers: the proposal awaits two, Bob's signature leaves it awaiting Carol's, and
+/// only hers makes it approve anything.
+#[test]
+fn an_allowance_needing_three_approvers_awaits_each_signature_in_turn() {
+    let (alice, bob) = (alice(), bob());
+    let carol = SoftPasskey::new(3, "carol@example.com", "localhost");
+    let served = Served::start(&[&alice, &bob, &carol], 3);
+    let id = file(&served.agent(), 120).id();
+    let mut browser = served.client();
+    sign_in(&mut browser, &alice);
+    let (offer, proposed) = propose(&mut browser, &alice, &served, id, 2);
+    assert!(
+        offer.contains("payments.refund needs 3 approvers: your signature proposes this allowance; it approves nothing until 2 other approvers sign it"),
+        "{offer}"
+    );
+    assert_eq!(proposed.status, 200, "{}", proposed.body);
+    let aid = proposed.json()["id"].as_str().unwrap().to_owned();
+    assert!(
+        proposed.json()["message"].as_str().unwrap().ends_with(
+            "proposed: it needs 2 more approvers' signatures; they sign it from the allowances page"
+        ),
+        "{}",
+        proposed.body
+    );
+    let report = stored(&served, &aid);
+
+    let mut bobs = served.client();
+    sign_in(&mut bobs, &bob);
+    assert!(
+        bobs.get("/allowances")
+            .body
+            .contains("awaiting 2 more signatures")
+    );
+    let token = csrf(&mut bobs);
+    let signed = bobs.post_json(
+        &format!("/allowances/{aid}/sign"),
+        &cosignature(&bob, &report.allowance, &served),
+        &token,
+    );
+    assert_eq!(signed.status, 200, "{}", signed.body);
+    assert_eq!(
+        signed.json()["message"],
+        format!(
+            "allowance {aid} signed: awaiting 1 more signature; the others sign it from the \
+             allowances page"
+        )
+    );
+    assert!(!stored(&served, &aid).is_active());
+    let listed = bobs.get("/allowances");
+    assert!(
+        listed.body.contains("awaiting 1 more signature"),
+        "{}",
+        listed.body
+    );
+    assert!(
+        !listed.body.contains(&format!("/allowances/{aid}/sign")),
+        "{}",
+        listed.body
+    );
+
+    let mut carols = served.client();
+    sign_in(&mut carols, &carol);
+    assert!(
+        carols
+            .get("/allowances")
+            .body
+            .contains(&format!("/allowances/{aid}/sign"))
+    );
+    let token = csrf(&mut carols);
+    let signed = carols.post_json(
+        &format!("/allowances/{aid}/sign"),
+        &cosignature(&carol, &report.allowance, &served),
+        &token,
+    );
+    assert_eq!(signed.status, 200, "{}", signed.body);
+    let complete = stored(&served, &aid);
+    assert!(complete.is_active());
+    assert_eq!(complete.allowance.signatures.len(), 3);
+}

@@ -82,7 +82,7 @@ pub(crate) fn offer(offer: &Offer<'_>) -> String {
         let _ = write!(
             out,
             "<p class=\"proposal\">{} needs {} approvers: your signature proposes this \
-             allowance; it approves nothing until {} signs it on the \
+             allowance; it approves nothing until {} it on the \
              <a href=\"/allowances\">allowances page</a>.</p>",
             text(&offer.allowance.terms().operation),
             offer.required,
@@ -124,12 +124,12 @@ pub(crate) fn awaiting(missing: u32) -> String {
     format!("awaiting {missing} more signature{plural}")
 }
 
-/// "another approver", "2 other approvers".
+/// "another approver signs", "2 other approvers sign".
 fn others(n: u32) -> String {
     if n == 1 {
-        "another approver".to_owned()
+        "another approver signs".to_owned()
     } else {
-        format!("{n} other approvers")
+        format!("{n} other approvers sign")
     }
 }
 

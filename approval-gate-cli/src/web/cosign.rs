@@ -132,7 +132,9 @@ pub(crate) async fn sign(
     Json(posted): Json<PostedAssertion>,
 ) -> Response {
     match sign_inner(&app, &id, &headers, &posted).await {
-        Ok(message) => Json(json!({ "ok": true, "id": id, "message": message })).into_response(),
+        Ok((id, message)) => {
+            Json(json!({ "ok": true, "id": id, "message": message })).into_response()
+        }
         Err(Refused(status, message)) => {
             (status, Json(json!({ "ok": false, "message": message }))).into_response()
         }
@@ -144,7 +146,7 @@ async fn sign_inner(
     id: &str,
     headers: &HeaderMap,
     posted: &PostedAssertion,
-) -> Result<String, Refused> {
+) -> Result<(RequestId, String), Refused> {
     let id = parse_id(id)?;
     let session = app.post_session(headers, None)?;
     let (assertion, _) = posted
@@ -187,7 +189,7 @@ async fn sign_inner(
                 Refused(status, format!("{message}: nothing was signed"))
             }
         })?;
-    Ok(match report.signatures_missing {
+    let message = match report.signatures_missing {
         0 => {
             format!("allowance {id} signed: it has all its signatures and approves what it allows")
         }
@@ -195,5 +197,6 @@ async fn sign_inner(
             "allowance {id} signed: {}; the others sign it from the allowances page",
             awaiting(n)
         ),
-    })
+    };
+    Ok((id, message))
 }
