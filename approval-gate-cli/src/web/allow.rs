@@ -319,7 +319,7 @@ async fn grant_inner(
 
 /// What the page says of an allowance just signed: granted, or how many signatures it
 /// still needs and where they are made.
-pub(crate) fn granted_words(aid: RequestId, missing: u32) -> String {
+fn granted_words(aid: RequestId, missing: u32) -> String {
     match missing {
         0 => format!("allowance {aid} granted"),
         1 => format!(
