@@ -15,6 +15,7 @@ mod browser;
 mod browser_allow;
 mod cdp;
 mod connections;
+mod cosign;
 mod enroll;
 mod loopback;
 mod origin;

@@ -188,6 +188,11 @@ pub(crate) async fn offer(
         let statement = allowance
             .statement(&principal, required)
             .map_err(|e| gate_refusal(&e))?;
+        let approved_already = report
+            .request()
+            .approvals()
+            .iter()
+            .any(|a| a.principal() == principal);
         let decision = report
             .decision_statement(&principal)
             .map_err(|e| gate_refusal(&e))?;
@@ -203,8 +208,11 @@ pub(crate) async fn offer(
             uses: chosen.uses,
             hours: chosen.hours,
             required,
+            request_required: report.required_approvals(),
+            request_counted: report.counted_approvals(),
             challenge: B64.encode(passkey::challenge(&statement)),
-            approve_challenge: B64.encode(passkey::challenge(&decision)),
+            approve_challenge: (!approved_already)
+                .then(|| B64.encode(passkey::challenge(&decision))),
             rp_id: &app.rp_id,
             credentials: credentials.join(","),
         };
@@ -293,12 +301,36 @@ async fn grant_inner(
             signature: armored,
         }],
     };
+    // An operation that needs more approvers than one: this signature proposes it, and the
+    // others sign it from the list.
     let report = app
-        .blocking(move |gate| gate.allow(signed))
+        .blocking(move |gate| {
+            if required > 1 {
+                gate.propose_allowance(signed)
+            } else {
+                gate.allow(signed)
+            }
+        })
         .await
         .map_err(|e| gate_refusal(&e))?;
     let aid = report.allowance.allowance.id();
-    Ok((aid, format!("allowance {aid} granted")))
+    Ok((aid, granted_words(aid, report.signatures_missing)))
+}
+
+/// What the page says of an allowance just signed: granted, or how many signatures it
+/// still needs and where they are made.
+fn granted_words(aid: RequestId, missing: u32) -> String {
+    match missing {
+        0 => format!("allowance {aid} granted"),
+        1 => format!(
+            "allowance {aid} proposed: it needs 1 more approver's signature; they sign it from \
+             the allowances page"
+        ),
+        n => format!(
+            "allowance {aid} proposed: it needs {n} more approvers' signatures; they sign it \
+             from the allowances page"
+        ),
+    }
 }
 
 /// `GET /allowances`: every allowance, with its uses and budget left.
@@ -309,7 +341,7 @@ pub(crate) async fn list(State(app): State<Shared>, headers: HeaderMap) -> Respo
     };
     match app.blocking(approval_gate::Gate::allowances).await {
         Ok(all) => {
-            let body = allow_html::list(&all);
+            let body = allow_html::list(&all, &session.principal);
             let page = html::page("Allowances", &App::viewer(&session), &body);
             (html_type(), page).into_response()
         }

@@ -28,10 +28,14 @@ pub(crate) struct Offer<'a> {
     pub(crate) hours: u64,
     /// How many approvers must sign it.
     pub(crate) required: u32,
+    /// How many approvals the request itself needs, and has counted so far.
+    pub(crate) request_required: u32,
+    pub(crate) request_counted: u32,
     /// The allowance statement's challenge, base64url.
     pub(crate) challenge: String,
-    /// The request's decision statement's challenge, base64url.
-    pub(crate) approve_challenge: String,
+    /// The request's decision statement's challenge, base64url; `None` if this approver
+    /// has approved the request already (the passkey is asked once, for the allowance).
+    pub(crate) approve_challenge: Option<String>,
     pub(crate) rp_id: &'a str,
     pub(crate) credentials: String,
 }
@@ -73,36 +77,107 @@ pub(crate) fn offer(offer: &Offer<'_>) -> String {
         let _ = write!(out, "<li>{}</li>", text(&line));
     }
     let terms = offer.allowance.to_json().to_string();
+    out.push_str("</ul>");
     if offer.required > 1 {
         let _ = write!(
             out,
-            "</ul><p class=\"result error\">An allowance for this operation needs {} \
-             approvers' signatures; the page signs as one: use `approval-gate allow` with \
-             each approver's key.</p></section>",
-            offer.required
+            "<p class=\"proposal\">{} needs {} approvers: your signature proposes this \
+             allowance; it approves nothing until {} it on the \
+             <a href=\"/allowances\">allowances page</a>.</p>",
+            text(&offer.allowance.terms().operation),
+            offer.required,
+            others(offer.required - 1),
         );
-        return out;
     }
+    let _ = write!(out, "<p>{}</p>", prompts(offer));
+    let approve = offer
+        .approve_challenge
+        .as_ref()
+        .map_or_else(String::new, |challenge| {
+            format!(
+                " data-approve-url=\"/requests/{id}/approve\" data-approve-challenge=\"{}\"",
+                attr(challenge)
+            )
+        });
     let _ = write!(
         out,
-        "</ul><p>Your passkey is asked twice: first for the allowance above, then for request \
-         {id} itself.</p><button id=\"allow\" class=\"approve\" \
-         data-url=\"/requests/{id}/allow\" data-approve-url=\"/requests/{id}/approve\" \
-         data-challenge=\"{}\" data-approve-challenge=\"{}\" data-rp=\"{}\" \
-         data-credentials=\"{}\" data-allowance=\"{}\">Approve and allow with passkey</button>\
+        "<button id=\"allow\" class=\"approve\" data-url=\"/requests/{id}/allow\"{approve} \
+         data-challenge=\"{}\" data-rp=\"{}\" data-credentials=\"{}\" \
+         data-allowance=\"{}\">{} with passkey</button>\
          <p id=\"allow-result\" class=\"result\" role=\"status\"></p></section>",
         attr(&offer.challenge),
-        attr(&offer.approve_challenge),
         attr(offer.rp_id),
         attr(&offer.credentials),
         attr(&terms),
+        if offer.required > 1 {
+            "Propose the allowance and approve"
+        } else {
+            "Approve and allow"
+        },
     );
     out
 }
 
+/// "awaiting 1 more signature", "awaiting 2 more signatures".
+pub(crate) fn awaiting(missing: u32) -> String {
+    let plural = if missing == 1 { "" } else { "s" };
+    format!("awaiting {missing} more signature{plural}")
+}
+
+/// "another approver signs", "2 other approvers sign".
+fn others(n: u32) -> String {
+    if n == 1 {
+        "another approver signs".to_owned()
+    } else {
+        format!("{n} other approvers sign")
+    }
+}
+
+/// What the passkey prompts of the offer do: the first signs (or proposes) the allowance,
+/// the second approves the request, which may be only one of its approvals, unless this
+/// approver has approved it already.
+fn prompts(offer: &Offer<'_>) -> String {
+    let id = offer.id;
+    let first = if offer.required > 1 {
+        "to propose the allowance above"
+    } else {
+        "for the allowance above"
+    };
+    if offer.approve_challenge.is_none() {
+        return format!(
+            "Your passkey is asked once, {first}: you have approved request {id} already."
+        );
+    }
+    let mut words =
+        format!("Your passkey is asked twice: first {first}, then to approve request {id}.");
+    let (required, counted) = (offer.request_required, offer.request_counted);
+    if required > 1 {
+        let after = required.saturating_sub(counted).saturating_sub(1);
+        let _ = write!(
+            words,
+            " The request itself needs {required} approvals: yours is one of them"
+        );
+        if after > 0 {
+            let _ = write!(
+                words,
+                ", and it stays pending until {} approve{} it too.",
+                if after == 1 {
+                    "another approver".to_owned()
+                } else {
+                    format!("{after} more approvers")
+                },
+                if after == 1 { "s" } else { "" }
+            );
+        } else {
+            words.push_str(", the last it needs.");
+        }
+    }
+    words
+}
+
 /// The list of allowances: state, uses and budget left, who signed, the words; revoke for
-/// an active one.
-pub(crate) fn list(all: &[AllowanceReport]) -> String {
+/// an active one or a proposal; for a proposal `viewer` has not signed, the way to sign it.
+pub(crate) fn list(all: &[AllowanceReport], viewer: &str) -> String {
     let mut out = String::from("<h1>Allowances</h1>");
     if all.is_empty() {
         out.push_str("<p>No allowances.</p>");
@@ -112,16 +187,18 @@ pub(crate) fn list(all: &[AllowanceReport]) -> String {
     for report in all {
         let allowance = &report.allowance.allowance;
         let id = allowance.id();
-        let state = if report.revoked {
-            "revoked"
+        let (state, words) = if report.revoked {
+            ("revoked", "revoked".to_owned())
         } else if report.ended {
-            "ended"
+            ("ended", "ended".to_owned())
+        } else if report.signatures_missing > 0 {
+            ("proposed", awaiting(report.signatures_missing))
         } else {
-            "active"
+            ("active", "active".to_owned())
         };
         let _ = write!(
             out,
-            "<li class=\"allowance {state}\" id=\"allowance-{id}\"><b>{id}</b> {state}, \
+            "<li class=\"allowance {state}\" id=\"allowance-{id}\"><b>{id}</b> {words}, \
              {} uses so far",
             report.usage.uses
         );
@@ -145,7 +222,15 @@ pub(crate) fn list(all: &[AllowanceReport]) -> String {
             let _ = write!(out, "<li>{}</li>", text(&line));
         }
         out.push_str("</ul>");
-        if report.is_active() {
+        let proposed = state == "proposed";
+        if proposed && !signers.contains(&viewer) {
+            let _ = write!(
+                out,
+                "<p><a class=\"cosign\" href=\"/allowances/{id}/sign\">Sign this allowance</a>\
+                 </p>"
+            );
+        }
+        if report.is_active() || proposed {
             let _ = write!(
                 out,
                 "<form class=\"revoke\" method=\"post\" action=\"/allowances/{id}/revoke\">\

@@ -59,6 +59,10 @@ pub(crate) fn router(app: Shared) -> Router {
         )
         .route("/allowances", get(super::allow::list))
         .route("/allowances/{id}/revoke", post(super::allow::revoke))
+        .route(
+            "/allowances/{id}/sign",
+            get(super::cosign::page).post(super::cosign::sign),
+        )
         .route("/signin", get(signin::page))
         .route("/signin/begin", post(signin::begin))
         .route("/signin/finish", post(signin::finish))

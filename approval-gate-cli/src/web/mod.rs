@@ -18,6 +18,8 @@ mod bind;
 mod ceremony;
 mod conn;
 mod cookies;
+mod cosign;
+mod cosign_html;
 mod decide;
 mod enroll;
 mod guard;

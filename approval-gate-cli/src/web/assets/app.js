@@ -110,7 +110,8 @@ function setUpApprove() {
 
 // Approve and allow more like it: the first assertion signs the allowance statement's
 // challenge (the words above the button are what it says), exactly as an approval signs the
-// decision statement's; the second approves the request itself.
+// decision statement's; the second approves the request itself, unless this approver has
+// approved it already (the button then carries no approve URL).
 function setUpAllow() {
   const button = document.getElementById("allow");
   if (!button) return;
@@ -126,6 +127,12 @@ function setUpAllow() {
         allowance: JSON.parse(d.allowance),
       });
       if (!granted.ok) throw new Error(granted.answer.message || "refused");
+      if (!d.approveUrl) {
+        // This approver has approved the request already: nothing more to sign.
+        say("allow-result", granted.answer.message, true);
+        setTimeout(() => location.assign("/allowances"), 800);
+        return;
+      }
       say("allow-result", granted.answer.message + "; now your passkey, for this request…", true);
       const approval = await getAssertion(d.approveChallenge, d.rp, credentials);
       const { ok, answer } = await post(d.approveUrl, assertionJson(approval));
@@ -133,6 +140,29 @@ function setUpAllow() {
       if (ok) setTimeout(() => location.assign("/allowances"), 800);
     } catch (error) {
       say("allow-result", "Not done: " + error.message, false);
+      button.disabled = false;
+    }
+  });
+}
+
+// Sign a proposed allowance: the challenge is the digest of the statement this approver
+// signs over the allowance shown above the button, as the server read it from the store;
+// only the assertion is posted, and the server builds the statement again.
+function setUpCosign() {
+  const button = document.getElementById("cosign");
+  if (!button) return;
+  button.addEventListener("click", async () => {
+    button.disabled = true;
+    say("cosign-result", "Waiting for your passkey…", true);
+    try {
+      const d = button.dataset;
+      const credential = await getAssertion(d.challenge, d.rp, d.credentials.split(","));
+      const { ok, answer } = await post(d.url, assertionJson(credential));
+      say("cosign-result", answer.message || (ok ? "signed" : "refused"), ok);
+      if (ok) setTimeout(() => location.assign("/allowances"), 800);
+      else button.disabled = false;
+    } catch (error) {
+      say("cosign-result", "Nothing was signed: " + error.message, false);
       button.disabled = false;
     }
   });
@@ -307,6 +337,7 @@ function setUpLive() {
 
 setUpApprove();
 setUpAllow();
+setUpCosign();
 setUpSignIn();
 setUpEnroll();
 setUpForms();
