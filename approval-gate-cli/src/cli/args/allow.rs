@@ -48,9 +48,9 @@ approval-gate` and --key (or APPROVAL_GATE_SIGNING_KEY), as approve signs an app
 principal is the one the approvers file lists for the key, unless --as says otherwise.
 
 An allowance for an operation (or a pattern reaching operations) whose quorum is more than
-one approver needs that many approvers' signatures: this version signs as one approver only
-and refuses such an allowance before anything is signed (approve those requests one by one).
-An allowance is never changed: to change one, revoke it (revoke-allowance) and make another.";
+one approver needs that many approvers' signatures: your signature proposes it, and it
+approves nothing until the others sign it, each at their own terminal with
+`approval-gate sign-allowance ID` (or on the page's allowances list). An allowance is never changed: to change one, revoke it (revoke-allowance) and make another.";
 
 /// `approval-gate allow ...`.
 #[derive(Debug, Args)]
