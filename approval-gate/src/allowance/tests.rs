@@ -464,6 +464,43 @@ mod signed {
         assert_eq!(both.verify(&policy(), "payments.wire", now), Ok(()));
     }
 
+    /// One human is one approver however the approvers file names them: one key listed
+    /// under two names, or one name with two keys, counts once, and cannot co-sign as a
+    /// second approver.
+    #[test]
+    fn one_key_or_one_principal_counts_once() {
+        let now = t("2026-12-01T12:00:00Z");
+        let ops = Approver::new("alice-ops@example.com", 1);
+        let laptop = Approver::new("alice@example.com", 3);
+        let policy = Policy::from_allowed_signers(&(alice().line() + &ops.line() + &laptop.line()))
+            .and_then(|p| p.require("payments.*", 2))
+            .unwrap();
+        for (second, why) in [(&ops, "this key"), (&laptop, "this principal")] {
+            let both = signed(wires(), 2, &[&alice(), second]);
+            assert_eq!(both.counted(&policy, now), 1, "{why}");
+            assert_eq!(
+                both.verify(&policy, "payments.wire", now),
+                Err(Forged::Insufficient {
+                    counted: 1,
+                    required: 2
+                }),
+                "{why}"
+            );
+            let first = signed(wires(), 2, &[&alice()]);
+            let refused = first
+                .check_another(&second.sign(&wires_of(&first), 2), &policy, now)
+                .unwrap_err();
+            assert!(
+                matches!(&refused, Forged::BadSignature { problem, .. } if problem.starts_with(why)),
+                "{why}: {refused}"
+            );
+        }
+    }
+
+    fn wires_of(signed: &SignedAllowance) -> Allowance {
+        signed.allowance.clone()
+    }
+
     #[test]
     fn every_forgery_is_refused_with_its_reason() {
         let now = t("2026-12-01T12:00:00Z");
