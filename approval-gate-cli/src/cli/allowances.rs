@@ -41,13 +41,10 @@ fn line(report: &AllowanceReport, room: usize) -> String {
         "revoked".to_owned()
     } else if report.ended {
         "ended".to_owned()
-    } else if report.signatures_missing == 1 {
-        "proposed, needs 1 more signature,".to_owned()
-    } else if report.signatures_missing > 1 {
-        format!(
-            "proposed, needs {} more signatures,",
-            report.signatures_missing
-        )
+    } else if report.signatures_missing > 0 {
+        let n = report.signatures_missing;
+        let plural = if n == 1 { "" } else { "s" };
+        format!("proposed, needs {n} more signature{plural},")
     } else {
         "active".to_owned()
     };

@@ -51,6 +51,28 @@ pub(crate) fn in_terminal(command: Command, answer: Option<&str>) -> Ended {
     }
 }
 
+/// A terminal on one side only: stdout to a file, or stdin from /dev/null.
+pub(crate) const ONE_SIDE: [&str; 2] = ["> \"$OUT\"", "< /dev/null"];
+
+/// `inner` run by a shell with `redirect` (one of [`ONE_SIDE`], `$OUT` being `out`), so that
+/// in a pty it has a terminal on the other side only.
+pub(crate) fn redirected(inner: &Command, redirect: &str, out: &std::path::Path) -> Command {
+    let mut shell = Command::new("/bin/sh");
+    shell
+        .arg("-c")
+        .arg(format!("exec \"$0\" \"$@\" {redirect}"))
+        .arg(inner.get_program())
+        .args(inner.get_args())
+        .env("OUT", out);
+    for (name, value) in inner.get_envs() {
+        match value {
+            Some(value) => shell.env(name, value),
+            None => shell.env_remove(name),
+        };
+    }
+    shell
+}
+
 /// `allow ARGS --key alice` on the team's store, `mail.send` needing one approver.
 fn allow(team: &Team, args: &[&str]) -> Command {
     let key = team.key("alice");
@@ -182,21 +204,8 @@ fn without_a_terminal_nothing_is_allowed() {
     assert_exit(&output, 1, message);
     // A terminal on one side only: stdout to a file, then stdin from /dev/null.
     let out = team.store.scratch().join("out.txt");
-    for redirect in ["> \"$OUT\"", "< /dev/null"] {
-        let inner = allow(&team, &["mail.send", "--uses", "1"]);
-        let mut shell = Command::new("/bin/sh");
-        shell
-            .arg("-c")
-            .arg(format!("exec \"$0\" \"$@\" {redirect}"))
-            .arg(inner.get_program())
-            .args(inner.get_args())
-            .env("OUT", &out);
-        for (name, value) in inner.get_envs() {
-            match value {
-                Some(value) => shell.env(name, value),
-                None => shell.env_remove(name),
-            };
-        }
+    for redirect in ONE_SIDE {
+        let shell = redirected(&allow(&team, &["mail.send", "--uses", "1"]), redirect, &out);
         let ended = in_terminal(shell, None);
         let all = ended.printed + &std::fs::read_to_string(&out).unwrap_or_default();
         assert_eq!(ended.exit, 1, "{redirect}: {all}");

@@ -9,7 +9,7 @@ use std::process::{Command, Stdio};
 
 use approval_gate::{CanonicalPayload, Gate, NewRequest, Status};
 
-use crate::allow::in_terminal;
+use crate::allow::{ONE_SIDE, in_terminal, redirected};
 use crate::signed::Team;
 use crate::support::{Store, assert_clean, assert_exit, json};
 
@@ -168,6 +168,22 @@ fn signing_a_revoked_allowance_a_wrong_code_or_without_a_terminal_changes_nothin
         1,
         "sign-allowance needs an interactive terminal on stdin and stdout",
     );
+    let out = team.store.scratch().join("out.txt");
+    for redirect in ONE_SIDE {
+        let shell = redirected(
+            &as_approver(&team, "bob", &["sign-allowance", &id]),
+            redirect,
+            &out,
+        );
+        let ended = in_terminal(shell, None);
+        let all = ended.printed + &std::fs::read_to_string(&out).unwrap_or_default();
+        assert_eq!(ended.exit, 1, "{redirect}: {all}");
+        assert!(!ended.asked, "{redirect}: no prompt without a terminal");
+        assert!(
+            all.contains("sign-allowance needs an interactive terminal"),
+            "{redirect}: {all}"
+        );
+    }
     let wrong = in_terminal(
         as_approver(&team, "bob", &["sign-allowance", &id]),
         Some("00000000"),
