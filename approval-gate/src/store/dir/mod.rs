@@ -19,16 +19,13 @@
 //!                        by the first two digits of its id, serialising decisions and
 //!                        consumption; never renamed over or removed. A filing or a refusal
 //!                        creates no lock file, and at most one request's lock is held at once
-//!   locks/passkeys.lock  held while a passkey approval's signature counter is checked against
-//!                        every stored approval and written (taken under a request's lock);
-//!                        made by the first passkey approval
+//!   locks/passkeys.lock  held while a passkey approval's counter is checked against every
+//!                        stored approval and written (under a request's lock; made lazily)
 //!   archive/<id>.json    archived requests (and their claims as <id>.used): never usable again
-//!   notify/ledger.jsonl  the notifications ledger: one line per message delivered or given up
-//!                        on (a dead letter), each synced; a torn last line is dropped
+//!   notify/ledger.jsonl  one synced line per message delivered or dead-lettered (torn: dropped)
 //!   notify/notifier.lock held by the one `approval-gate notify` running on this store
-//!   allowances/<id>.json the signed allowance, made by exclusive create; replaced whole
-//!                        (temp file, fsync, rename, directory fsync) only to add a
-//!                        co-signer's signature, its terms never changed
+//!   allowances/<id>.json the signed allowance (exclusive create; replaced whole, durably,
+//!                        only to add a co-signer's signature)
 //!   allowances/<id>.uses its uses, one JSON line each ({request, amount, at}), appended and
 //!                        fsynced in the step that spends the request they approve
 //!   allowances/<id>.revoked  made (exclusive create, fsynced) when it is revoked

@@ -463,50 +463,7 @@ impl Chain for PgStore {
     }
 
     fn reanchor(&self, now: Timestamp, by: &str) -> Result<Reanchored, Error> {
-        // The lines as they are: sealing onto a chain that disagrees with its head is refused.
-        let (bytes, head_seq, head_hash) = self.lines(false)?;
-        let (_, summary) =
-            parse_chain_with(&bytes, LineHash::Sha256).map_err(|error| match error {
-                Error::AuditBroken { line, problem } => Error::AuditBroken {
-                    line,
-                    problem: format!(
-                        "{problem}; re-anchoring accepts only a chain whose lines chain: keep the database as it is for investigation"
-                    ),
-                },
-                other => other,
-            })?;
-        let problem = match check_head(summary.clone(), head_seq, &head_hash) {
-            Ok(_) => {
-                return Err(Error::InvalidInput {
-                    field: "audit reanchor",
-                    problem: "the audit chain and its head row agree: nothing to re-anchor".into(),
-                });
-            }
-            Err(Error::AuditBroken { problem, .. }) => problem,
-            Err(other) => return Err(other),
-        };
-        let found = i64::try_from(summary.lines).unwrap_or(i64::MAX);
-        let ms = now.unix_millis();
-        let seq: i64 = self
-            .pool
-            .run("audit reanchor", None, Retry::Connect, |client| {
-                let seq = client
-                    .query_one(
-                        "SELECT approval_gate.reanchor($1, $2, $3, $4, $5, $6)",
-                        &[&by, &problem, &found, &summary.last_hash, &head_seq, &ms],
-                    )?
-                    .get(0);
-                client.wake("");
-                Ok(seq)
-            })?;
-        Ok(Reanchored {
-            problem,
-            found_lines: summary.lines,
-            found_last_hash: summary.last_hash,
-            previous_anchor: u64::try_from(head_seq).ok(),
-            torn_bytes_cut: 0,
-            seq: u64::try_from(seq).unwrap_or(0),
-        })
+        audit::reanchor(self, now, by)
     }
 }
 
