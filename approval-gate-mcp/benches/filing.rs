@@ -13,6 +13,11 @@
 //! cargo bench -p approval-gate-mcp --bench filing
 //! ```
 //!
+//! Then filers at once: 1 and 16 `request_approval` calls sent together over one session
+//! to one server (at 0 pending), the time from sending them to the last answer, and the rate
+//! each gives; the target of group commit is 16 at once filing at least 4 times the rate of
+//! one.
+//!
 //! The store lives in a temporary directory under `APPROVAL_GATE_BENCH_DIR` if set (the
 //! system's temporary directory otherwise): put it on the disk you mean to measure.
 //! `APPROVAL_GATE_BENCH_MCP` names another server binary to measure (an earlier build, for a
@@ -31,6 +36,8 @@ use rmcp::transport::TokioChildProcess;
 use rmcp::{RoleClient, ServiceExt};
 use serde_json::{Value, json};
 
+/// Filers at once.
+const AT_ONCE: [usize; 2] = [1, 16];
 /// Queue lengths filed at.
 const PENDING: [usize; 3] = [0, 100, 1_000];
 /// Caps high enough for the longest queue and every request a run files.
@@ -113,6 +120,43 @@ impl Server {
         (took, id)
     }
 
+    /// Files `n` requests over MCP at once; the time from sending them to the last answer.
+    fn file_at_once(&mut self, n: usize) -> (Duration, Vec<RequestId>) {
+        let calls: Vec<_> = (0..n)
+            .map(|_| {
+                self.filed += 1;
+                let Value::Object(arguments) = json!({
+                    "action": format!("filed {}", self.filed),
+                    "reason": "filing bench, at once",
+                }) else {
+                    unreachable!()
+                };
+                CallToolRequestParams::new("request_approval").with_arguments(arguments)
+            })
+            .collect();
+        let peer = self.client.peer().clone();
+        let started = Instant::now();
+        let results = self
+            .runtime
+            .block_on(futures_util::future::join_all(calls.into_iter().map(
+                |params| {
+                    let peer = peer.clone();
+                    async move { peer.call_tool(params).await }
+                },
+            )));
+        let took = started.elapsed();
+        let ids = results
+            .into_iter()
+            .map(|result| {
+                let result = result.unwrap();
+                assert_ne!(result.is_error, Some(true), "filing failed: {result:?}");
+                let answer = result.structured_content.expect("structured answer");
+                answer["id"].as_str().expect("an id").parse().unwrap()
+            })
+            .collect();
+        (took, ids)
+    }
+
     /// Stops the server; its store is handed back, to be removed only once every run is
     /// done (removing thousands of files frees as many inodes, which on ext4 without a
     /// journal slow the file creations of the next run for half a minute).
@@ -125,6 +169,8 @@ impl Server {
 
 /// Every filing's time, by queue length.
 static TIMES: Mutex<Vec<(usize, Duration)>> = Mutex::new(Vec::new());
+/// Every batch's time, by filers at once.
+static BATCHES: Mutex<Vec<(usize, Duration)>> = Mutex::new(Vec::new());
 /// Every `fdatasync` timed for the floor.
 static FLOOR: Mutex<Vec<Duration>> = Mutex::new(Vec::new());
 /// Every file creation timed for the floor.
@@ -167,6 +213,25 @@ fn filing(c: &mut Criterion) {
                 });
             },
         );
+        stores.push(server.stop());
+    }
+    for n in AT_ONCE {
+        let mut server = Server::start(0);
+        group.throughput(criterion::Throughput::Elements(n as u64));
+        group.bench_with_input(BenchmarkId::new("mcp_filers_at_once", n), &n, |b, &n| {
+            b.iter_custom(|iterations| {
+                let mut total = Duration::ZERO;
+                for _ in 0..iterations {
+                    let (took, ids) = server.file_at_once(n);
+                    BATCHES.lock().unwrap().push((n, took));
+                    total += took;
+                    for id in ids {
+                        server.gate.deny(id, &Decision::by("bench")).unwrap();
+                    }
+                }
+                total
+            });
+        });
         stores.push(server.stop());
     }
     // Creating a file costs more than an fsync on some disks (on this machine's, from 15 µs
@@ -227,6 +292,7 @@ fn report() {
             creates.len()
         );
     }
+    report_at_once(fsync);
     let times = TIMES.lock().unwrap().clone();
     for pending in PENDING {
         let mut at: Vec<Duration> = times
@@ -246,6 +312,39 @@ fn report() {
             p50.as_secs_f64() / fsync.as_secs_f64(),
             p90.as_secs_f64() * 1e6,
             p90.as_secs_f64() / fsync.as_secs_f64(),
+        );
+    }
+}
+
+/// The rate of each number of filers at once, from its median batch, and 16's against 1's.
+fn report_at_once(fsync: Duration) {
+    let batches = BATCHES.lock().unwrap().clone();
+    let mut rates = Vec::new();
+    for n in AT_ONCE {
+        let mut at: Vec<Duration> = batches
+            .iter()
+            .filter(|(k, _)| *k == n)
+            .map(|(_, d)| *d)
+            .collect();
+        if at.is_empty() {
+            continue;
+        }
+        at.sort_unstable();
+        let p50 = percentile(&at, 50);
+        let rate = f64::from(u32::try_from(n).unwrap_or(u32::MAX)) / p50.as_secs_f64();
+        eprintln!(
+            "{n} filers at once over one MCP session, {} batches: median batch {:.0} µs ({:.1}× fsync), {rate:.0} filings/s",
+            at.len(),
+            p50.as_secs_f64() * 1e6,
+            p50.as_secs_f64() / fsync.as_secs_f64(),
+        );
+        rates.push(rate);
+    }
+    if let [one, many] = rates[..] {
+        eprintln!(
+            "{} at once file {:.2}× the rate of one",
+            AT_ONCE[1],
+            many / one
         );
     }
 }
