@@ -26,10 +26,10 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::allow_html::{self, Field, MAX_HOURS, Offer};
-use super::ceremony::{self, PostedAssertion};
+use super::ceremony::PostedAssertion;
 use super::decide::DecisionForm;
 use super::html;
-use super::refused::{Refused, forbidden, gate_refusal, html_type, parse_id, refusal_line};
+use super::refused::{Refused, gate_refusal, html_type, parse_id};
 use super::state::{App, Shared};
 
 /// What the approver chose on the offer's form (the query of `GET /requests/{id}/allow`).
@@ -268,30 +268,13 @@ async fn grant_inner(
     let session = app.post_session(headers, None)?;
     let allowance = Allowance::from_json(&posted.allowance)
         .map_err(|e| Refused(StatusCode::BAD_REQUEST, format!("the allowance: {e}")))?;
-    let (assertion, _) = posted
-        .assertion
-        .decode()
-        .map_err(|e| Refused(StatusCode::BAD_REQUEST, format!("the assertion: {e}")))?;
-    let passkey = app
-        .passkeys_of(&session.principal)
-        .into_iter()
-        .find(|(_, credential)| credential.as_deref() == Some(assertion.credential_id.as_slice()))
-        .map(|(key, _)| key)
-        .ok_or_else(|| {
-            refusal_line(&format!(
-                "allowance from {id} by {} with a passkey not theirs",
-                session.principal
-            ));
-            forbidden("this passkey is not one of yours in the approvers file: nothing was allowed")
-        })?;
-    ceremony::made_here(&assertion, &app.origin).map_err(|problem| {
-        forbidden(format!(
-            "the passkey assertion: {problem}: nothing was allowed"
-        ))
-    })?;
-    let armored = assertion
-        .armor(&passkey)
-        .map_err(|e| Refused(StatusCode::BAD_REQUEST, format!("the assertion: {e}")))?;
+    let armored = super::cosign::armored(
+        app,
+        &session.principal,
+        &posted.assertion,
+        &format!("allowance from {id}"),
+        "nothing was allowed",
+    )?;
     let required = app.policy.allowance_quorum(&allowance.terms().operation);
     let signed = SignedAllowance {
         allowance,

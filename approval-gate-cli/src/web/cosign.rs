@@ -27,6 +27,40 @@ use super::html;
 use super::refused::{Refused, forbidden, gate_refusal, html_type, parse_id, refusal_line};
 use super::state::{App, Shared};
 
+/// The signature the posted assertion makes as `principal`, armored as the library keeps a
+/// passkey's: only by one of their own passkeys in the approvers file, and only made on this
+/// page. `attempt` names it in the refusal line a passkey not theirs leaves ("signature of
+/// allowance X"); `nothing` ends each refusal ("nothing was signed").
+pub(super) fn armored(
+    app: &App,
+    principal: &str,
+    posted: &PostedAssertion,
+    attempt: &str,
+    nothing: &str,
+) -> Result<String, Refused> {
+    let (assertion, _) = posted
+        .decode()
+        .map_err(|e| Refused(StatusCode::BAD_REQUEST, format!("the assertion: {e}")))?;
+    let passkey = app
+        .passkeys_of(principal)
+        .into_iter()
+        .find(|(_, credential)| credential.as_deref() == Some(assertion.credential_id.as_slice()))
+        .map(|(key, _)| key)
+        .ok_or_else(|| {
+            refusal_line(&format!(
+                "{attempt} by {principal} with a passkey not theirs"
+            ));
+            forbidden(format!(
+                "this passkey is not one of yours in the approvers file: {nothing}"
+            ))
+        })?;
+    ceremony::made_here(&assertion, &app.origin)
+        .map_err(|problem| forbidden(format!("the passkey assertion: {problem}: {nothing}")))?;
+    assertion
+        .armor(&passkey)
+        .map_err(|e| Refused(StatusCode::BAD_REQUEST, format!("the assertion: {e}")))
+}
+
 /// Why `principal` cannot sign the allowance `report` describes, in words: revoked, its
 /// window ended, complete, or signed by them already.
 fn unsignable(report: &AllowanceReport, principal: &str) -> Option<String> {
@@ -149,29 +183,13 @@ async fn sign_inner(
 ) -> Result<(RequestId, String), Refused> {
     let id = parse_id(id)?;
     let session = app.post_session(headers, None)?;
-    let (assertion, _) = posted
-        .decode()
-        .map_err(|e| Refused(StatusCode::BAD_REQUEST, format!("the assertion: {e}")))?;
-    let passkey = app
-        .passkeys_of(&session.principal)
-        .into_iter()
-        .find(|(_, credential)| credential.as_deref() == Some(assertion.credential_id.as_slice()))
-        .map(|(key, _)| key)
-        .ok_or_else(|| {
-            refusal_line(&format!(
-                "signature of allowance {id} by {} with a passkey not theirs",
-                session.principal
-            ));
-            forbidden("this passkey is not one of yours in the approvers file: nothing was signed")
-        })?;
-    ceremony::made_here(&assertion, &app.origin).map_err(|problem| {
-        forbidden(format!(
-            "the passkey assertion: {problem}: nothing was signed"
-        ))
-    })?;
-    let armored = assertion
-        .armor(&passkey)
-        .map_err(|e| Refused(StatusCode::BAD_REQUEST, format!("the assertion: {e}")))?;
+    let armored = armored(
+        app,
+        &session.principal,
+        posted,
+        &format!("signature of allowance {id}"),
+        "nothing was signed",
+    )?;
     // Refusals in words before the gate's own checks, which hold under the store's lock.
     signable(app, id, &session.principal).await?;
     let signature = AllowanceSignature {
