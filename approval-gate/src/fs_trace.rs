@@ -75,6 +75,11 @@ pub enum FsOp {
         /// The directory synced.
         path: PathBuf,
     },
+    /// Everything written so far to the file system was made durable (`syncfs`).
+    SyncFs {
+        /// The directory whose file system was synced.
+        path: PathBuf,
+    },
 }
 
 thread_local! {

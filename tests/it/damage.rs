@@ -100,10 +100,15 @@ fn assert_refuses_everything(d: &Damaged, problem: &str) {
             }),
     );
     assert!(!ran, "nothing runs for an unreadable record");
-    // Nothing changed but the audit log: each refused consume left its line.
+    // Nothing changed but the audit log (and the journal its lines go through): each
+    // refused consume left its line.
     assert_eq!(
         changed(&before, &snapshot(&d.fx.dir)),
-        [PathBuf::from("audit.head"), PathBuf::from("audit.jsonl")]
+        [
+            PathBuf::from("audit.head"),
+            PathBuf::from("audit.jsonl"),
+            PathBuf::from("journal.wal")
+        ]
     );
     let records = d.gate().audit_records().unwrap();
     let refusals: Vec<_> = records

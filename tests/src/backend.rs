@@ -211,11 +211,11 @@ impl Backend for Directory {
     }
 
     fn kill_points(&self) -> &'static [&'static str] {
-        // The exclusive create of the claim, and each append of the audit log: `consumed`,
+        // The exclusive create of the claim (killed with its name made and its content not
+        // yet written), and each commit of a line through the journal: `consumed`,
         // `execution_started`, `execution_finished`, so each occurrence gets its own entry.
         &[
-            "fs::create_exclusive::before_sync=return(kill)",
-            "fs::create_exclusive::before_dir_sync=return(kill)",
+            "fs::create_exclusive::before_write=return(kill)",
             "audit::before_write=return(kill)",
             "audit::before_sync=return(kill)",
             "audit::before_head=return(kill)",

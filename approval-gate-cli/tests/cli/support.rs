@@ -161,7 +161,7 @@ impl Store {
         all
     }
 
-    /// Checks that nothing but the audit log changed since `before`, and returns what the
+    /// Checks that nothing but the audit log (and the journal its lines go through) changed since `before`, and returns what the
     /// lines added since say: each one's event, request id and refusal code. A refused
     /// decision leaves a `decision_refused` line and changes no record.
     pub(crate) fn lines_since(
@@ -172,7 +172,7 @@ impl Store {
         assert!(
             changed
                 .iter()
-                .all(|p| p == "audit.jsonl" || p == "audit.head"),
+                .all(|p| p == "audit.jsonl" || p == "audit.head" || p == "journal.wal"),
             "a refusal changed {changed:?}"
         );
         let old = before

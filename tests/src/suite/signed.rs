@@ -127,7 +127,7 @@ fn without_audit(
 ) -> std::collections::BTreeMap<String, Vec<u8>> {
     contents
         .into_iter()
-        .filter(|(key, _)| !key.contains("audit") && key != "head")
+        .filter(|(key, _)| !key.contains("audit") && !key.contains("journal") && key != "head")
         .collect()
 }
 

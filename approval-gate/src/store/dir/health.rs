@@ -20,6 +20,7 @@ const DIRS: [(&str, IsKnown); 9] = [
                 | "allowances"
                 | "audit.jsonl"
                 | "audit.head"
+                | "journal.wal"
                 | "gate.lock"
                 | "queue"
                 | "predecessor"

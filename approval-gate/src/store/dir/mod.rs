@@ -7,9 +7,14 @@
 //!   gate.lock            lock for filing requests (queue cap, de-duplication)
 //!   queue                the queue index: pending requests with their asks' keys, the count of
 //!                        live records, the boot it holds for; its lock (`queue.rs`: never synced)
-//!   audit.jsonl          hash-chained audit log, one JSON object per line
-//!   audit.head           anchor of the audit log (last sequence number and hash); its lock
-//!   requests/<id>.json   every live request: the authoritative record
+//!   journal.wal          the one file a step syncs: each step's audit line with the record or
+//!                        claim it writes (`audit_log/journal.rs`); replayed onto the files
+//!                        below after a power loss, then emptied (a checkpoint)
+//!   audit.jsonl          hash-chained audit log, one JSON object per line (written unsynced
+//!                        after the journal; the journal holds payloads, this log never does)
+//!   audit.head           anchor of the audit log (last sequence number and hash, the boot and
+//!                        the journal's length it was written at); its lock serialises commits
+//!   requests/<id>.json   every live request: the authoritative record (unsynced; journalled)
 //!   claims/<id>.used     consume claim, made by exclusive create; its existence spends the approval
 //!   claims/<id>.logged   made once the `consumed` line is durable: recovery skips that claim
 //!   claims/<id>.exec     held locked by a process while it executes the approved action
@@ -35,6 +40,7 @@
 mod allowances;
 mod audit_log;
 mod boot;
+mod commits;
 pub(crate) mod fs;
 mod health;
 mod layout;
@@ -46,10 +52,9 @@ mod watch;
 
 use std::path::{Path, PathBuf};
 
-use serde_json::json;
-
 use self::audit_log::AuditLog;
-use self::layout::{Layout, Locked, ids_in, lock_exclusive, lock_file, try_lock_existing};
+use self::audit_log::journal::Effect;
+use self::layout::{Layout, ids_in, lock_exclusive, try_lock_existing};
 use self::queue::Queue;
 use super::allowance::{Cosigned, Kept, Revoked, Under};
 use super::{
@@ -137,6 +142,7 @@ impl DirStore {
             queue: Queue::new(&layout.root),
             layout,
         }
+        .settled()?
         .with_current_index()
     }
 
@@ -154,123 +160,6 @@ impl DirStore {
             Err(other) => return Err(other),
         };
         Request::decode(id, &bytes).map(Some).map_err(unreadable)
-    }
-
-    /// Makes and locks `claims/<id>.exec`, held for the whole execution so that recovery
-    /// can tell a live executor from a dead one.
-    ///
-    /// Recovery removes a marker it can lock. Between our open and our lock, another
-    /// process's recovery may lock and unlink the file we opened; we would then hold a lock
-    /// on a file no longer at the path, and a crash would leave no marker for the next
-    /// recovery. So after locking, check that the path still names the locked file, and
-    /// start again if not.
-    ///
-    /// The marker's name is made durable (its directory fsynced) only once it is locked: an
-    /// fsync inside the gap would widen it a thousandfold, and every process opening the store
-    /// meanwhile runs recovery.
-    /// Writes the record of an existing request; a failure once the new record may be in
-    /// place is [`Error::DurabilityUnknown`] for `operation`.
-    fn save(&self, request: &Request, operation: &'static str) -> Result<(), Error> {
-        let bytes = serde_json::to_vec(request).map_err(|e| Error::Corrupt {
-            path: self.layout.request(request.id()),
-            problem: format!("cannot encode: {e}"),
-        })?;
-        fs::write_atomic(&self.layout.request(request.id()), &bytes)
-            .map_err(|failed| failed.on(request.id(), operation))
-    }
-
-    /// Appends the line of `entry` for `id`, durably; its position in the chain.
-    fn append(&self, id: RequestId, entry: &Entry<'_>) -> Result<u64, Error> {
-        self.audit.append(entry.ts, entry.event, id, entry.details)
-    }
-
-    /// Records `entry` after an effect that was `saved` (a "no", or a filing). It is recorded
-    /// even when its durability is unknown, and a failure to record it is reported as "took
-    /// effect, not recorded", never as "nothing happened".
-    fn record_after(
-        &self,
-        saved: Result<(), Error>,
-        id: RequestId,
-        operation: &'static str,
-        entry: &Entry<'_>,
-    ) -> Result<(), Error> {
-        if let Err(error) = &saved
-            && !error.took_effect()
-        {
-            return saved;
-        }
-        let recorded = self
-            .append(id, entry)
-            .map(drop)
-            .map_err(|error| error.after_effect(id, operation));
-        saved.and(recorded)
-    }
-
-    /// Drops `id` from the queue index's pending requests (an index to be rebuilt is left
-    /// to the rebuild, which reads the records).
-    fn unindex(&self, id: RequestId) -> Result<(), Error> {
-        let held = self.queue.lock()?;
-        if let Some(mut index) = held.read()?
-            && index.remove(id)
-        {
-            held.write(&index)?;
-        }
-        Ok(())
-    }
-
-    /// Makes the claim of `id` and writes its `consumed` line: the spend itself, once every
-    /// check has passed. `Spent::before` if the claim exists.
-    pub(super) fn claim_and_record(
-        &self,
-        id: RequestId,
-        entry: &Entry<'_>,
-    ) -> Result<Spent, Error> {
-        let claim = json!({ "consumedAt": entry.ts, "pid": std::process::id() }).to_string();
-        let made = fs::create_exclusive(&self.layout.claim(id), claim.as_bytes())
-            .map_err(|failed| failed.on(id, "consume"))?;
-        if !made {
-            return Ok(Spent::before(id));
-        }
-        // From here on the approval is spent, whatever happens next.
-        let record = || -> Result<(), Error> {
-            failpoint!("consume::after_claim");
-            self.append(id, entry)?;
-            failpoint!("consume::after_consumed_line");
-            Ok(())
-        };
-        record().map_err(|error| error.after_effect(id, "consume"))?;
-        // Only a hint for recovery: a lost marker makes recovery look the line up again.
-        let _ = fs::mark(&self.layout.claim(id), &self.layout.claim_logged(id));
-        Ok(Spent::Now)
-    }
-
-    fn lock_execution_marker(&self, id: RequestId) -> Result<Locked, Error> {
-        let path = self.layout.execution_marker(id);
-        for _ in 0..MARKER_ATTEMPTS {
-            // The marker is a second name of the claim (no new file to allocate), or a new
-            // file where that cannot be made; either way it is locked, and checked to be
-            // still at its name, below.
-            fs::mark(&self.layout.claim(id), &path)?;
-            let file = fs::open_lock(&path)?;
-            failpoint!("execute::before_marker_lock");
-            let held = file
-                .metadata()
-                .map_err(|e| Error::io("inspecting", &path, e))?;
-            let locked = lock_file(file, &path)?;
-            if fs::still_at(&held, &path)? {
-                // Durable before `execution_started` is written, so a power loss cannot
-                // leave a started execution without the marker that gets it an outcome.
-                fs::sync_dir(&self.layout.claims_dir())?;
-                return Ok(locked);
-            }
-        }
-        Err(Error::io(
-            "locking",
-            &path,
-            std::io::Error::other(format!(
-                "the execution marker was removed {MARKER_ATTEMPTS} times while being locked; nothing ran"
-            )),
-        ))
     }
 }
 
@@ -371,17 +260,28 @@ impl Store for DirStore {
         entry: &Entry<'_>,
     ) -> Result<Request, Error> {
         let id = request.id();
+        let effect = Effect::Record {
+            id,
+            bytes: self.encode(request)?,
+        };
         if rules::recorded_first(entry.event) {
             // A "yes" is recorded before it takes effect: it never exists without its line.
-            self.append(id, entry)?;
+            // The commit writes the record once the line is durable.
             failpoint!("decide::between_record_and_effect");
-            self.save(request, operation)?;
+            self.commit(id, entry, effect, false)
+                .map_err(|failed| failed.on(id, operation))?;
         } else {
-            // A "no" takes effect first, and stands if it cannot be recorded.
-            let saved = self.save(request, operation).and_then(|()| {
-                between_effect_and_record().map_err(|e| e.after_effect(id, operation))
-            });
-            self.record_after(saved, id, operation, entry)?;
+            // A "no" is journalled with its record like a "yes"; if nothing could be
+            // journalled it takes effect anyway, durably, and stands unrecorded.
+            between_effect_and_record()?;
+            match self.commit(id, entry, effect, false) {
+                Ok(_) => {}
+                Err(fs::Failed::Before(error)) => {
+                    self.save(request, operation)?;
+                    return Err(error.after_effect(id, operation));
+                }
+                Err(failed @ fs::Failed::After(_)) => return Err(failed.on(id, operation)),
+            }
         }
         // An index entry left behind is dropped by the next scan of the pending index.
         if request.status() != Status::Pending {
@@ -412,13 +312,15 @@ impl Store for DirStore {
 
     fn begin_execution(&self, id: RequestId, entry: &Entry<'_>) -> Result<Guard, Error> {
         let marker = self.lock_execution_marker(id).map(Guard::new)?;
-        self.append(id, entry)?;
+        self.commit(id, entry, Effect::Start { id }, true)
+            .map_err(fs::Failed::into_error)?;
         Ok(marker)
     }
 
     fn finish_execution(&self, id: RequestId, entry: &Entry<'_>) -> Result<(), Error> {
-        self.append(id, entry)?;
-        fs::remove_if_exists(&self.layout.execution_marker(id))
+        self.commit(id, entry, Effect::Finish { id }, false)
+            .map(drop)
+            .map_err(fs::Failed::into_error)
     }
 
     fn recover(&self, now: Timestamp) -> Result<Recovery, Error> {

@@ -6,6 +6,7 @@ use std::path::Path;
 
 use serde_json::json;
 
+use super::audit_log::journal::Effect;
 use super::queue::{self, Index};
 use super::{DirStore, fs, ids_in, lock_exclusive, try_lock_existing};
 use crate::audit::{AuditEvent, AuditRecord, Outcome, details};
@@ -39,7 +40,9 @@ impl DirStore {
                     .map_err(|failed| failed.on(id, "archive"))?;
                 fs::remove_if_exists(&layout.claim_logged(id))?;
             }
-            self.append(id, entry).map(drop)
+            self.commit(id, entry, Effect::Archive { id }, true)
+                .map(drop)
+                .map_err(fs::Failed::into_error)
         };
         rest().map_err(|error| error.after_effect(id, "archive"))
     }
@@ -113,19 +116,13 @@ impl DirStore {
         // its index entry, then its line. The filing lock is let go once the record is in
         // place (the next filing sees it); its name is made durable after.
         let path = layout.request(id);
-        let bytes = serde_json::to_vec(request).map_err(|e| Error::Corrupt {
-            path: path.clone(),
-            problem: format!("cannot encode: {e}"),
-        })?;
-        fs::write_atomic_unsynced_name(&path, &bytes)?;
+        let bytes = self.encode(request)?;
+        // Unsynced: its journal entry, synced with the other steps committing meanwhile,
+        // makes it durable, and writes it again after a power loss.
+        fs::write_atomic_unsynced(&path, bytes.as_bytes())?;
         drop(filing);
-        let saved =
-            fs::sync_renamed(&layout.requests_dir()).map_err(|error| Error::DurabilityUnknown {
-                id,
-                operation: "request",
-                source: Box::new(error),
-            });
-        self.record_after(saved, id, "request", entry)?;
+        self.commit(id, entry, Effect::Record { id, bytes }, true)
+            .map_err(|failed| failed.after_made(id, "request"))?;
         Ok(Filed::New)
     }
 
@@ -171,9 +168,10 @@ impl DirStore {
                 Err(error) => return Err(error),
             }
         }
+        let removed = self.drop_torn_filings(&mut unreadable)?;
         pending.sort_by_key(|request| (request.created_at(), request.id()));
         let mut index = Index {
-            live: ids.len(),
+            live: ids.len() - removed,
             pending: Vec::new(),
         };
         for request in &pending {
@@ -184,6 +182,33 @@ impl DirStore {
         }
         held.write(&index)?;
         Ok(index)
+    }
+
+    /// Removes the unreadable records among `unreadable` that no audit line names: filings a
+    /// power loss cut short. A filing writes its record unsynced before its journal entry,
+    /// so a power loss can keep the record's name without its content, and the entry never
+    /// made durable: the filing was never acknowledged, and nothing else writes a record
+    /// without a line. How many were removed; `unreadable` keeps the others.
+    fn drop_torn_filings(&self, unreadable: &mut Vec<RequestId>) -> Result<usize, Error> {
+        if unreadable.is_empty() {
+            return Ok(0);
+        }
+        let Ok(records) = self.audit.records() else {
+            // A log that does not read names nothing for sure: keep them all.
+            return Ok(0);
+        };
+        let logged: HashSet<RequestId> = records.iter().map(|r| r.id).collect();
+        let before = unreadable.len();
+        let mut kept = Vec::new();
+        for id in unreadable.drain(..) {
+            if logged.contains(&id) {
+                kept.push(id);
+            } else {
+                fs::remove_if_exists(&self.layout.request(id))?;
+            }
+        }
+        *unreadable = kept;
+        Ok(before - unreadable.len())
     }
 
     /// Keeps only the entries of `index` whose records are pending and not past their expiry

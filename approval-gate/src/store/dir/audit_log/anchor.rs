@@ -11,8 +11,9 @@ use crate::error::Error;
 use crate::store::dir::boot::{self, BOOT_LEN};
 use crate::store::dir::fs;
 
-/// `seq` (20 digits), space, hash (64), space, the boot written in (36), newline.
-pub(super) const HEAD_LEN: usize = 20 + 1 + 64 + 1 + BOOT_LEN + 1;
+/// `seq` (20 digits), space, hash (64), space, the boot written in (36), space, the
+/// journal's length once this line's step was written (20), newline.
+pub(super) const HEAD_LEN: usize = 20 + 1 + 64 + 1 + BOOT_LEN + 1 + 20 + 1;
 
 pub(super) fn unanchored() -> Error {
     Error::AuditBroken {
@@ -73,6 +74,10 @@ pub(super) struct Head {
     /// Written in this boot of the machine: every move since is in it (within a run, every
     /// process reads what the others wrote), so at most one line can be past it.
     pub(super) this_boot: bool,
+    /// The journal's length when it was written: a longer journal holds the entries of a
+    /// step cut short, to be carried into the log. `None` in an anchor written before the
+    /// journal existed.
+    pub(super) journal: Option<u64>,
 }
 
 pub(super) fn read_head(file: &File, path: &Path) -> Result<Option<Head>, Error> {
@@ -92,8 +97,14 @@ pub(super) fn read_head(file: &File, path: &Path) -> Result<Option<Head>, Error>
     let (Some(seq), Some(hash)) = (fields.next(), fields.next()) else {
         return Err(corrupt());
     };
-    // Anchors written before they named their boot have no third field.
+    // Anchors written before they named their boot have no third field, and those written
+    // before the journal no fourth.
     let written_in = fields.next();
+    let journal = fields
+        .next()
+        .map(str::parse::<u64>)
+        .transpose()
+        .map_err(|_| corrupt())?;
     if fields.next().is_some() || written_in.is_some_and(|b| b.len() != BOOT_LEN) {
         return Err(corrupt());
     }
@@ -105,6 +116,7 @@ pub(super) fn read_head(file: &File, path: &Path) -> Result<Option<Head>, Error>
         seq,
         hash: hash.to_owned(),
         this_boot: written_in.is_some() && written_in == boot::current(),
+        journal,
     }))
 }
 
@@ -124,30 +136,35 @@ pub(super) enum Durability {
 pub(super) fn write_head(
     file: &File,
     path: &Path,
-    seq: u64,
-    hash: &str,
+    at: &At<'_>,
     durability: Durability,
 ) -> Result<(), Error> {
     write_head_as(
         file,
         path,
-        seq,
-        hash,
+        at,
         durability,
         boot::current().unwrap_or(boot::UNKNOWN),
     )
 }
 
+/// Where an anchor points: a line, and the journal's length once it was written.
+pub(super) struct At<'a> {
+    pub(super) seq: u64,
+    pub(super) hash: &'a str,
+    pub(super) journal: u64,
+}
+
 pub(super) fn write_head_as(
     file: &File,
     path: &Path,
-    seq: u64,
-    hash: &str,
+    at: &At<'_>,
     durability: Durability,
     written_in: &str,
 ) -> Result<(), Error> {
+    let At { seq, hash, journal } = *at;
     // Fixed length, one pwrite at offset 0, well inside one sector: never half old, half new.
-    let record = format!("{seq:020} {hash} {written_in}\n");
+    let record = format!("{seq:020} {hash} {written_in} {journal:020}\n");
     debug_assert_eq!(record.len(), HEAD_LEN);
     fs::write_at(file, path, record.as_bytes(), 0)?;
     if durability == Durability::Synced {

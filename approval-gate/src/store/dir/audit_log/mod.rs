@@ -12,7 +12,10 @@
 //! edits, not against someone who can rewrite both files: see `docs/threat-model.md`.
 
 mod anchor;
+mod commit;
+pub(crate) mod journal;
 mod last_line;
+mod replay;
 #[cfg(test)]
 mod tests;
 
@@ -28,17 +31,24 @@ use crate::audit::{
     parse_chain,
 };
 use crate::error::Error;
-use crate::faults::failpoint;
 use crate::id::RequestId;
 use crate::time::Timestamp;
-use anchor::{Durability, Head, check_anchor, read_head, unanchored, write_head};
+use anchor::{At, Durability, Head, check_anchor, read_head, unanchored, write_head};
+use commit::Group;
+pub(crate) use commit::Step;
 use last_line::last_line;
 
-/// Paths of the log and its anchor.
+/// The journal's length past which a commit checkpoints it (and empties it).
+const CHECKPOINT_AT: u64 = 8 * 1024 * 1024;
+
+/// Paths of the log, its anchor and the journal, and this process's commits in waiting.
 #[derive(Debug, Clone)]
 pub(crate) struct AuditLog {
+    root: PathBuf,
     log: PathBuf,
     head: PathBuf,
+    journal: PathBuf,
+    group: std::sync::Arc<Group>,
 }
 
 /// The position a new line chains onto.
@@ -50,13 +60,22 @@ struct Tail {
 impl AuditLog {
     pub(crate) fn new(root: &Path) -> Self {
         Self {
+            root: root.to_path_buf(),
             log: root.join("audit.jsonl"),
             head: root.join("audit.head"),
+            journal: root.join(journal::FILE),
+            group: std::sync::Arc::default(),
         }
     }
 
-    /// Appends one event and fsyncs it before returning. The anchor then moves to it,
-    /// unsynced (see [`Durability::Lazy`]).
+    fn layout(&self) -> super::layout::Layout {
+        super::layout::Layout {
+            root: self.root.clone(),
+        }
+    }
+
+    /// Appends one event, durable before returning (its journal entry synced; the line
+    /// itself is written after, unsynced, and replayed from the journal after a power loss).
     pub(crate) fn append(
         &self,
         ts: Timestamp,
@@ -64,26 +83,15 @@ impl AuditLog {
         id: RequestId,
         details: &Map<String, Value>,
     ) -> Result<u64, Error> {
-        let head_file = fs::open_lock_durable(&self.head)?;
-        let mut lock = fd_lock::RwLock::new(head_file);
-        let guard = lock
-            .write()
-            .map_err(|e| Error::io("locking", &self.head, e))?;
-        let head = read_head(&guard, &self.head)?;
-        let mut log = fs::open_append(&self.log)?;
-        let tail = self.tail(&mut log, head.as_ref(), true)?;
-        if head.is_none() {
-            // A brand new log: anchor it, durably, before its first line, so that from now
-            // on a log with content and no anchor can only mean the anchor was removed.
-            write_head(&guard, &self.head, 0, GENESIS, Durability::Synced)?;
-        }
-        let (seq, hash) = self.write_line(&mut log, &tail, ts, event, id, details)?;
-        failpoint!("audit::before_sync");
-        fs::sync_data(&log, &self.log)?;
-        failpoint!("fs::op");
-        failpoint!("audit::before_head");
-        write_head(&guard, &self.head, seq, &hash, Durability::Lazy)?;
-        Ok(seq)
+        self.commit(Step {
+            ts,
+            event,
+            id,
+            details: details.clone(),
+            effect: None,
+            made: true,
+        })
+        .map_err(fs::Failed::into_error)
     }
 
     /// Fails as [`append`](Self::append) would, without writing anything: for operations
@@ -159,17 +167,39 @@ impl AuditLog {
             seq: summary.lines,
             hash: summary.last_hash.clone(),
         };
-        let (seq, hash) = self.write_line(
-            &mut log,
+        // Rare and deliberate: everything written so far is made durable, the journal starts
+        // again at the log as found, and the line is journalled, written and anchored, each
+        // synced.
+        fs::sync_fs(&self.root)?;
+        let mut wal = fs::open_append(&self.journal)?;
+        fs::truncate(&wal, &self.journal, 0)?;
+        let (seq, hash, line) = self.format_line(
             &tail,
             ts,
             AuditEvent::Reanchored,
             RequestId::STORE,
             &details,
         )?;
-        // Rare and deliberate: the line and the new anchor are both made durable at once.
+        let header = journal::Header {
+            after: tail.seq,
+            hash: tail.hash.clone(),
+        };
+        let mut bytes = journal::encode(&header);
+        bytes.extend(journal::encode(&journal::Entry {
+            seq,
+            line: line.trim_end().to_owned(),
+            effect: None,
+        }));
+        fs::write_all(&mut wal, &self.journal, &bytes)?;
+        fs::sync_data(&wal, &self.journal)?;
+        fs::write_all(&mut log, &self.log, line.as_bytes())?;
         fs::sync_data(&log, &self.log)?;
-        write_head(&guard, &self.head, seq, &hash, Durability::Synced)?;
+        let at = At {
+            seq,
+            hash: &hash,
+            journal: file_len(&wal, &self.journal)?,
+        };
+        write_head(&guard, &self.head, &at, Durability::Synced)?;
         Ok(Reanchored {
             problem,
             found_lines: summary.lines,
@@ -180,17 +210,15 @@ impl AuditLog {
         })
     }
 
-    /// Writes one line after `tail`, not yet synced; the caller holds the anchor's lock.
-    /// Its position and hash.
-    fn write_line(
+    /// The line after `tail`, with its newline; its position and hash.
+    fn format_line(
         &self,
-        log: &mut File,
         tail: &Tail,
         ts: Timestamp,
         event: AuditEvent,
         id: RequestId,
         details: &Map<String, Value>,
-    ) -> Result<(u64, String), Error> {
+    ) -> Result<(u64, String, String), Error> {
         let seq = tail.seq + 1;
         let body = serde_json::to_string(&LineOut {
             seq,
@@ -207,11 +235,7 @@ impl AuditLog {
         let prefix = &body[..body.len() - 1];
         let hash = blake3::hash(prefix.as_bytes()).to_hex();
         let line = format!("{prefix},\"hash\":\"{hash}\"}}\n");
-        failpoint!("fs::op");
-        failpoint!("audit::before_write");
-        fs::write_all(log, &self.log, line.as_bytes())?;
-        failpoint!("fs::op");
-        Ok((seq, hash.to_string()))
+        Ok((seq, hash.to_string(), line))
     }
 
     /// Cuts a torn last line, the trace of a crash or power loss during an append that never
@@ -319,7 +343,11 @@ impl AuditLog {
 }
 
 fn log_len(log: &File, path: &Path) -> Result<u64, Error> {
-    Ok(log
+    file_len(log, path)
+}
+
+fn file_len(file: &File, path: &Path) -> Result<u64, Error> {
+    Ok(file
         .metadata()
         .map_err(|e| Error::io("inspecting", path, e))?
         .len())

@@ -26,6 +26,15 @@ fn log_with(n: u64) -> (tempfile::TempDir, AuditLog) {
     (tmp, audit)
 }
 
+/// An anchor at line `seq`, with the journal's length as it is (nothing to carry in).
+fn at<'a>(audit: &AuditLog, seq: u64, hash: &'a str) -> At<'a> {
+    At {
+        seq,
+        hash,
+        journal: std::fs::metadata(&audit.journal).map_or(0, |m| m.len()),
+    }
+}
+
 fn lines(audit: &AuditLog) -> Vec<String> {
     std::fs::read_to_string(&audit.log)
         .unwrap()
@@ -175,7 +184,8 @@ fn an_anchor_a_power_loss_left_behind_is_moved_on() {
         .open(&audit.head)
         .unwrap();
     let ended = "00000000-0000-0000-0000-000000000000";
-    write_head_as(&file, &audit.head, 2, &line_2.1, Durability::Lazy, ended).unwrap();
+    let at = at(&audit, 2, &line_2.1);
+    write_head_as(&file, &audit.head, &at, Durability::Lazy, ended).unwrap();
     assert_eq!(audit.verify().unwrap().lines, 5);
     assert_eq!(append_one(&audit).unwrap(), 6);
     let head = read_head(&file, &audit.head).unwrap().unwrap();
@@ -200,11 +210,23 @@ fn in_this_boot_at_most_one_line_is_past_the_anchor() {
         .write(true)
         .open(&audit.head)
         .unwrap();
-    write_head(&file, &audit.head, 2, &line_2.1, Durability::Lazy).unwrap();
+    write_head(
+        &file,
+        &audit.head,
+        &at(&audit, 2, &line_2.1),
+        Durability::Lazy,
+    )
+    .unwrap();
     assert_eq!(broken_line(&audit), 4);
     assert!(append_one(&audit).is_err());
     let line_4 = check_line_hash(&lines(&audit)[3]).unwrap();
-    write_head(&file, &audit.head, 4, &line_4.1, Durability::Lazy).unwrap();
+    write_head(
+        &file,
+        &audit.head,
+        &at(&audit, 4, &line_4.1),
+        Durability::Lazy,
+    )
+    .unwrap();
     assert_eq!(audit.verify().unwrap().lines, 5);
 }
 

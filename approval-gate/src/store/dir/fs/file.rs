@@ -83,6 +83,24 @@ pub(crate) fn sync_dir(dir: &Path) -> Result<(), Error> {
     Ok(())
 }
 
+/// Makes everything written to the file system holding `dir` durable (`syncfs(2)`): a
+/// checkpoint of the journal, which then forgets what it held.
+pub(crate) fn sync_fs(dir: &Path) -> Result<(), Error> {
+    failpoint!("fs::op");
+    opened!();
+    let handle = OpenOptions::new()
+        .read(true)
+        .custom_flags(nofollow() | OFlags::DIRECTORY.bits().cast_signed())
+        .open(dir)
+        .map_err(|e| map_open_error("opening directory", dir, e))?;
+    rustix::fs::syncfs(&handle)
+        .map_err(|e| Error::io("syncing the file system of", dir, e.into()))?;
+    trace!(SyncFs {
+        path: dir.to_path_buf()
+    });
+    Ok(())
+}
+
 pub(super) fn parent(path: &Path) -> Result<&Path, Error> {
     path.parent()
         .ok_or_else(|| unsafe_state(path, "it has no parent directory"))

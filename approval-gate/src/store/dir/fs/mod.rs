@@ -8,9 +8,10 @@
 //!   changes modes behind its owner's back);
 //! - files are created `0600` and directories `0700` whatever the umask;
 //! - a replacement is written to a temporary file in the same directory, fsynced, renamed over
-//!   the target, and the directory is fsynced;
+//!   the target, and the directory is fsynced; or, for a file the journal can write again
+//!   (`write_atomic_unsynced`), the same without the fsyncs;
 //! - an exclusive create (`O_CREAT | O_EXCL`) is fsynced together with its directory before
-//!   it counts.
+//!   it counts, unless the journal makes it durable (`create_exclusive_unsynced`).
 //!
 //! Each change is also noted for the power-loss tests (`fs_trace`, feature `fs-trace`), so
 //! nothing else in the crate may write to the disk except through here.
@@ -47,10 +48,10 @@ mod safety;
 #[cfg(test)]
 mod tests;
 
-pub(crate) use file::{sync_data, sync_dir, truncate, write_all, write_at};
+pub(crate) use file::{sync_data, sync_dir, sync_fs, truncate, write_all, write_at};
 pub(crate) use inspect::{count_entries, exists, list_names, read_bounded, still_at};
 pub(crate) use names::{
-    Failed, create_dir_all, create_exclusive, ensure_dir, mark, remove_if_exists, rename_durable,
-    sync_renamed, write_atomic, write_atomic_unsynced_name,
+    Failed, create_dir_all, create_exclusive, create_exclusive_unsynced, ensure_dir, mark,
+    remove_if_exists, rename_durable, write_atomic, write_atomic_unsynced,
 };
 pub(crate) use open::{open_append, open_existing, open_existing_rw, open_lock, open_lock_durable};

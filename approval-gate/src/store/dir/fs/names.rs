@@ -25,6 +25,23 @@ pub(crate) enum Failed {
 }
 
 impl Failed {
+    /// The error, whether or not the change is in place.
+    pub(crate) fn into_error(self) -> Error {
+        match self {
+            Self::Before(error) | Self::After(error) => error,
+        }
+    }
+
+    /// The error to report for `operation` on request `id` when its line was to be written
+    /// after its effect was made: "not recorded" if nothing of the line was written, else
+    /// "durability unknown".
+    pub(crate) fn after_made(self, id: RequestId, operation: &'static str) -> Error {
+        match self {
+            Self::Before(error) => error.after_effect(id, operation),
+            after @ Self::After(_) => after.on(id, operation),
+        }
+    }
+
     /// The error to report for `operation` on request `id`.
     pub(crate) fn on(self, id: RequestId, operation: &'static str) -> Error {
         match self {
@@ -148,6 +165,24 @@ pub(crate) fn create_exclusive(path: &Path, bytes: &[u8]) -> Result<bool, Failed
     Ok(true)
 }
 
+/// [`create_exclusive`] without any fsync: for a claim whose journal entry makes it durable
+/// (the journal's replay makes it again if a power loss takes it). A failure once the name
+/// exists is [`Failed::After`].
+pub(crate) fn create_exclusive_unsynced(path: &Path, bytes: &[u8]) -> Result<bool, Failed> {
+    failpoint!("fs::op");
+    let mut file = match create_new(path) {
+        Ok(file) => file,
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => return Ok(false),
+        Err(e) => return Err(map_open_error("creating", path, e).into()),
+    };
+    let mut write = || -> Result<(), Error> {
+        failpoint!("fs::create_exclusive::before_write");
+        write_all(&mut file, path, bytes)
+    };
+    write().map_err(Failed::After)?;
+    Ok(true)
+}
+
 fn sync_claim(file: &mut File, path: &Path, bytes: &[u8]) -> Result<(), Error> {
     failpoint!("fs::create_exclusive::before_sync");
     let written = write_all(file, path, bytes).and_then(|()| sync_file(file, path));
@@ -166,16 +201,19 @@ pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), Failed> {
     sync_renamed(dir).map_err(Failed::After)
 }
 
-/// [`write_atomic`] but for the fsync of the directory, which the caller makes with
-/// [`sync_dir`] (after letting go of a lock, say): the new content is durable and in place,
-/// its name not yet durable.
-pub(crate) fn write_atomic_unsynced_name(path: &Path, bytes: &[u8]) -> Result<(), Error> {
+/// Replaces `path` with `bytes` atomically (temp file, rename) but syncs nothing: for a file
+/// the journal can write again after a power loss.
+pub(crate) fn write_atomic_unsynced(path: &Path, bytes: &[u8]) -> Result<(), Error> {
     failpoint!("fs::op");
-    replace(path, bytes)
+    replace_as(path, bytes, false)
 }
 
 /// Writes a temporary file beside `path`, fsyncs it and renames it over `path`.
 fn replace(path: &Path, bytes: &[u8]) -> Result<(), Error> {
+    replace_as(path, bytes, true)
+}
+
+fn replace_as(path: &Path, bytes: &[u8], synced: bool) -> Result<(), Error> {
     let dir = parent(path)?;
     let name = path
         .file_name()
@@ -186,7 +224,9 @@ fn replace(path: &Path, bytes: &[u8]) -> Result<(), Error> {
     let result = (|| -> Result<(), Error> {
         let mut file = create_new(&tmp).map_err(|e| map_open_error("creating", &tmp, e))?;
         write_all(&mut file, &tmp, bytes)?;
-        sync_file(&file, &tmp)?;
+        if synced {
+            sync_file(&file, &tmp)?;
+        }
         failpoint!("fs::write_atomic::before_rename");
         // rename(2) replaces a symlink at `path` itself rather than writing through it.
         fs::rename(&tmp, path).map_err(|e| Error::io("renaming into place", path, e))?;

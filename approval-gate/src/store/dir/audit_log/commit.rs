@@ -1,0 +1,209 @@
+//! Group commit: the steps waiting in one process share one write and one fdatasync of the
+//! journal.
+//!
+//! A step queues its line and effect and waits. If no thread of the process is committing,
+//! it becomes the leader: it takes the anchor's lock (which serialises every process's
+//! commits), writes every queued entry to the journal in one `write`, fdatasyncs it once,
+//! then appends their lines to `audit.jsonl`, makes their effects and moves the anchor, none
+//! of it synced, and hands each step its result. Steps that queued meanwhile form the next
+//! group. Another process waits for the lock at most one commit, whose sync is its only slow
+//! part.
+
+use std::collections::HashMap;
+use std::sync::{Condvar, Mutex, MutexGuard, PoisonError};
+
+use serde_json::{Map, Value};
+
+use super::journal::{self, Effect};
+use super::{AuditLog, fs};
+use crate::audit::AuditEvent;
+use crate::error::Error;
+use crate::id::RequestId;
+use crate::time::Timestamp;
+
+/// One step to commit.
+#[derive(Debug)]
+pub(crate) struct Step {
+    pub(crate) ts: Timestamp,
+    pub(crate) event: AuditEvent,
+    pub(crate) id: RequestId,
+    pub(crate) details: Map<String, Value>,
+    /// What the step changes beside its line, kept in the journal for replay.
+    pub(crate) effect: Option<Effect>,
+    /// Whether the caller has made the effect already (before the line: a filing's record,
+    /// a claim, an execution's marker), or the commit is to make it once the line is
+    /// durable.
+    pub(crate) made: bool,
+}
+
+/// What a step's commit came to: its line's position, or why not. `Failed::After` once its
+/// entry may be in the journal.
+pub(crate) type Outcome = Result<u64, fs::Failed>;
+
+/// The steps waiting in this process, shared by every clone of the log.
+#[derive(Debug, Default)]
+pub(crate) struct Group {
+    state: Mutex<Waiting>,
+    done: Condvar,
+}
+
+#[derive(Debug, Default)]
+struct Waiting {
+    next: u64,
+    queue: Vec<(u64, Step)>,
+    leading: bool,
+    results: HashMap<u64, Outcome>,
+}
+
+impl Group {
+    fn lock(&self) -> MutexGuard<'_, Waiting> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// Lets the next thread lead even if this leader panicked.
+struct Leading<'a>(&'a Group);
+
+impl Drop for Leading<'_> {
+    fn drop(&mut self) {
+        self.0.lock().leading = false;
+        self.0.done.notify_all();
+    }
+}
+
+impl AuditLog {
+    /// Commits `step`: returns once its entry is durable (and its line and effect written).
+    pub(crate) fn commit(&self, step: Step) -> Outcome {
+        let group = &self.group;
+        let ticket = {
+            let mut waiting = group.lock();
+            let ticket = waiting.next;
+            waiting.next += 1;
+            waiting.queue.push((ticket, step));
+            ticket
+        };
+        let mut waiting = group.lock();
+        loop {
+            if let Some(outcome) = waiting.results.remove(&ticket) {
+                return outcome;
+            }
+            if waiting.leading {
+                waiting = group
+                    .done
+                    .wait(waiting)
+                    .unwrap_or_else(PoisonError::into_inner);
+                continue;
+            }
+            waiting.leading = true;
+            let batch = std::mem::take(&mut waiting.queue);
+            drop(waiting);
+            let leading = Leading(group);
+            let outcomes = self.commit_batch(&batch);
+            {
+                let mut waiting = group.lock();
+                for ((ticket, _), outcome) in batch.iter().zip(outcomes) {
+                    waiting.results.insert(*ticket, outcome);
+                }
+            }
+            drop(leading);
+            waiting = group.lock();
+        }
+    }
+
+    /// Writes, syncs and applies `batch` under the anchor's lock: one outcome per step.
+    fn commit_batch(&self, batch: &[(u64, Step)]) -> Vec<Outcome> {
+        let mut outcomes: Vec<Outcome> = Vec::with_capacity(batch.len());
+        match self.commit_locked(batch, &mut outcomes) {
+            Ok(()) => outcomes,
+            Err(failed) => {
+                // The whole group failed at one point: the first step gets the error, the
+                // others the same in words, before or after as it was.
+                let text = match &failed {
+                    fs::Failed::Before(e) | fs::Failed::After(e) => e.to_string(),
+                };
+                let after = matches!(failed, fs::Failed::After(_));
+                let mut all = vec![Err(failed)];
+                for _ in 1..batch.len() {
+                    let error = Error::io(
+                        "committing to",
+                        &self.journal,
+                        std::io::Error::other(text.clone()),
+                    );
+                    all.push(Err(if after {
+                        fs::Failed::After(error)
+                    } else {
+                        fs::Failed::Before(error)
+                    }));
+                }
+                all
+            }
+        }
+    }
+
+    fn commit_locked(
+        &self,
+        batch: &[(u64, Step)],
+        outcomes: &mut Vec<Outcome>,
+    ) -> Result<(), fs::Failed> {
+        let held = self.hold()?;
+        let mut log = fs::open_append(&self.log)?;
+        let mut tail = self.tail(&mut log, held.head.as_ref(), true)?;
+        if held.head.is_none() {
+            // A brand new log: anchor it, durably, before its first line, so that from now
+            // on a log with content and no anchor can only mean the anchor was removed.
+            held.first_anchor()?;
+        }
+        let mut wal = held.journal_file(&tail)?;
+        let mut entries = Vec::new();
+        let mut lines = String::new();
+        let mut positions = Vec::with_capacity(batch.len());
+        for (_, step) in batch {
+            let (seq, hash, line) =
+                self.format_line(&tail, step.ts, step.event, step.id, &step.details)?;
+            entries.extend(journal::encode(&journal::Entry {
+                seq,
+                line: line.trim_end().to_owned(),
+                effect: step.effect.clone(),
+            }));
+            lines.push_str(&line);
+            positions.push(seq);
+            tail = super::Tail { seq, hash };
+        }
+        crate::faults::failpoint!("fs::op");
+        crate::faults::failpoint!("audit::before_write");
+        // From the write on, the group's entries may be in the journal: every failure is
+        // `After`, and the next commit (or opening) carries them in.
+        let mut written = || -> Result<u64, Error> {
+            fs::write_all(&mut wal, &self.journal, &entries)?;
+            crate::faults::failpoint!("audit::before_sync");
+            fs::sync_data(&wal, &self.journal)?;
+            crate::faults::failpoint!("fs::op");
+            fs::write_all(&mut log, &self.log, lines.as_bytes())?;
+            super::file_len(&wal, &self.journal)
+        };
+        let length = written().map_err(fs::Failed::After)?;
+        let layout = self.layout();
+        let mut all_made = true;
+        for ((_, step), seq) in batch.iter().zip(positions) {
+            let made = match &step.effect {
+                Some(effect) if !step.made => effect.apply(&layout),
+                _ => Ok(()),
+            };
+            all_made &= made.is_ok();
+            outcomes.push(made.map(|()| seq).map_err(fs::Failed::After));
+        }
+        if !all_made {
+            // The anchor stays before the group, so that the next commit, or opening the
+            // store, makes the effects that failed (each can be made again).
+            return Ok(());
+        }
+        crate::faults::failpoint!("audit::before_head");
+        held.anchor(&tail, length).map_err(fs::Failed::After)?;
+        if length > super::CHECKPOINT_AT {
+            // Every step of the group is durable already; a checkpoint that fails is tried
+            // again by the next commit, the journal being still too long.
+            let _ = held.checkpoint(&tail);
+        }
+        Ok(())
+    }
+}
