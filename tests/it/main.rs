@@ -9,6 +9,7 @@ mod imports;
 mod layout;
 mod migrate;
 mod migrate_crash;
+mod migrate_layout;
 mod never_blocking;
 mod postgres;
 mod postgres_allowances;
