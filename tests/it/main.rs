@@ -9,6 +9,8 @@ mod imports;
 mod layout;
 mod migrate;
 mod migrate_crash;
+mod migrate_layout;
+mod migrate_layout_fixture;
 mod never_blocking;
 mod postgres;
 mod postgres_allowances;
