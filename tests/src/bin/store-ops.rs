@@ -1,0 +1,154 @@
+//! One directory-store operation, many times, for `strace -c` to count (issue 42):
+//! `tests/benches/strace-ops.sh` runs it; the figures are in docs/benchmarks.md.
+//!
+//! Usage: `store-ops <operation> <count>`, the operation one of
+//!
+//! - `file`: `request_approval`;
+//! - `approve`, `deny`: a decision on a pending request;
+//! - `consume`: `consume` of an approved request (its grant dropped, never started);
+//! - `execute`: `execute_approved` of an approved request (consume, start, an empty closure,
+//!   finish).
+//!
+//! Everything the timed part needs is made first: a fresh store in a temporary directory
+//! under `APPROVAL_GATE_BENCH_DIR` (else the system temp dir), one whole request → approve →
+//! execute cycle and one denial (so that the store's first-time files and folders exist),
+//! and `count` requests filed, approved or not as the operation needs. Then it prints
+//! `ready` and waits for a line on stdin; on that line it does the operation `count` times,
+//! prints `done` and waits for another line before it exits and removes the store. The
+//! system calls between the two lines are the operations' own, with one read and one
+//! write of this protocol's (the script subtracts a run of count 0). Exit codes: 0 done,
+//! 4 an operation failed, 2 usage.
+
+use std::io::{BufRead, Write};
+use std::process::ExitCode;
+
+use approval_gate::{Binding, Decision, Error, Gate, Grant, Limits, NewRequest, RequestId};
+
+const USAGE: &str = "usage: store-ops file|approve|deny|consume|execute <count>";
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let (Some(op), Some(Ok(count)), 2) = (
+        args.first().and_then(|op| Op::parse(op)),
+        args.get(1).map(|n| n.parse::<usize>()),
+        args.len(),
+    ) else {
+        eprintln!("{USAGE}");
+        return ExitCode::from(2);
+    };
+    match run(op, count) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("store-ops: {error}");
+            ExitCode::from(4)
+        }
+    }
+}
+
+/// The operation timed.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Op {
+    File,
+    Approve,
+    Deny,
+    Consume,
+    Execute,
+}
+
+impl Op {
+    fn parse(name: &str) -> Option<Self> {
+        Some(match name {
+            "file" => Self::File,
+            "approve" => Self::Approve,
+            "deny" => Self::Deny,
+            "consume" => Self::Consume,
+            "execute" => Self::Execute,
+            _ => return None,
+        })
+    }
+}
+
+fn run(op: Op, count: usize) -> Result<(), Box<dyn std::error::Error>> {
+    let root =
+        std::env::var_os("APPROVAL_GATE_BENCH_DIR").map_or_else(std::env::temp_dir, Into::into);
+    let tmp = tempfile::Builder::new()
+        .prefix("ag-store-ops.")
+        .tempdir_in(root)?;
+    // Room for every request the run files, all pending at once for `approve` and `deny`.
+    let limits = Limits::default().max_pending(count + 2);
+    let gate = Gate::builder()
+        .dir(tmp.path().join("gate"))
+        .limits(limits)
+        .open()?;
+    let by = Decision::by("store-ops");
+    // The store's first-time work (the audit anchor, the folders of claims), untimed.
+    let first = file(&gate, "warm-up")?;
+    gate.approve(first, &by)?;
+    execute(&gate, first, "warm-up")?;
+    gate.deny(file(&gate, "warm-up denied")?, &by)?;
+
+    let actions: Vec<String> = (0..count).map(|n| format!("store-ops {n}")).collect();
+    let mut ids = Vec::new();
+    if op != Op::File {
+        for action in &actions {
+            let id = file(&gate, action)?;
+            if matches!(op, Op::Consume | Op::Execute) {
+                gate.approve(id, &by)?;
+            }
+            ids.push(id);
+        }
+    }
+
+    handshake("ready")?;
+    match op {
+        Op::File => {
+            for action in &actions {
+                file(&gate, action)?;
+            }
+        }
+        Op::Approve => {
+            for &id in &ids {
+                gate.approve(id, &by)?;
+            }
+        }
+        Op::Deny => {
+            for &id in &ids {
+                gate.deny(id, &by)?;
+            }
+        }
+        Op::Consume => {
+            for (&id, action) in ids.iter().zip(&actions) {
+                let _grant = gate.consume::<()>(id, &Binding::new(action.as_str()))?;
+            }
+        }
+        Op::Execute => {
+            for (&id, action) in ids.iter().zip(&actions) {
+                execute(&gate, id, action)?;
+            }
+        }
+    }
+    handshake("done")?;
+    Ok(())
+}
+
+fn file(gate: &Gate, action: &str) -> Result<RequestId, Error> {
+    Ok(gate
+        .request_approval(NewRequest::new(action, "store-ops"))?
+        .request
+        .id())
+}
+
+fn execute(gate: &Gate, id: RequestId, action: &str) -> Result<(), Error> {
+    gate.execute_approved(id, &Binding::new(action), |run: &Grant<()>| {
+        run.assert_active()
+    })
+}
+
+/// Says `word` on stdout and waits for a line on stdin (or its end).
+fn handshake(word: &str) -> std::io::Result<()> {
+    let mut out = std::io::stdout().lock();
+    writeln!(out, "{word}")?;
+    out.flush()?;
+    std::io::stdin().lock().read_line(&mut String::new())?;
+    Ok(())
+}
