@@ -1,17 +1,21 @@
 #!/usr/bin/env bash
-# System calls per directory-store operation, counted by `strace -c` (issue 42): how many
-# fsyncs, opens, writes, renames... one `request_approval`, `approve`, `deny`, `consume` or
+# System calls per directory-store operation, counted by strace (issue 42): how many fsyncs,
+# opens, writes, renames... one `request_approval`, `approve`, `deny`, `consume` or
 # `execute_approved` makes, as a Markdown table for docs/benchmarks.md.
 #
 #   bash tests/benches/strace-ops.sh [count] [operation...]
 #
 # count defaults to 200; the operations to file approve deny consume execute. For each, the
 # release build of tests/src/bin/store-ops.rs sets up a fresh store (under
-# APPROVAL_GATE_BENCH_DIR, else the system temp dir) and the requests it needs, untimed, then
-# waits; strace attaches to every thread of it (`-f -p`), the operation runs count times, and
-# strace detaches before the process exits. A second run of count 0 counts the handshake's own
-# calls (a read and a write), which are taken off. Each cell is calls / count over the
-# operations' threads; "other" is every call the columns do not name, listed after the table.
+# APPROVAL_GATE_BENCH_DIR, else the system temp dir) and the requests it needs, then waits;
+# strace attaches to every thread of it (`strace -f -p`), and once it is tracing, the
+# operation runs count times between two marker look-ups, and strace detaches before the
+# process exits. Only the calls between the markers are counted, from every thread (a trace
+# rather than `strace -c`, whose summary would also hold the handshake around them; a trace
+# without both markers is an error, never a figure). Each cell is calls / count; "other" is
+# every call the columns do not name, listed after the table; "of these two, directories"
+# counts the fsyncs and fdatasyncs of a directory (new names made durable). The traces stay in a temporary
+# directory, named at the end.
 #
 # Needs strace (/usr/bin/strace) and the right to attach to a process of one's own (root, or
 # kernel.yama.ptrace_scope = 0). No network. Not part of CI: a measurement tool.
@@ -30,40 +34,49 @@ cargo build --release -q -p approval-gate-tests --bin store-ops
 bin=${CARGO_TARGET_DIR:-$PWD/target}/release/store-ops
 out=$(mktemp -d /tmp/ag-strace-ops.XXXXXX)
 
-# Every thread of process $1 traced by process $2.
-traced() {
-  local status
-  for status in /proc/"$1"/task/*/status; do
-    grep -q "^TracerPid:[[:space:]]*$2\$" "$status" 2>/dev/null || return 1
-  done
-}
-
-# One run: operation $1, count $2; strace's summary in $out/$1.$2.
+# One run of operation $1, traced into $out/$1.trace.
 measure() {
-  local op=$1 n=$2 line tracer tries=0
-  coproc OPS { exec "$bin" "$op" "$n"; }
-  local pid=$OPS_PID
-  local from=${OPS[0]} to=${OPS[1]}
-  read -r line <&"$from" || die "store-ops $op $n ended before it was ready"
-  [[ $line == ready ]] || die "store-ops $op $n said '$line', not ready"
-  strace -c -f -q -o "$out/$op.$n" -p "$pid" 2>"$out/$op.$n.err" &
+  local op=$1 trace=$out/$1.trace line tracer tries=0
+  coproc OPS { exec "$bin" "$op" "$count"; }
+  local pid=$OPS_PID from=${OPS[0]} to=${OPS[1]}
+  read -r line <&"$from" || die "store-ops $op ended before it was ready"
+  [[ $line == ready ]] || die "store-ops $op said '$line', not ready"
+  strace -f -qq -y -s 1024 -o "$trace" -p "$pid" 2>"$trace.err" &
   tracer=$!
-  until traced "$pid" "$tracer"; do
-    ((++tries < 200)) || die "strace did not attach to $pid (see $out/$op.$n.err)"
+  # Tracing has begun once strace has written the call the process is waiting in.
+  until grep -q "^$pid " "$trace" 2>/dev/null; do
+    ((++tries < 400)) || die "strace is not tracing $pid after 20 s (see $trace.err)"
     sleep 0.05
   done
   echo go >&"$to"
-  read -r line <&"$from" || die "store-ops $op $n failed"
-  [[ $line == done ]] || die "store-ops $op $n said '$line', not done"
+  read -r line <&"$from" || die "store-ops $op failed"
+  [[ $line == done ]] || die "store-ops $op said '$line', not done"
   kill -INT "$tracer"
   wait "$tracer" || true
+  # Which fsyncs and fdatasyncs were of directories, asked while the store is still there (strace's -y
+  # names each descriptor's path).
+  between "$trace" | awk '/^(fsync|fdatasync)\(/ && match($0, /<[^>]*>/) {
+      print substr($0, RSTART + 1, RLENGTH - 2) }' |
+    while read -r path; do if [[ -d $path ]]; then echo "$path"; fi; done | wc -l >"$trace.dirs"
   echo exit >&"$to"
-  wait "$pid" || die "store-ops $op $n exited with $?"
+  wait "$pid" || die "store-ops $op exited with $?"
 }
 
-# strace -c's table as "syscall calls" lines.
+# The lines of trace $1 between the markers, without their process ids.
+between() {
+  awk '
+    /strace-ops-counted-part-begins/ { on = 1; begun = 1; next }
+    /strace-ops-counted-part-ends/ { on = 0; ended = 1; next }
+    on { sub(/^[0-9]+ +/, ""); print }
+    END { if (!begun || !ended) { print "strace-ops: a marker is missing in " FILENAME > "/dev/stderr"; exit 1 } }
+  ' "$1"
+}
+
+# The calls between the markers in trace $1, as "syscall calls" lines.
 calls() {
-  awk '$1 !~ /^(%|-)/ && NF >= 5 && $NF != "total" { print $NF, $4 }' "$1"
+  between "$1" | awk '
+    match($0, /^[a-z_0-9]+\(/) { n[substr($0, 1, RLENGTH - 1)]++ }
+    END { for (k in n) print k, n[k] }' | sort
 }
 
 columns=(fsync fdatasync syncfs openat write rename link unlink mkdir flock stat read close)
@@ -98,6 +111,7 @@ for col in "${columns[@]}"; do
   unlink) header+=" unlink*, rmdir |" ;;
   stat) header+=" fstat, statx, newfstatat |" ;;
   read) header+=" read, pread64 |" ;;
+  fdatasync) header+=" fdatasync | of these two, directories |" rule+="---|" ;;
   *) header+=" $col |" ;;
   esac
   rule+="---|"
@@ -109,27 +123,26 @@ rows=()
 others=()
 for op in "${ops[@]}"; do
   echo "strace-ops: $op x $count" >&2
-  measure "$op" 0
-  measure "$op" "$count"
+  measure "$op"
   declare -A sum=()
   declare -A other=()
   total=0
-  # The run's calls less the handshake's (the run of count 0).
+  counted=$(calls "$out/$op.trace") || exit 1
   while read -r name n; do
     col=$(column_of "$name")
     total=$((total + n))
     if [[ -n $col ]]; then
       sum[$col]=$((${sum[$col]:-0} + n))
-    elif ((n != 0)); then
+    else
       other[$name]=$n
     fi
-  done < <(
-    { calls "$out/$op.$count"; calls "$out/$op.0" | awk '{ print $1, -$2 }'; } |
-      awk '{ s[$1] += $2 } END { for (k in s) print k, s[k] }' | sort
-  )
+  done <<<"$counted"
   row="| \`$op\` |"
   for col in "${columns[@]}"; do
     row+=" $(per_op "${sum[$col]:-0}") |"
+    if [[ $col == fdatasync ]]; then
+      row+=" $(per_op "$(<"$out/$op.trace.dirs")") |"
+    fi
   done
   rest=0
   detail=""
@@ -151,4 +164,4 @@ echo "Other calls per operation:"
 echo
 printf '%s\n' "${others[@]}"
 echo >&2
-echo "strace-ops: strace's own summaries are in $out" >&2
+echo "strace-ops: the traces are in $out" >&2

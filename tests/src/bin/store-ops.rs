@@ -1,4 +1,4 @@
-//! One directory-store operation, many times, for `strace -c` to count (issue 42):
+//! One directory-store operation, many times, for strace to count (issue 42):
 //! `tests/benches/strace-ops.sh` runs it; the figures are in docs/benchmarks.md.
 //!
 //! Usage: `store-ops <operation> <count>`, the operation one of
@@ -9,15 +9,17 @@
 //! - `execute`: `execute_approved` of an approved request (consume, start, an empty closure,
 //!   finish).
 //!
-//! Everything the timed part needs is made first: a fresh store in a temporary directory
+//! Everything the counted part needs is made first: a fresh store in a temporary directory
 //! under `APPROVAL_GATE_BENCH_DIR` (else the system temp dir), one whole request → approve →
 //! execute cycle and one denial (so that the store's first-time files and folders exist),
 //! and `count` requests filed, approved or not as the operation needs. Then it prints
 //! `ready` and waits for a line on stdin; on that line it does the operation `count` times,
-//! prints `done` and waits for another line before it exits and removes the store. The
-//! system calls between the two lines are the operations' own, with one read and one
-//! write of this protocol's (the script subtracts a run of count 0). Exit codes: 0 done,
-//! 4 an operation failed, 2 usage.
+//! prints `done` and waits for another line before it exits and removes the store.
+//!
+//! The counted part is fenced by two markers a trace shows: a look-up of the names
+//! `strace-ops-counted-part-begins` and `strace-ops-counted-part-ends` in the store's
+//! temporary directory, where nothing has those names. The calls between them are the
+//! operations' own. Exit codes: 0 done, 4 an operation failed, 2 usage.
 
 use std::io::{BufRead, Write};
 use std::process::ExitCode;
@@ -45,7 +47,7 @@ fn main() -> ExitCode {
     }
 }
 
-/// The operation timed.
+/// The operation counted.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Op {
     File,
@@ -81,7 +83,7 @@ fn run(op: Op, count: usize) -> Result<(), Box<dyn std::error::Error>> {
         .limits(limits)
         .open()?;
     let by = Decision::by("store-ops");
-    // The store's first-time work (the audit anchor, the folders of claims), untimed.
+    // The store's first-time work (the audit anchor, the folders of claims), not counted.
     let first = file(&gate, "warm-up")?;
     gate.approve(first, &by)?;
     execute(&gate, first, "warm-up")?;
@@ -100,6 +102,7 @@ fn run(op: Op, count: usize) -> Result<(), Box<dyn std::error::Error>> {
     }
 
     handshake("ready")?;
+    marker(tmp.path(), "begins");
     match op {
         Op::File => {
             for action in &actions {
@@ -127,6 +130,7 @@ fn run(op: Op, count: usize) -> Result<(), Box<dyn std::error::Error>> {
             }
         }
     }
+    marker(tmp.path(), "ends");
     handshake("done")?;
     Ok(())
 }
@@ -142,6 +146,11 @@ fn execute(gate: &Gate, id: RequestId, action: &str) -> Result<(), Error> {
     gate.execute_approved(id, &Binding::new(action), |run: &Grant<()>| {
         run.assert_active()
     })
+}
+
+/// One look-up of a name that is not there, for a trace to find.
+fn marker(dir: &std::path::Path, edge: &str) {
+    let _absent = std::fs::symlink_metadata(dir.join(format!("strace-ops-counted-part-{edge}")));
 }
 
 /// Says `word` on stdout and waits for a line on stdin (or its end).
