@@ -14,8 +14,8 @@
 # rather than `strace -c`, whose summary would also hold the handshake around them; a trace
 # without both markers is an error, never a figure). Each cell is calls / count; "other" is
 # every call the columns do not name, listed after the table; "of these two, directories"
-# counts the fsyncs and fdatasyncs of a directory (new names made durable). The traces stay in a temporary
-# directory, named at the end.
+# counts the fsyncs and fdatasyncs of a directory (new names made durable). The traces stay
+# in a temporary directory, named at the end.
 #
 # Needs strace (/usr/bin/strace) and the right to attach to a process of one's own (root, or
 # kernel.yama.ptrace_scope = 0). No network. Not part of CI: a measurement tool.
