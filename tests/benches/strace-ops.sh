@@ -3,9 +3,12 @@
 # opens, writes, renames... one `request_approval`, `approve`, `deny`, `consume` or
 # `execute_approved` makes, as a Markdown table for docs/benchmarks.md.
 #
-#   bash tests/benches/strace-ops.sh [count] [operation...]
+#   bash tests/benches/strace-ops.sh [--threads T] [count] [operation...]
 #
-# count defaults to 200; the operations to file approve deny consume execute. For each, the
+# count defaults to 200; the operations to file approve deny consume execute; T to 1 (with
+# more, T threads of the one process share the count operations, all at once: the
+# in-process concurrency that group commit is for; ptrace slows every call, so how the
+# threads overlap under strace is not how they overlap without it). For each, the
 # release build of tests/src/bin/store-ops.rs sets up a fresh store (under
 # APPROVAL_GATE_BENCH_DIR, else the system temp dir) and the requests it needs, then waits;
 # strace attaches to every thread of it (`strace -f -p`), and once it is tracing, the
@@ -24,6 +27,12 @@ cd "$(dirname "$0")/../.."
 die() { echo "strace-ops: $*" >&2; exit 1; }
 command -v strace >/dev/null ||
   die "strace is not installed (apt-get install strace); it is what counts the system calls"
+threads=1
+if [[ ${1:-} == --threads ]]; then
+  threads=${2:-}
+  [[ $threads =~ ^[1-9][0-9]*$ ]] || die "--threads takes a positive number, got '$threads'"
+  shift 2
+fi
 count=${1:-200}
 [[ $count =~ ^[1-9][0-9]*$ ]] || die "count must be a positive number, got '$count'"
 shift || true
@@ -37,7 +46,7 @@ out=$(mktemp -d /tmp/ag-strace-ops.XXXXXX)
 # One run of operation $1, traced into $out/$1.trace.
 measure() {
   local op=$1 trace=$out/$1.trace line tracer tries=0
-  coproc OPS { exec "$bin" "$op" "$count"; }
+  coproc OPS { exec "$bin" "$op" "$count" "$threads"; }
   local pid=$OPS_PID from=${OPS[0]} to=${OPS[1]}
   read -r line <&"$from" || die "store-ops $op ended before it was ready"
   [[ $line == ready ]] || die "store-ops $op said '$line', not ready"
@@ -122,7 +131,7 @@ rule+="---|---|"
 rows=()
 others=()
 for op in "${ops[@]}"; do
-  echo "strace-ops: $op x $count" >&2
+  echo "strace-ops: $op x $count, $threads thread(s)" >&2
   measure "$op"
   declare -A sum=()
   declare -A other=()
@@ -138,6 +147,7 @@ for op in "${ops[@]}"; do
     fi
   done <<<"$counted"
   row="| \`$op\` |"
+  ((threads == 1)) || row="| \`$op\`, $threads threads |"
   for col in "${columns[@]}"; do
     row+=" $(per_op "${sum[$col]:-0}") |"
     if [[ $col == fdatasync ]]; then
