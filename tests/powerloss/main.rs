@@ -420,6 +420,52 @@ const EXECUTE: Case = Case {
     },
 };
 
+/// The store as the layout before the journal left it: no `journal.wal`, and an anchor of
+/// three fields (the line, its hash, the boot), written in an ended boot.
+fn before_the_journal(gate: &Gate) {
+    let dir = gate.dir().expect("a directory store");
+    std::fs::remove_file(dir.join("journal.wal")).expect("the journal");
+    let log = std::fs::read_to_string(dir.join("audit.jsonl")).unwrap();
+    let last: serde_json::Value = serde_json::from_str(log.lines().last().unwrap()).unwrap();
+    let head = format!(
+        "{:020} {} 00000000-0000-4000-8000-000000000001\n",
+        last["seq"].as_u64().unwrap(),
+        last["hash"].as_str().unwrap()
+    );
+    std::fs::write(dir.join("audit.head"), head).unwrap();
+}
+
+/// The first step on a store of the layout before the journal makes the journal: a power
+/// loss anywhere in it leaves a store that opens, with the request where it stood.
+const FIRST_STEP_AFTER_THE_JOURNAL_CAME: Case = Case {
+    setup: |gate| {
+        let id = ask(gate);
+        before_the_journal(gate);
+        Some(id)
+    },
+    run: |gate, id, _| {
+        let id = id.unwrap();
+        gate.approve(id, &Decision::by("alice")).map(|_| id)
+    },
+    acknowledged: |gate, id| {
+        assert_eq!(
+            status(gate, id),
+            Status::Approved,
+            "an acknowledged approval"
+        );
+        assert!(has(gate, id, AuditEvent::Requested));
+    },
+};
+
+#[test]
+fn power_loss_during_the_first_step_on_a_store_from_before_the_journal() {
+    let tally = power_loss(
+        "first step after the journal came",
+        &FIRST_STEP_AFTER_THE_JOURNAL_CAME,
+    );
+    assert!(tally.lossy > 0, "the model loses unsynced writes");
+}
+
 #[test]
 fn power_loss_during_request_approval() {
     let tally = power_loss("request_approval", &REQUEST);
