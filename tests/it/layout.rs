@@ -794,8 +794,8 @@ fn the_syncs_of_each_operation_are_as_documented() {
             syncs(&executing),
             syncs(&denying)
         ],
-        [(1, 0), (1, 0), (3, 0), (1, 0)],
-        "filing, approving, execute_approved (consume, start, finish), denying: the \
+        [(1, 0), (1, 0), (2, 0), (1, 0)],
+        "filing, approving, execute_approved (consume and start at once, finish), denying: the \
          journal's fdatasync, once a step"
     );
     // An execution creates one file, its claim; its two marks are names of the claim

@@ -131,11 +131,20 @@ impl Gate {
     where
         T: DeserializeOwned + Serialize,
     {
-        let grant = self.consume::<T>(id, binding)?;
+        // The consume need not be durable before the start is: the start's durability makes
+        // both durable before anything runs (on the directory store, one sync for the two).
+        self.store().defer_durability(true);
+        let consumed = self.consume::<T>(id, binding);
+        self.store().defer_durability(false);
+        let grant = match consumed {
+            Ok(grant) => grant,
+            Err(error) => return Err(self.flushed(error)),
+        };
         // The approval is spent from here: a failure to start says so.
-        let record = self
-            .start_execution(&grant)
-            .map_err(|error| error.after_effect(id, "execute"))?;
+        let record = match self.start_execution(&grant) {
+            Ok(record) => record,
+            Err(error) => return Err(self.flushed(error).after_effect(id, "execute")),
+        };
         if let Err(error) = after_started() {
             record.finish(Outcome::NotRun, Some(error.to_string()));
             return Err(error.after_effect(id, "execute"));
@@ -183,6 +192,20 @@ impl Drop for DropOffThread {
 }
 
 impl Gate {
+    /// `error`, once what was deferred before it is durable: a consume whose start never
+    /// came (or the line of its refusal). A failure to flush is the error reported then.
+    fn flushed(&self, error: Error) -> Error {
+        match self.store().flush() {
+            Ok(()) => error,
+            Err(flush) if error.took_effect() => Error::DurabilityUnknown {
+                id: error.request_id().unwrap_or(RequestId::STORE),
+                operation: "consume",
+                source: Box::new(flush),
+            },
+            Err(_) => error,
+        }
+    }
+
     /// Writes `execution_started` (fsynced) for a fresh grant; the returned guard writes
     /// `execution_finished`, or an "unknown" outcome if dropped unfinished.
     pub(crate) fn start_execution<T>(&self, grant: &Grant<T>) -> Result<ExecutionRecord, Error> {

@@ -244,6 +244,17 @@ pub(crate) trait Store: Chain + Send + Sync + fmt::Debug {
     /// a crash leaves the mark for [`recover`](Store::recover) to find, with its
     /// `execution_started` line: no execution starts unrecorded.
     fn begin_execution(&self, id: RequestId, entry: &Entry<'_>) -> Result<Guard, Error>;
+    /// While `on`, the steps this thread takes may return before they are durable: for a
+    /// consume that [`begin_execution`](Store::begin_execution) follows at once, whose own
+    /// durability makes both durable before anything runs (one sync where two were). A
+    /// caller that turns it off without such a step calls [`flush`](Store::flush).
+    fn defer_durability(&self, on: bool) {
+        let _ = on;
+    }
+    /// Makes every step taken so far durable (those taken while deferred included).
+    fn flush(&self) -> Result<(), Error> {
+        Ok(())
+    }
     /// Records an execution's outcome (its `execution_finished` line) and removes its mark:
     /// a mark whose outcome could not be recorded stays, for recovery to report as unknown.
     fn finish_execution(&self, id: RequestId, entry: &Entry<'_>) -> Result<(), Error>;

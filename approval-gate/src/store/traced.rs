@@ -39,7 +39,7 @@ pub const ENV: &str = "APPROVAL_GATE_STORE_TRACE";
 /// Every method of the store's two traits (`Store`, then `Chain`), by name.
 #[cfg(any(test, feature = "store-trace"))]
 #[cfg_attr(not(feature = "store-trace"), allow(unreachable_pub))]
-pub const STEPS: [&str; 31] = [
+pub const STEPS: [&str; 33] = [
     "about",
     "load",
     "concerns_record_only",
@@ -55,6 +55,8 @@ pub const STEPS: [&str; 31] = [
     "spend_under",
     "refuse",
     "begin_execution",
+    "defer_durability",
+    "flush",
     "finish_execution",
     "recover",
     "archive",
@@ -207,6 +209,13 @@ impl Store for Traced {
     }
     fn refuse(&self, id: RequestId, entry: &Entry<'_>) -> Result<u64, Error> {
         self.step("refuse", Some(id), || self.0.refuse(id, entry))
+    }
+    fn defer_durability(&self, on: bool) {
+        self.note("defer_durability");
+        self.0.defer_durability(on);
+    }
+    fn flush(&self) -> Result<(), Error> {
+        self.step("flush", None, || self.0.flush())
     }
     fn begin_execution(&self, id: RequestId, entry: &Entry<'_>) -> Result<Guard, Error> {
         self.step("begin_execution", Some(id), || {

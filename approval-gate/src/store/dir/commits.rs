@@ -3,8 +3,8 @@
 
 use serde_json::json;
 
-use super::audit_log::Step;
 use super::audit_log::journal::Effect;
+use super::audit_log::{self, Step};
 use super::layout::{Locked, lock_file};
 use super::{DirStore, MARKER_ATTEMPTS, fs};
 use crate::error::Error;
@@ -58,6 +58,7 @@ impl DirStore {
             id,
             details: entry.details.clone(),
             effect: Some(effect),
+            deferred: false,
             made,
         })
     }
@@ -120,7 +121,11 @@ impl DirStore {
         };
         record().map_err(|failed| failed.after_made(id, "consume"))?;
         // Only a hint for recovery: a lost marker makes recovery look the line up again.
-        let _ = fs::mark(&self.layout.claim(id), &self.layout.claim_logged(id));
+        // Not before the line is durable: a deferred consume's is marked by the start that
+        // makes it durable.
+        if !audit_log::durability_deferred() {
+            let _ = fs::mark(&self.layout.claim(id), &self.layout.claim_logged(id));
+        }
         Ok(Spent::Now)
     }
 

@@ -314,7 +314,18 @@ impl Store for DirStore {
         let marker = self.lock_execution_marker(id).map(Guard::new)?;
         self.commit(id, entry, Effect::Start { id }, true)
             .map_err(fs::Failed::into_error)?;
+        // The consume before it is durable now too (it may have been deferred): the hint
+        // that recovery need not look its line up.
+        let _ = fs::mark(&self.layout.claim(id), &self.layout.claim_logged(id));
         Ok(marker)
+    }
+
+    fn defer_durability(&self, on: bool) {
+        audit_log::defer_durability(on);
+    }
+
+    fn flush(&self) -> Result<(), Error> {
+        self.audit.flush()
     }
 
     fn finish_execution(&self, id: RequestId, entry: &Entry<'_>) -> Result<(), Error> {

@@ -30,10 +30,29 @@ pub(crate) struct Step {
     pub(crate) details: Map<String, Value>,
     /// What the step changes beside its line, kept in the journal for replay.
     pub(crate) effect: Option<Effect>,
+    /// Whether the step may return before its entry is durable (set from this thread's
+    /// deferral when committed).
+    pub(crate) deferred: bool,
     /// Whether the caller has made the effect already (before the line: a filing's record,
     /// a claim, an execution's marker), or the commit is to make it once the line is
     /// durable.
     pub(crate) made: bool,
+}
+
+thread_local! {
+    /// Set while this thread's steps may return before they are durable
+    /// ([`Store::defer_durability`](crate::store::Store::defer_durability)).
+    static DEFERRED: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// [`Store::defer_durability`](crate::store::Store::defer_durability) for this thread.
+pub(crate) fn defer_durability(on: bool) {
+    DEFERRED.with(|deferred| deferred.set(on));
+}
+
+/// Whether this thread's steps are deferred now.
+pub(crate) fn durability_deferred() -> bool {
+    DEFERRED.with(std::cell::Cell::get)
 }
 
 /// What a step's commit came to: its line's position, or why not. `Failed::After` once its
@@ -56,6 +75,11 @@ struct Waiting {
 }
 
 impl Group {
+    /// Whether a thread of this process is committing now.
+    pub(crate) fn committing(&self) -> bool {
+        self.lock().leading
+    }
+
     fn lock(&self) -> MutexGuard<'_, Waiting> {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
@@ -72,8 +96,17 @@ impl Drop for Leading<'_> {
 }
 
 impl AuditLog {
+    /// Makes every entry written to the journal so far durable.
+    pub(crate) fn flush(&self) -> Result<(), Error> {
+        match fs::open_existing(&self.journal)? {
+            Some(file) => fs::sync_data(&file, &self.journal),
+            None => Ok(()),
+        }
+    }
+
     /// Commits `step`: returns once its entry is durable (and its line and effect written).
-    pub(crate) fn commit(&self, step: Step) -> Outcome {
+    pub(crate) fn commit(&self, mut step: Step) -> Outcome {
+        step.deferred = durability_deferred();
         let group = &self.group;
         let ticket = {
             let mut waiting = group.lock();
@@ -145,7 +178,7 @@ impl AuditLog {
         batch: &[(u64, Step)],
         outcomes: &mut Vec<Outcome>,
     ) -> Result<(), fs::Failed> {
-        let held = self.hold()?;
+        let mut held = self.hold()?;
         let mut log = fs::open_append(&self.log)?;
         let mut tail = self.tail(&mut log, held.head.as_ref(), true)?;
         if held.head.is_none() {
@@ -173,17 +206,25 @@ impl AuditLog {
         crate::faults::failpoint!("audit::before_write");
         // From the write on, the group's entries may be in the journal: every failure is
         // `After`, and the next commit (or opening) carries them in.
+        // Only a group of deferred steps whose effects their callers made (a consume's
+        // claim), with nothing carried in, goes unsynced: the next step's sync covers it.
+        let synced = held.carrying() || batch.iter().any(|(_, step)| !step.deferred || !step.made);
         let mut written = || -> Result<u64, Error> {
             fs::write_all(&mut wal, &self.journal, &entries)?;
             crate::faults::failpoint!("audit::before_sync");
-            fs::sync_data(&wal, &self.journal)?;
+            // A group of deferred steps only is made durable by the next step's sync.
+            if synced {
+                fs::sync_data(&wal, &self.journal)?;
+            }
             crate::faults::failpoint!("fs::op");
             fs::write_all(&mut log, &self.log, lines.as_bytes())?;
             super::file_len(&wal, &self.journal)
         };
         let length = written().map_err(fs::Failed::After)?;
         let layout = self.layout();
-        let mut all_made = true;
+        // Entries a step cut short left, carried in under this lock: durable now, with this
+        // group's.
+        let mut all_made = held.made_carried().is_ok();
         for ((_, step), seq) in batch.iter().zip(positions) {
             let made = match &step.effect {
                 Some(effect) if !step.made => effect.apply(&layout),
@@ -197,6 +238,8 @@ impl AuditLog {
             // store, makes the effects that failed (each can be made again).
             return Ok(());
         }
+        // After an unsynced group the anchor may name entries a power loss takes: it records
+        // the journal's length, which then exceeds what survived, and replay sets it aside.
         crate::faults::failpoint!("audit::before_head");
         held.anchor(&tail, length).map_err(fs::Failed::After)?;
         if length > super::CHECKPOINT_AT {

@@ -35,7 +35,7 @@ use crate::id::RequestId;
 use crate::time::Timestamp;
 use anchor::{At, Durability, Head, check_anchor, read_head, unanchored, write_head};
 use commit::Group;
-pub(crate) use commit::Step;
+pub(crate) use commit::{Step, defer_durability, durability_deferred};
 use last_line::last_line;
 
 /// The journal's length past which a commit checkpoints it (and empties it).
@@ -89,6 +89,7 @@ impl AuditLog {
             id,
             details: details.clone(),
             effect: None,
+            deferred: false,
             made: true,
         })
         .map_err(fs::Failed::into_error)
@@ -97,6 +98,12 @@ impl AuditLog {
     /// Fails as [`append`](Self::append) would, without writing anything: for operations
     /// whose effect must not happen unless its audit line can follow.
     pub(crate) fn check_appendable(&self) -> Result<(), Error> {
+        // A commit of this process is under way: it checks the log under the anchor's lock
+        // an instant from now, and fails the steps it cannot record. Waiting for its sync
+        // here (a filing waits under the filing lock) would queue every step behind it.
+        if self.group.committing() {
+            return Ok(());
+        }
         let head_file = fs::open_lock_durable(&self.head)?;
         let lock = fd_lock::RwLock::new(head_file);
         let guard = lock

@@ -7,7 +7,7 @@ use std::fs::File;
 use rustix::fs::FlockOperation;
 
 use super::anchor::{At, Durability, Head, read_head, write_head};
-use super::journal::{self, Header};
+use super::journal::{self, Effect, Header};
 use super::last_line::last_line;
 use super::{AuditLog, Tail, file_len, fs};
 use crate::audit::{GENESIS, check_line_hash};
@@ -17,7 +17,12 @@ use crate::error::Error;
 pub(super) struct Held<'a> {
     audit: &'a AuditLog,
     file: File,
+    /// The anchor: as read, or past the entries carried in (not written yet then).
     pub(super) head: Option<Head>,
+    /// The effects of the entries carried in, to be made once a sync covers them.
+    carried: Vec<Effect>,
+    /// Whether entries were carried in since the anchor was written.
+    moved: bool,
 }
 
 impl AuditLog {
@@ -38,6 +43,8 @@ impl AuditLog {
             audit: self,
             file,
             head,
+            carried: Vec::new(),
+            moved: false,
         })
     }
 
@@ -48,7 +55,10 @@ impl AuditLog {
         let mut locked = self.hold_as_is()?;
         match &locked.head {
             None => Ok(()),
-            Some(anchor) if anchor.this_boot => locked.catch_up(),
+            Some(anchor) if anchor.this_boot => {
+                locked.catch_up()?;
+                locked.settle_carried()
+            }
             Some(_) => locked.replay(),
         }
     }
@@ -130,8 +140,15 @@ impl Held<'_> {
         if head.journal == Some(length) || length == 0 {
             return Ok(());
         }
-        let read = journal::read(&audit.journal, 0)?;
-        if read.header.is_none() {
+        // The entries past the anchor start where it says the journal ended (a step cut
+        // short, or a deferred one); an anchor from before the journal, or one whose length
+        // the journal no longer has (restarted since), is read from the start.
+        let from = head
+            .journal
+            .filter(|&at| at > 0 && at <= length)
+            .unwrap_or(0);
+        let read = journal::read(&audit.journal, from)?;
+        if from == 0 && read.header.is_none() {
             return Ok(());
         }
         let (mut log, mut in_log) = self.log_tail()?;
@@ -165,13 +182,6 @@ impl Held<'_> {
             anchor = Tail { seq, hash };
         }
         fs::write_all(&mut log, &audit.log, lines.as_bytes())?;
-        for (entry, _) in &read.entries {
-            if entry.seq > head.seq
-                && let Some(effect) = &entry.effect
-            {
-                effect.apply(&layout)?;
-            }
-        }
         if read.whole < read.len {
             let file = fs::open_append(&audit.journal)?;
             fs::truncate(&file, &audit.journal, read.whole)?;
@@ -181,15 +191,68 @@ impl Held<'_> {
             .last()
             .map(|(entry, _)| entry.seq)
             .or(read.header.as_ref().map(|header| header.after))
-            .unwrap_or(0);
+            .unwrap_or(head.seq);
+        let carried: Vec<Effect> = read
+            .entries
+            .iter()
+            .filter(|(entry, _)| entry.seq > head.seq)
+            .filter_map(|(entry, _)| entry.effect.clone())
+            .collect();
         if anchor.seq > journalled {
             // The anchor is past the journal's end (lines added and anchored without it, by
             // hand): the journal starts over there, so that a replay never cuts them.
+            for effect in &carried {
+                effect.apply(&layout)?;
+            }
             self.checkpoint(&anchor)?;
-        } else {
-            self.anchor(&anchor, read.whole)?;
+            self.head = read_head(&self.file, &audit.head)?;
+            return Ok(());
         }
-        self.head = read_head(&self.file, &audit.head)?;
+        // Not written yet, nor their effects made: the entries carried in may not be durable
+        // (a step cut short before its sync, or deferred). Whoever holds the lock makes them
+        // once a sync covers them ([`Held::made_carried`]).
+        self.carried = carried;
+        self.moved = true;
+        self.head = Some(Head {
+            seq: anchor.seq,
+            hash: anchor.hash,
+            this_boot: true,
+            journal: Some(read.whole),
+        });
+        Ok(())
+    }
+
+    /// Whether entries were carried in whose effects are still to be made.
+    pub(super) fn carrying(&self) -> bool {
+        !self.carried.is_empty()
+    }
+
+    /// After a sync of the journal: the effects of the entries carried in, made.
+    pub(super) fn made_carried(&mut self) -> Result<(), Error> {
+        let layout = self.audit.layout();
+        for effect in std::mem::take(&mut self.carried) {
+            effect.apply(&layout)?;
+        }
+        Ok(())
+    }
+
+    /// Settles what [`catch_up`](Self::catch_up) carried in with no commit to follow: the
+    /// journal synced, the effects made, the anchor moved.
+    fn settle_carried(&mut self) -> Result<(), Error> {
+        if !self.moved {
+            return Ok(());
+        }
+        self.audit.flush()?;
+        self.made_carried()?;
+        if let Some(head) = &self.head {
+            let tail = Tail {
+                seq: head.seq,
+                hash: head.hash.clone(),
+            };
+            let length = head.journal.unwrap_or(0);
+            self.anchor(&tail, length)?;
+        }
+        self.moved = false;
         Ok(())
     }
 
@@ -240,7 +303,11 @@ impl Held<'_> {
             },
         );
         let layout = audit.layout();
-        if let Some(head) = &self.head
+        // An anchor recording more journal than survived was written after entries a power
+        // loss took (a deferred step's, never synced): it is set aside, and the replay
+        // anchors the log anew at what the journal holds.
+        let survived = |head: &&Head| head.journal.is_none_or(|length| length <= read.whole);
+        if let Some(head) = self.head.as_ref().filter(survived)
             && head.seq > last.seq
         {
             // The anchor is past the journal's end: lines were added, and the anchor moved,
