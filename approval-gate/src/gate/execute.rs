@@ -196,13 +196,12 @@ impl Gate {
     /// came (or the line of its refusal). A failure to flush is the error reported then.
     fn flushed(&self, error: Error) -> Error {
         match self.store().flush() {
-            Ok(()) => error,
             Err(flush) if error.took_effect() => Error::DurabilityUnknown {
                 id: error.request_id().unwrap_or(RequestId::STORE),
                 operation: "consume",
                 source: Box::new(flush),
             },
-            Err(_) => error,
+            _ => error,
         }
     }
 
