@@ -11,8 +11,8 @@
 //!   independent, so a name can survive without its data, a rename can revert while the
 //!   file written before it stays, and a later file can survive an earlier one;
 //! - the last kept append of a file may be torn (half of it reaches the disk);
-//! - a `pwrite` is whole or absent: the store only uses it for the 144-byte audit anchor,
-//!   inside one sector;
+//! - a `pwrite` of a sector or less is whole or absent (the 144-byte audit anchor); a larger
+//!   one (a journal entry, the zeros kept ahead of them) may be torn like an append;
 //! - a `syncfs` covers every change before it.
 //!
 //! A crash can come after any prefix of the trace, including the whole of it: an operation
@@ -23,6 +23,9 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 use approval_gate::fs_trace::FsOp;
+
+/// A `pwrite` no larger than this is whole or absent after a power loss.
+const SECTOR: usize = 512;
 
 /// Everything under the store's directory: directories and files with their bytes, by
 /// path relative to the store.
@@ -284,10 +287,15 @@ impl Trace {
                 let mut options = vec![(0, false)];
                 for c in 1..=steps.len() {
                     options.push((c, false));
-                    if let Effect::Data(_, Data::Append(bytes)) = &prefix[steps[c - 1]].1
-                        && bytes.len() > 1
-                    {
-                        options.push((c, true));
+                    match &prefix[steps[c - 1]].1 {
+                        Effect::Data(_, Data::Append(bytes)) if bytes.len() > 1 => {
+                            options.push((c, true));
+                        }
+                        // A write larger than a sector (a journal entry) can be torn too.
+                        Effect::Data(_, Data::WriteAt(_, bytes)) if bytes.len() > SECTOR => {
+                            options.push((c, true));
+                        }
+                        _ => {}
                     }
                 }
                 options
@@ -373,6 +381,14 @@ impl Trace {
                             bytes.extend_from_slice(&more[..more.len() / 2]);
                         }
                         Data::Append(more) => bytes.extend_from_slice(more),
+                        Data::WriteAt(offset, more) if torn => {
+                            let start = *offset as usize;
+                            let half = &more[..more.len() / 2];
+                            if bytes.len() < start + half.len() {
+                                bytes.resize(start + half.len(), 0);
+                            }
+                            bytes[start..start + half.len()].copy_from_slice(half);
+                        }
                         Data::WriteAt(offset, more) => {
                             let start = *offset as usize;
                             if bytes.len() < start + more.len() {

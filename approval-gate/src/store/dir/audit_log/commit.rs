@@ -186,7 +186,7 @@ impl AuditLog {
             // on a log with content and no anchor can only mean the anchor was removed.
             held.first_anchor()?;
         }
-        let mut wal = held.journal_file(&tail)?;
+        let (wal, end) = held.journal_file(&tail)?;
         let mut entries = Vec::new();
         let mut lines = String::new();
         let mut positions = Vec::with_capacity(batch.len());
@@ -210,7 +210,8 @@ impl AuditLog {
         // claim), with nothing carried in, goes unsynced: the next step's sync covers it.
         let synced = held.carrying() || batch.iter().any(|(_, step)| !step.deferred || !step.made);
         let mut written = || -> Result<u64, Error> {
-            fs::write_all(&mut wal, &self.journal, &entries)?;
+            held.room(&wal, end, entries.len() as u64)?;
+            fs::write_at(&wal, &self.journal, &entries, end)?;
             crate::faults::failpoint!("audit::before_sync");
             // A group of deferred steps only is made durable by the next step's sync.
             if synced {
@@ -218,7 +219,7 @@ impl AuditLog {
             }
             crate::faults::failpoint!("fs::op");
             fs::write_all(&mut log, &self.log, lines.as_bytes())?;
-            super::file_len(&wal, &self.journal)
+            Ok(end + entries.len() as u64)
         };
         let length = written().map_err(fs::Failed::After)?;
         let layout = self.layout();

@@ -23,6 +23,9 @@ use crate::id::RequestId;
 /// The journal's file name in the store.
 pub(crate) const FILE: &str = "journal.wal";
 
+/// How much room (zeros) the journal keeps ahead of its entries, added a chunk at a time.
+pub(crate) const CHUNK: u64 = 256 * 1024;
+
 /// Largest journal read back: far above what a checkpoint lets it grow to.
 const MAX_JOURNAL: u64 = 1 << 34;
 
@@ -162,10 +165,11 @@ pub(crate) struct Read {
     pub(crate) header: Option<Header>,
     /// Its whole entries, in order, each with the offset just past it.
     pub(crate) entries: Vec<(Entry, u64)>,
-    /// Where the whole lines end: bytes after it are a torn or damaged tail.
+    /// Where the whole lines end: bytes after it, up to `data_end`, are a torn or damaged
+    /// tail; zeros after that are room kept for entries to come.
     pub(crate) whole: u64,
-    /// The file's length.
-    pub(crate) len: u64,
+    /// Where the zeros kept ahead begin (the file's length if there are none).
+    pub(crate) data_end: u64,
 }
 
 /// Reads the journal at `path` from `from` (0, or just past an entry), stopping at the first
@@ -173,12 +177,8 @@ pub(crate) struct Read {
 /// last synced one was synced whole.
 pub(crate) fn read(path: &Path, from: u64) -> Result<Read, Error> {
     let bytes = fs::read_bounded(path, MAX_JOURNAL)?.unwrap_or_default();
-    let len = bytes.len() as u64;
-    let mut out = Read {
-        len,
-        ..Read::default()
-    };
-    let mut at = usize::try_from(from.min(len)).expect("journal fits in memory");
+    let mut out = Read::default();
+    let mut at = usize::try_from(from.min(bytes.len() as u64)).expect("journal fits in memory");
     if at == 0 {
         let Some(end) = bytes.iter().position(|&b| b == b'\n') else {
             return Ok(out);
@@ -198,8 +198,13 @@ pub(crate) fn read(path: &Path, from: u64) -> Result<Read, Error> {
         out.entries.push((entry, at as u64));
         out.whole = at as u64;
     }
+    let zeros = bytes[at..]
+        .iter()
+        .position(|&b| b == 0)
+        .map_or(bytes.len(), |z| at + z);
+    out.data_end = zeros as u64;
     // A line that does not check followed by one that does is damage, not a torn tail.
-    let rest = &bytes[at..];
+    let rest = &bytes[at..zeros];
     let later_whole = rest
         .split(|&b| b == b'\n')
         .skip(1)
@@ -270,7 +275,7 @@ mod tests {
             vec![(one.clone(), after_one), (two.clone(), whole)]
         );
         assert_eq!(read_back.whole, whole);
-        assert!(read_back.len > whole);
+        assert!(read_back.data_end > whole);
         // From an entry's end, only what follows.
         assert_eq!(read(&path, after_one).unwrap().entries, vec![(two, whole)]);
         // One altered byte in the last entry: a tail that does not check, left out.
@@ -290,6 +295,20 @@ mod tests {
             read(&path, 0),
             Err(Error::AuditBroken { line: 4, .. })
         ));
+        // Zeros kept ahead of the entries end them, and are neither a torn tail nor damage;
+        // a torn entry before them is.
+        let mut ahead = bytes.clone();
+        ahead.extend(vec![0u8; 4096]);
+        put(&path, &ahead);
+        let read_back = read(&path, 0).unwrap();
+        assert_eq!(read_back.entries.len(), 2);
+        assert_eq!((read_back.whole, read_back.data_end), (whole, whole));
+        let mut torn_ahead = bytes.clone();
+        torn_ahead.extend(&encode(&one)[..40]);
+        torn_ahead.extend(vec![0u8; 4096]);
+        put(&path, &torn_ahead);
+        let read_back = read(&path, 0).unwrap();
+        assert_eq!((read_back.whole, read_back.data_end), (whole, whole + 40));
         // No header: nothing to replay.
         put(&path, b"");
         let read_back = read(&path, 0).unwrap();

@@ -67,17 +67,43 @@ impl AuditLog {
 impl Held<'_> {
     /// The journal, open for appending, with its header written if it has none (a new or
     /// migrated store, or a checkpoint cut short): the log is durable through `tail` then.
-    pub(super) fn journal_file(&self, tail: &Tail) -> Result<File, Error> {
+    pub(super) fn journal_file(&self, tail: &Tail) -> Result<(File, u64), Error> {
         let path = &self.audit.journal;
-        let mut file = fs::open_append(path)?;
-        if file_len(&file, path)? == 0 {
-            let header = Header {
-                after: tail.seq,
-                hash: tail.hash.clone(),
-            };
-            fs::write_all(&mut file, path, &journal::encode(&header))?;
+        let file = fs::open_lock_durable(path)?;
+        let recorded = self.head.as_ref().and_then(|head| head.journal);
+        let end = match recorded {
+            Some(end) if end > 0 && end <= file_len(&file, path)? => end,
+            _ => {
+                let found = journal::read(path, 0)?;
+                if found.header.is_some() {
+                    found.whole
+                } else {
+                    let header = journal::encode(&Header {
+                        after: tail.seq,
+                        hash: tail.hash.clone(),
+                    });
+                    fs::write_at(&file, path, &header, 0)?;
+                    header.len() as u64
+                }
+            }
+        };
+        Ok((file, end))
+    }
+
+    /// Makes room for `need` bytes at `end`: the journal is kept written with zeros ahead
+    /// of its entries (a chunk at a time, synced), so that an entry overwrites blocks that
+    /// are there already and its `fdatasync` changes no metadata (no file system journal
+    /// commit to wait for).
+    pub(super) fn room(&self, file: &File, end: u64, need: u64) -> Result<(), Error> {
+        let path = &self.audit.journal;
+        let length = file_len(file, path)?;
+        if end + need <= length {
+            return Ok(());
         }
-        Ok(file)
+        let more = (end + need - length).max(journal::CHUNK);
+        let zeros = vec![0u8; usize::try_from(more).expect("a chunk fits in memory")];
+        fs::write_at(file, path, &zeros, length)?;
+        fs::sync_data(file, path)
     }
 
     /// A new log's anchor, before its first line: synced.
@@ -111,16 +137,19 @@ impl Held<'_> {
     /// must be durable already.
     fn restart_journal(&self, tail: &Tail) -> Result<(), Error> {
         let audit = self.audit;
-        let file = fs::open_append(&audit.journal)?;
+        let file = fs::open_lock_durable(&audit.journal)?;
         fs::truncate(&file, &audit.journal, 0)?;
-        drop(file);
-        let file = self.journal_file(tail)?;
-        fs::sync_data(&file, &audit.journal)?;
-        let length = file_len(&file, &audit.journal)?;
+        let header = journal::encode(&Header {
+            after: tail.seq,
+            hash: tail.hash.clone(),
+        });
+        fs::write_at(&file, &audit.journal, &header, 0)?;
+        let end = header.len() as u64;
+        self.room(&file, end, 0)?;
         let at = At {
             seq: tail.seq,
             hash: &tail.hash,
-            journal: length,
+            journal: end,
         };
         write_head(&self.file, &audit.head, &at, Durability::Synced)
     }
@@ -133,11 +162,26 @@ impl Held<'_> {
         let Some(head) = &self.head else {
             return Ok(());
         };
-        let length = match fs::open_existing(&audit.journal)? {
-            Some(file) => file_len(&file, &audit.journal)?,
-            None => 0,
+        let (length, next) = match fs::open_existing(&audit.journal)? {
+            Some(file) => {
+                let length = file_len(&file, &audit.journal)?;
+                // What follows the anchor's end of the journal: zeros (room kept ahead), or
+                // the entries of a step cut short.
+                let mut byte = [0u8; 1];
+                let next = match head.journal {
+                    Some(at) if at < length => {
+                        use std::os::unix::fs::FileExt;
+                        file.read_at(&mut byte, at)
+                            .map_err(|e| Error::io("reading", &audit.journal, e))?;
+                        byte[0]
+                    }
+                    _ => 0,
+                };
+                (length, next)
+            }
+            None => (0, 0),
         };
-        if head.journal == Some(length) || length == 0 {
+        if length == 0 || head.journal.is_some_and(|at| at <= length) && next == 0 {
             return Ok(());
         }
         // The entries past the anchor start where it says the journal ended (a step cut
@@ -182,9 +226,11 @@ impl Held<'_> {
             anchor = Tail { seq, hash };
         }
         fs::write_all(&mut log, &audit.log, lines.as_bytes())?;
-        if read.whole < read.len {
-            let file = fs::open_append(&audit.journal)?;
-            fs::truncate(&file, &audit.journal, read.whole)?;
+        if read.whole < read.data_end {
+            // A torn entry: zeros again, to be written over.
+            let file = fs::open_lock_durable(&audit.journal)?;
+            let zeros = vec![0u8; usize::try_from(read.data_end - read.whole).expect("in memory")];
+            fs::write_at(&file, &audit.journal, &zeros, read.whole)?;
         }
         let journalled = read
             .entries
@@ -330,9 +376,9 @@ impl Held<'_> {
         if (found.seq, &found.hash) != (last.seq, &last.hash) {
             self.rewrite_tail(&mut log, &header, &read.entries)?;
         }
-        if read.entries.is_empty() && read.whole == read.len {
+        if read.entries.is_empty() && read.whole == read.data_end {
             // Nothing to replay: anchored in this boot, as it was.
-            let length = read.len;
+            let length = read.whole;
             self.anchor(&last, length)?;
             self.head = read_head(&self.file, &audit.head)?;
             return Ok(());
