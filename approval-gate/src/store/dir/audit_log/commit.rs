@@ -72,6 +72,8 @@ struct Waiting {
     queue: Vec<(u64, Step)>,
     leading: bool,
     results: HashMap<u64, Outcome>,
+    /// Groups committed so far (each one write and one sync of the journal).
+    groups: u64,
 }
 
 impl Group {
@@ -128,6 +130,7 @@ impl AuditLog {
                 continue;
             }
             waiting.leading = true;
+            waiting.groups += 1;
             let batch = std::mem::take(&mut waiting.queue);
             drop(waiting);
             let leading = Leading(group);
@@ -249,5 +252,75 @@ impl AuditLog {
             let _ = held.checkpoint(&tail);
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::{Duration, Instant};
+
+    use super::*;
+
+    fn step(n: u64) -> Step {
+        let mut details = Map::new();
+        details.insert("n".into(), Value::from(n));
+        Step {
+            ts: Timestamp::from_unix_millis(1_796_000_000_000),
+            event: AuditEvent::Requested,
+            id: RequestId::parse("0123456789ab").unwrap(),
+            details,
+            effect: None,
+            deferred: false,
+            made: true,
+        }
+    }
+
+    /// Sixteen threads commit while another process holds the anchor's lock (its commit
+    /// under way): the first to come leads alone, the fifteen that queue meanwhile are
+    /// committed as one group, one write and one sync, and every line is in the chain.
+    #[test]
+    fn steps_that_wait_together_share_one_commit() {
+        let dir = tempfile::tempdir().unwrap();
+        let audit = AuditLog::new(dir.path());
+        audit.commit(step(0)).unwrap();
+        let before = audit.group.lock().groups;
+        // Another process's commit: the anchor's lock held on a file description of its own.
+        let other = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(&audit.head)
+            .unwrap();
+        rustix::fs::flock(&other, rustix::fs::FlockOperation::LockExclusive).unwrap();
+        let seqs = std::thread::scope(|s| {
+            let first = s.spawn(|| audit.commit(step(1)));
+            let deadline = Instant::now() + Duration::from_secs(30);
+            let wait_for = |done: &dyn Fn(&Waiting) -> bool| {
+                while !done(&audit.group.lock()) {
+                    assert!(Instant::now() < deadline, "the threads never queued");
+                    std::thread::sleep(Duration::from_millis(1));
+                }
+            };
+            wait_for(&|w| w.leading);
+            let rest: Vec<_> = (2..=16)
+                .map(|n| {
+                    let audit = &audit;
+                    s.spawn(move || audit.commit(step(n)))
+                })
+                .collect();
+            wait_for(&|w| w.queue.len() == 15);
+            rustix::fs::flock(&other, rustix::fs::FlockOperation::Unlock).unwrap();
+            let mut seqs = vec![first.join().unwrap().unwrap()];
+            seqs.extend(rest.into_iter().map(|h| h.join().unwrap().unwrap()));
+            seqs
+        });
+        assert_eq!(
+            audit.group.lock().groups - before,
+            2,
+            "one group for the leader, one for the fifteen"
+        );
+        let mut sorted = seqs.clone();
+        sorted.sort_unstable();
+        assert_eq!(sorted, (2..=17).collect::<Vec<u64>>(), "{seqs:?}");
+        assert_eq!(audit.verify().unwrap().lines, 17);
     }
 }
