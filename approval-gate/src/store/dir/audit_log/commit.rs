@@ -323,4 +323,37 @@ mod tests {
         assert_eq!(sorted, (2..=17).collect::<Vec<u64>>(), "{seqs:?}");
         assert_eq!(audit.verify().unwrap().lines, 17);
     }
+
+    /// Past its length limit the journal is checkpointed: everything made durable, the
+    /// journal started again at the log's end (a header and room, no entry), the anchor
+    /// synced there; the next steps go on from it, and the chain holds throughout.
+    #[test]
+    fn a_journal_past_its_limit_starts_again_and_the_chain_goes_on() {
+        let dir = tempfile::tempdir().unwrap();
+        let audit = AuditLog::new(dir.path());
+        let big = |n: u64| {
+            let mut step = step(n);
+            step.details
+                .insert("note".into(), Value::from("x".repeat(5_000)));
+            step
+        };
+        let mut restarted_at = None;
+        for n in 0..8 {
+            let seq = audit.commit(big(n)).unwrap();
+            let read = journal::read(&audit.journal, 0).unwrap();
+            if read.entries.is_empty() {
+                // Checkpointed by this step: the header names it, and nothing follows.
+                assert_eq!(read.header.as_ref().map(|h| h.after), Some(seq));
+                restarted_at = Some(seq);
+                break;
+            }
+        }
+        let restarted_at = restarted_at.expect("a checkpoint within 8 steps of 5 KB");
+        let next = audit.commit(step(99)).unwrap();
+        assert_eq!(next, restarted_at + 1);
+        let read = journal::read(&audit.journal, 0).unwrap();
+        assert_eq!(read.entries.len(), 1);
+        assert_eq!(read.entries[0].0.seq, next);
+        assert_eq!(audit.verify().unwrap().lines, next);
+    }
 }

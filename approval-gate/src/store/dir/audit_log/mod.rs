@@ -38,8 +38,13 @@ use commit::Group;
 pub(crate) use commit::{Step, defer_durability, durability_deferred};
 use last_line::last_line;
 
-/// The journal's length past which a commit checkpoints it (and empties it).
-const CHECKPOINT_AT: u64 = 8 * 1024 * 1024;
+/// The journal's length past which a commit checkpoints it (and empties it); small in unit
+/// tests, so that they reach it.
+const CHECKPOINT_AT: u64 = if cfg!(test) {
+    16 * 1024
+} else {
+    8 * 1024 * 1024
+};
 
 /// Paths of the log, its anchor and the journal, and this process's commits in waiting.
 #[derive(Debug, Clone)]
