@@ -205,3 +205,40 @@ fn a_replacement_that_fails_before_its_rename_leaves_no_temporary_file() {
         "only the request itself remains"
     );
 }
+
+/// An archive is journalled before its record and claim move: when the move fails after the
+/// entry is durable, the next opening after a power loss makes it, and the request never
+/// comes back live (a replay of the journal's earlier entries, which wrote its record and
+/// its claim, is followed by the archive's).
+#[test]
+fn an_archive_whose_move_failed_after_its_entry_is_made_by_the_replay() {
+    let _scenario = FailScenario::setup();
+    let (tmp, gate, clock, id) = approved_store();
+    let ran = Cell::new(0);
+    execute(&gate, id, &ran).unwrap();
+    clock.advance(Duration::from_secs(9 * 24 * 3600));
+    fail::cfg("archive::before_move", "return").unwrap();
+    let result = gate.archive(8);
+    fail::remove("archive::before_move");
+    assert!(
+        matches!(&result, Err(e) if e.took_effect()),
+        "an archive journalled but not moved took effect: {result:?}"
+    );
+    let dir = tmp.path().join("gate");
+    assert!(dir.join("requests").join(format!("{id}.json")).exists());
+    approval_gate::fs_trace::reboot();
+    let reopened = Gate::builder()
+        .dir(&dir)
+        .clock(clock.clone())
+        .open()
+        .unwrap();
+    assert!(!dir.join("requests").join(format!("{id}.json")).exists());
+    assert!(dir.join("archive").join(format!("{id}.json")).exists());
+    assert!(dir.join("archive").join(format!("{id}.used")).exists());
+    assert!(!dir.join("claims").join(format!("{id}.used")).exists());
+    assert!(matches!(reopened.status(id), Err(Error::Archived(_))));
+    let again = execute(&reopened, id, &ran);
+    assert!(again.is_err(), "{again:?}");
+    assert_eq!(ran.get(), 1, "never runs again");
+    reopened.verify_audit().unwrap();
+}

@@ -17,34 +17,24 @@ use crate::store::{Caps, Entry, Filed, Recovery, Shelf, Store};
 use crate::time::Timestamp;
 
 impl DirStore {
-    /// [`Store::archive`](crate::store::Store::archive): the record moved to the archive
-    /// (and out of the queue index), then its claim, then its line.
+    /// [`Store::archive`](crate::store::Store::archive): its line journalled first, then the
+    /// record and its claim moved to the archive (by the commit, once the entry is durable),
+    /// then the request taken out of the queue index. Never the move without its entry: a
+    /// replay after a power loss would bring the record back from the journal's earlier
+    /// entries; the entry without the move, the replay completes.
     pub(super) fn archive_request(&self, id: RequestId, entry: &Entry<'_>) -> Result<(), Error> {
-        let layout = &self.layout;
-        let moved = {
+        self.commit(id, entry, Effect::Archive { id }, false)
+            .map_err(|failed| failed.on(id, "archive"))?;
+        let unindexed = || -> Result<(), Error> {
             let held = self.queue.lock()?;
-            let moved = fs::rename_durable(&layout.request(id), &layout.archived(id));
-            if !matches!(moved, Err(fs::Failed::Before(_)))
-                && let Some(mut index) = held.read()?
-            {
+            if let Some(mut index) = held.read()? {
                 index.live = index.live.saturating_sub(1);
                 index.remove(id);
                 held.write(&index)?;
             }
-            moved
+            Ok(())
         };
-        moved.map_err(|failed| failed.on(id, "archive"))?;
-        let rest = || -> Result<(), Error> {
-            if fs::exists(&layout.claim(id))? {
-                fs::rename_durable(&layout.claim(id), &layout.archived_claim(id))
-                    .map_err(|failed| failed.on(id, "archive"))?;
-                fs::remove_if_exists(&layout.claim_logged(id))?;
-            }
-            self.commit(id, entry, Effect::Archive { id }, true)
-                .map(drop)
-                .map_err(fs::Failed::into_error)
-        };
-        rest().map_err(|error| error.after_effect(id, "archive"))
+        unindexed().map_err(|error| error.after_effect(id, "archive"))
     }
 
     /// [`Store::file`]: under the filing lock, so that the caps, de-duplication and fresh

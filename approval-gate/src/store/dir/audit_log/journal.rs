@@ -88,6 +88,7 @@ impl Effect {
             Self::Start { id } => fs::mark(&layout.claim(*id), &layout.execution_marker(*id)),
             Self::Finish { id } => fs::remove_if_exists(&layout.execution_marker(*id)),
             Self::Archive { id } => {
+                crate::faults::failpoint!("archive::before_move");
                 if fs::exists(&layout.request(*id))? {
                     fs::rename_durable(&layout.request(*id), &layout.archived(*id))
                         .map_err(|failed| failed.on(*id, "archive"))?;
