@@ -466,6 +466,56 @@ fn power_loss_during_the_first_step_on_a_store_from_before_the_journal() {
     assert!(tally.lossy > 0, "the model loses unsynced writes");
 }
 
+/// A power loss took what a filing and an approval wrote without syncing (the record, the
+/// log's lines) and left their journal entries and an anchor of an ended boot.
+fn lost_all_but_the_journal(gate: &Gate) -> RequestId {
+    let dir = gate.dir().expect("a directory store").to_path_buf();
+    let before = std::fs::read(dir.join("audit.jsonl")).unwrap();
+    let id = approved(gate);
+    std::fs::remove_file(dir.join("requests").join(format!("{id}.json"))).unwrap();
+    std::fs::write(dir.join("audit.jsonl"), &before).unwrap();
+    let last: serde_json::Value =
+        serde_json::from_str(String::from_utf8_lossy(&before).lines().last().unwrap()).unwrap();
+    let head = format!(
+        "{:020} {} 00000000-0000-4000-8000-000000000001\n",
+        last["seq"].as_u64().unwrap(),
+        last["hash"].as_str().unwrap()
+    );
+    std::fs::write(dir.join("audit.head"), head).unwrap();
+    id
+}
+
+/// Opening the store after a power loss replays its journal and syncs what the replay wrote:
+/// a second power loss anywhere in the replay leaves a store whose next opening still has
+/// the approved request, with its lines.
+const REPLAY: Case = Case {
+    setup: |gate| {
+        // A first request, so that the log the journal's header names is not empty.
+        ask(gate);
+        Some(lost_all_but_the_journal(gate))
+    },
+    run: |gate, id, _| {
+        fs_trace::reboot();
+        let dir = gate.dir().expect("a directory store");
+        Gate::builder()
+            .dir(dir)
+            .clock(ManualClock::new(T0))
+            .open()
+            .map(|_| id.unwrap())
+    },
+    acknowledged: |gate, id| {
+        assert_eq!(status(gate, id), Status::Approved, "replayed");
+        assert!(has(gate, id, AuditEvent::Requested));
+        assert!(has(gate, id, AuditEvent::Approved));
+    },
+};
+
+#[test]
+fn power_loss_during_the_replay_after_a_power_loss() {
+    let tally = power_loss("replay", &REPLAY);
+    assert!(tally.lossy > 0, "the model loses unsynced writes");
+}
+
 #[test]
 fn power_loss_during_request_approval() {
     let tally = power_loss("request_approval", &REQUEST);
