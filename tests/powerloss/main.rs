@@ -466,12 +466,19 @@ fn power_loss_during_the_first_step_on_a_store_from_before_the_journal() {
     assert!(tally.lossy > 0, "the model loses unsynced writes");
 }
 
-/// A power loss took what a filing and an approval wrote without syncing (the record, the
-/// log's lines) and left their journal entries and an anchor of an ended boot.
-fn lost_all_but_the_journal(gate: &Gate) -> RequestId {
+/// A power loss took what a filing and an approval (and, if `consume`, a consume) wrote
+/// without syncing (the record, the claim, the log's lines) and left their journal entries
+/// and an anchor of an ended boot.
+fn lost_all_but_the_journal(gate: &Gate, consume: bool) -> RequestId {
     let dir = gate.dir().expect("a directory store").to_path_buf();
     let before = std::fs::read(dir.join("audit.jsonl")).unwrap();
     let id = approved(gate);
+    if consume {
+        drop(gate.consume::<()>(id, &binding()).unwrap());
+        for mark in ["used", "logged"] {
+            std::fs::remove_file(dir.join("claims").join(format!("{id}.{mark}"))).unwrap();
+        }
+    }
     std::fs::remove_file(dir.join("requests").join(format!("{id}.json"))).unwrap();
     std::fs::write(dir.join("audit.jsonl"), &before).unwrap();
     let last: serde_json::Value =
@@ -492,7 +499,7 @@ const REPLAY: Case = Case {
     setup: |gate| {
         // A first request, so that the log the journal's header names is not empty.
         ask(gate);
-        Some(lost_all_but_the_journal(gate))
+        Some(lost_all_but_the_journal(gate, false))
     },
     run: |gate, id, _| {
         fs_trace::reboot();
@@ -509,6 +516,26 @@ const REPLAY: Case = Case {
         assert!(has(gate, id, AuditEvent::Approved));
     },
 };
+
+/// The same with a consume in the journal: its claim, made again by the replay, survives a
+/// second power loss (the request stays spent).
+const REPLAY_CONSUMED: Case = Case {
+    setup: |gate| {
+        ask(gate);
+        Some(lost_all_but_the_journal(gate, true))
+    },
+    run: REPLAY.run,
+    acknowledged: |gate, id| {
+        assert!(consumed(gate, id), "the consume replayed");
+        assert!(has(gate, id, AuditEvent::Consumed));
+    },
+};
+
+#[test]
+fn power_loss_during_the_replay_of_a_consume() {
+    let tally = power_loss("replay of a consume", &REPLAY_CONSUMED);
+    assert!(tally.lossy > 0, "the model loses unsynced writes");
+}
 
 #[test]
 fn power_loss_during_the_replay_after_a_power_loss() {
