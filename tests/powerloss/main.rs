@@ -425,6 +425,12 @@ const EXECUTE: Case = Case {
 fn before_the_journal(gate: &Gate) {
     let dir = gate.dir().expect("a directory store");
     std::fs::remove_file(dir.join("journal.wal")).expect("the journal");
+    anchor_in_an_ended_boot(dir);
+}
+
+/// Writes `audit.head` at the log's last line as the layout before the journal did (three
+/// fields: the line, its hash, the boot), in a boot that has ended.
+fn anchor_in_an_ended_boot(dir: &Path) {
     let log = std::fs::read_to_string(dir.join("audit.jsonl")).unwrap();
     let last: serde_json::Value = serde_json::from_str(log.lines().last().unwrap()).unwrap();
     let head = format!(
@@ -481,14 +487,7 @@ fn lost_all_but_the_journal(gate: &Gate, consume: bool) -> RequestId {
     }
     std::fs::remove_file(dir.join("requests").join(format!("{id}.json"))).unwrap();
     std::fs::write(dir.join("audit.jsonl"), &before).unwrap();
-    let last: serde_json::Value =
-        serde_json::from_str(String::from_utf8_lossy(&before).lines().last().unwrap()).unwrap();
-    let head = format!(
-        "{:020} {} 00000000-0000-4000-8000-000000000001\n",
-        last["seq"].as_u64().unwrap(),
-        last["hash"].as_str().unwrap()
-    );
-    std::fs::write(dir.join("audit.head"), head).unwrap();
+    anchor_in_an_ended_boot(&dir);
     id
 }
 

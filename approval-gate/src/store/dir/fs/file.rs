@@ -65,15 +65,20 @@ pub(crate) fn sync_data(file: &File, path: &Path) -> Result<(), Error> {
     Ok(())
 }
 
-/// fsyncs a directory so that entries created, renamed or removed in it are durable.
-pub(crate) fn sync_dir(dir: &Path) -> Result<(), Error> {
+/// Opens a directory to sync it, never through a symlink.
+fn open_dir(dir: &Path) -> Result<File, Error> {
     failpoint!("fs::op");
     opened!();
-    let handle = OpenOptions::new()
+    OpenOptions::new()
         .read(true)
         .custom_flags(nofollow() | OFlags::DIRECTORY.bits().cast_signed())
         .open(dir)
-        .map_err(|e| map_open_error("opening directory", dir, e))?;
+        .map_err(|e| map_open_error("opening directory", dir, e))
+}
+
+/// fsyncs a directory so that entries created, renamed or removed in it are durable.
+pub(crate) fn sync_dir(dir: &Path) -> Result<(), Error> {
+    let handle = open_dir(dir)?;
     handle
         .sync_all()
         .map_err(|e| Error::io("syncing directory", dir, e))?;
@@ -86,13 +91,7 @@ pub(crate) fn sync_dir(dir: &Path) -> Result<(), Error> {
 /// Makes everything written to the file system holding `dir` durable (`syncfs(2)`): a
 /// checkpoint of the journal, which then forgets what it held.
 pub(crate) fn sync_fs(dir: &Path) -> Result<(), Error> {
-    failpoint!("fs::op");
-    opened!();
-    let handle = OpenOptions::new()
-        .read(true)
-        .custom_flags(nofollow() | OFlags::DIRECTORY.bits().cast_signed())
-        .open(dir)
-        .map_err(|e| map_open_error("opening directory", dir, e))?;
+    let handle = open_dir(dir)?;
     rustix::fs::syncfs(&handle)
         .map_err(|e| Error::io("syncing the file system of", dir, e.into()))?;
     trace!(SyncFs {

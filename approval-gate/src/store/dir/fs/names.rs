@@ -147,17 +147,24 @@ fn create_new(path: &Path) -> Result<File, io::Error> {
     Ok(file)
 }
 
+/// Creates `path` exclusively; `None` if anything already exists there.
+fn create_if_absent(path: &Path) -> Result<Option<File>, Failed> {
+    failpoint!("fs::op");
+    match create_new(path) {
+        Ok(file) => Ok(Some(file)),
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Ok(None),
+        Err(e) => Err(map_open_error("creating", path, e).into()),
+    }
+}
+
 /// Creates `path` exclusively with `bytes`, then fsyncs it and its directory.
 ///
 /// Returns `false` (and writes nothing) if anything already exists at `path`, including a
 /// dangling symlink: `O_EXCL` never follows one.
 /// A failure once the name exists is [`Failed::After`]: the claim is made, durable or not.
 pub(crate) fn create_exclusive(path: &Path, bytes: &[u8]) -> Result<bool, Failed> {
-    failpoint!("fs::op");
-    let mut file = match create_new(path) {
-        Ok(file) => file,
-        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => return Ok(false),
-        Err(e) => return Err(map_open_error("creating", path, e).into()),
+    let Some(mut file) = create_if_absent(path)? else {
+        return Ok(false);
     };
     // Once the name exists the claim is made; the content is only informative. Sync both so
     // that the claim survives a crash before anything that depends on it happens.
@@ -169,11 +176,8 @@ pub(crate) fn create_exclusive(path: &Path, bytes: &[u8]) -> Result<bool, Failed
 /// (the journal's replay makes it again if a power loss takes it). A failure once the name
 /// exists is [`Failed::After`].
 pub(crate) fn create_exclusive_unsynced(path: &Path, bytes: &[u8]) -> Result<bool, Failed> {
-    failpoint!("fs::op");
-    let mut file = match create_new(path) {
-        Ok(file) => file,
-        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => return Ok(false),
-        Err(e) => return Err(map_open_error("creating", path, e).into()),
+    let Some(mut file) = create_if_absent(path)? else {
+        return Ok(false);
     };
     let mut write = || -> Result<(), Error> {
         failpoint!("fs::create_exclusive::before_write");
