@@ -146,9 +146,7 @@ impl DirStore {
             fs::mark(&self.layout.claim(id), &path)?;
             let file = fs::open_lock(&path)?;
             failpoint!("execute::before_marker_lock");
-            let held = file
-                .metadata()
-                .map_err(|e| Error::io("inspecting", &path, e))?;
+            let held = fs::Meta::of_file(&file).map_err(|e| Error::io("inspecting", &path, e))?;
             let locked = lock_file(file, &path)?;
             if fs::still_at(&held, &path)? {
                 // Not synced: the `execution_started` entry makes it again after a power

@@ -191,9 +191,7 @@ impl Held<'_> {
         let Some(boot) = boot::current() else {
             return Ok(None);
         };
-        let len = self
-            .file
-            .metadata()
+        let len = fs::Meta::of_file(&self.file)
             .map_err(|e| Error::io("inspecting", self.path, e))?
             .len();
         if len > MAX_INDEX {
@@ -217,9 +215,7 @@ impl Held<'_> {
         let size = bytes.len().next_power_of_two().max(MIN_SIZE);
         bytes.resize(size, 0);
         fs::write_at(&self.file, self.path, &bytes, 0)?;
-        let len = self
-            .file
-            .metadata()
+        let len = fs::Meta::of_file(&self.file)
             .map_err(|e| Error::io("inspecting", self.path, e))?
             .len();
         if len != size as u64 {

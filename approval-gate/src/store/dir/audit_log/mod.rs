@@ -282,8 +282,7 @@ impl AuditLog {
     /// of a crash during an append that never returned; it is cut off only when the anchor
     /// proves it was never acknowledged.
     fn tail(&self, log: &mut File, head: Option<&Head>, cut_torn: bool) -> Result<Tail, Error> {
-        let len = log
-            .metadata()
+        let len = fs::Meta::of_file(log)
             .map_err(|e| Error::io("inspecting", &self.log, e))?
             .len();
         if head.is_none() && len > 0 {
@@ -359,8 +358,7 @@ fn log_len(log: &File, path: &Path) -> Result<u64, Error> {
 }
 
 fn file_len(file: &File, path: &Path) -> Result<u64, Error> {
-    Ok(file
-        .metadata()
+    Ok(fs::Meta::of_file(file)
         .map_err(|e| Error::io("inspecting", path, e))?
         .len())
 }

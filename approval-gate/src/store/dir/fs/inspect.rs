@@ -3,9 +3,9 @@
 
 use std::fs;
 use std::io::{self, Read};
-use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 
+use super::meta::Meta;
 use super::open::open_existing;
 use super::safety::unsafe_state;
 use crate::error::Error;
@@ -33,10 +33,8 @@ pub(crate) fn read_bounded(path: &Path, limit: u64) -> Result<Option<Vec<u8>>, E
 /// error: no state path is ever a link.
 pub(crate) fn exists(path: &Path) -> Result<bool, Error> {
     failpoint!("fs::op");
-    match fs::symlink_metadata(path) {
-        Ok(meta) if meta.file_type().is_symlink() => {
-            Err(unsafe_state(path, "it is a symbolic link"))
-        }
+    match Meta::of_path(path) {
+        Ok(meta) if meta.is_symlink() => Err(unsafe_state(path, "it is a symbolic link")),
         Ok(_) => Ok(true),
         Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(false),
         Err(e) => Err(Error::io("inspecting", path, e)),
@@ -45,10 +43,10 @@ pub(crate) fn exists(path: &Path) -> Result<bool, Error> {
 
 /// Whether `path` still names the file `held` describes (same device and inode), without
 /// following a link: a file opened by name may have been unlinked, or replaced, since.
-pub(crate) fn still_at(held: &fs::Metadata, path: &Path) -> Result<bool, Error> {
+pub(crate) fn still_at(held: &Meta, path: &Path) -> Result<bool, Error> {
     failpoint!("fs::op");
-    match fs::symlink_metadata(path) {
-        Ok(now) => Ok(now.dev() == held.dev() && now.ino() == held.ino()),
+    match Meta::of_path(path) {
+        Ok(now) => Ok(now.same_file(held)),
         Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(false),
         Err(e) => Err(Error::io("inspecting", path, e)),
     }

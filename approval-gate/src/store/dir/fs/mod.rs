@@ -42,6 +42,7 @@ const DIR_MODE: u32 = 0o700;
 // The macros above are in scope in the files below, declared after them.
 mod file;
 mod inspect;
+mod meta;
 mod names;
 mod open;
 mod safety;
@@ -50,6 +51,7 @@ mod tests;
 
 pub(crate) use file::{sync_data, sync_dir, sync_fs, truncate, write_all, write_at};
 pub(crate) use inspect::{count_entries, exists, list_names, read_bounded, still_at};
+pub(crate) use meta::Meta;
 pub(crate) use names::{
     Failed, create_dir_all, create_exclusive, create_exclusive_unsynced, ensure_dir, mark,
     remove_if_exists, rename_durable, write_atomic, write_atomic_unsynced,

@@ -8,6 +8,7 @@ use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
 use std::path::Path;
 
 use super::file::{parent, sync_dir, sync_file, sync_parent, write_all};
+use super::meta::Meta;
 use super::safety::{check_metadata, map_open_error, nofollow};
 use super::{DIR_MODE, FILE_MODE};
 use crate::error::Error;
@@ -64,7 +65,7 @@ impl From<Error> for Failed {
 /// Makes sure `path` is a safe state directory, creating it `0700` if it does not exist.
 pub(crate) fn ensure_dir(path: &Path) -> Result<(), Error> {
     failpoint!("fs::op");
-    match fs::symlink_metadata(path) {
+    match Meta::of_path(path) {
         Ok(meta) => check_metadata(path, &meta, true),
         Err(e) if e.kind() == io::ErrorKind::NotFound => {
             match fs::DirBuilder::new().mode(DIR_MODE).create(path) {
@@ -77,7 +78,7 @@ pub(crate) fn ensure_dir(path: &Path) -> Result<(), Error> {
                 Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
                 Err(e) => return Err(Error::io("creating directory", path, e)),
             }
-            let meta = fs::symlink_metadata(path).map_err(|e| Error::io("inspecting", path, e))?;
+            let meta = Meta::of_path(path).map_err(|e| Error::io("inspecting", path, e))?;
             check_metadata(path, &meta, true)?;
             // The umask may have removed bits we need, or left ones we don't want.
             fs::set_permissions(path, fs::Permissions::from_mode(DIR_MODE))

@@ -1,13 +1,14 @@
 //! Opening state files: existing ones for reading (or locking), and ones created if needed for
 //! locks and appends, each checked once opened.
 
-use std::fs::{self, File, OpenOptions};
+use std::fs::{File, OpenOptions};
 use std::io;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 
 use super::FILE_MODE;
 use super::file::sync_parent;
+use super::meta::Meta;
 use super::safety::{check_metadata, map_open_error, nofollow};
 use crate::error::Error;
 use crate::faults::failpoint;
@@ -33,9 +34,7 @@ fn open_checked(path: &Path, write: bool) -> Result<Option<File>, Error> {
         .open(path)
     {
         Ok(file) => {
-            let meta = file
-                .metadata()
-                .map_err(|e| Error::io("inspecting", path, e))?;
+            let meta = Meta::of_file(&file).map_err(|e| Error::io("inspecting", path, e))?;
             check_metadata(path, &meta, false)?;
             Ok(Some(file))
         }
@@ -80,7 +79,7 @@ fn open_rw(path: &Path, access: Access, name: Name) -> Result<File, Error> {
     failpoint!("fs::op");
     opened!();
     // Racing creators both sync the directory, which is harmless.
-    let existed = fs::symlink_metadata(path).is_ok();
+    let existed = Meta::of_path(path).is_ok();
     let mut options = OpenOptions::new();
     options
         .read(true)
@@ -94,9 +93,7 @@ fn open_rw(path: &Path, access: Access, name: Name) -> Result<File, Error> {
     let file = options
         .open(path)
         .map_err(|e| map_open_error("opening", path, e))?;
-    let meta = file
-        .metadata()
-        .map_err(|e| Error::io("inspecting", path, e))?;
+    let meta = Meta::of_file(&file).map_err(|e| Error::io("inspecting", path, e))?;
     check_metadata(path, &meta, false)?;
     if !existed {
         trace!(Create {

@@ -1,13 +1,12 @@
 //! What the store accepts on disk: no symbolic links, owned by this user, nothing open to
 //! group or others; and the errors that say which rule a path broke.
 
-use std::fs;
 use std::io;
-use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 
 use rustix::fs::OFlags;
 
+use super::meta::Meta;
 use crate::error::Error;
 
 pub(super) fn nofollow() -> i32 {
@@ -34,19 +33,14 @@ pub(super) fn map_open_error(op: &'static str, path: &Path, error: io::Error) ->
 }
 
 /// Checks ownership and mode of something already opened or `lstat`ed.
-pub(super) fn check_metadata(
-    path: &Path,
-    meta: &fs::Metadata,
-    want_dir: bool,
-) -> Result<(), Error> {
-    let kind = meta.file_type();
-    if kind.is_symlink() {
+pub(super) fn check_metadata(path: &Path, meta: &Meta, want_dir: bool) -> Result<(), Error> {
+    if meta.is_symlink() {
         return Err(unsafe_state(path, "it is a symbolic link"));
     }
-    if want_dir && !kind.is_dir() {
+    if want_dir && !meta.is_dir() {
         return Err(unsafe_state(path, "it is not a directory"));
     }
-    if !want_dir && !kind.is_file() {
+    if !want_dir && !meta.is_file() {
         return Err(unsafe_state(path, "it is not a regular file"));
     }
     let euid = rustix::process::geteuid().as_raw();
@@ -59,7 +53,7 @@ pub(super) fn check_metadata(
             ),
         ));
     }
-    let mode = meta.mode() & 0o7777;
+    let mode = meta.mode();
     if mode & 0o022 != 0 {
         return Err(unsafe_state(
             path,

@@ -87,7 +87,7 @@ fn still_at_tells_the_held_file_from_a_replacement_and_reports_what_it_cannot_in
     let tmp = tempfile::tempdir().unwrap();
     let path = tmp.path().join("m");
     fs::write(&path, b"").unwrap();
-    let held = fs::symlink_metadata(&path).unwrap();
+    let held = Meta::of_path(&path).unwrap();
     assert!(still_at(&held, &path).unwrap());
     // Another file on the same device, then that file renamed over the name.
     let other = tmp.path().join("other");
