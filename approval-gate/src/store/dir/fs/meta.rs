@@ -38,22 +38,26 @@ enum Kind {
 impl Meta {
     /// The metadata of an open file.
     pub(crate) fn of_file(file: &File) -> io::Result<Self> {
+        let from_std = || file.metadata().map(|meta| Self::from_std(&meta));
         #[cfg(target_os = "linux")]
-        match linux::statx(file, "", rustix::fs::AtFlags::EMPTY_PATH) {
-            Err(e) if e.raw_os_error() == Some(rustix::io::Errno::NOSYS.raw_os_error()) => {}
-            done => return done,
-        }
-        file.metadata().map(|meta| Self::from_std(&meta))
+        return or_else(
+            linux::statx(file, "", rustix::fs::AtFlags::EMPTY_PATH),
+            from_std,
+        );
+        #[cfg(not(target_os = "linux"))]
+        from_std()
     }
 
     /// The metadata of what `path` names, not following a symbolic link there.
     pub(crate) fn of_path(path: &Path) -> io::Result<Self> {
+        let from_std = || fs::symlink_metadata(path).map(|meta| Self::from_std(&meta));
         #[cfg(target_os = "linux")]
-        match linux::statx(rustix::fs::CWD, path, rustix::fs::AtFlags::SYMLINK_NOFOLLOW) {
-            Err(e) if e.raw_os_error() == Some(rustix::io::Errno::NOSYS.raw_os_error()) => {}
-            done => return done,
-        }
-        fs::symlink_metadata(path).map(|meta| Self::from_std(&meta))
+        return or_else(
+            linux::statx(rustix::fs::CWD, path, rustix::fs::AtFlags::SYMLINK_NOFOLLOW),
+            from_std,
+        );
+        #[cfg(not(target_os = "linux"))]
+        from_std()
     }
 
     fn from_std(meta: &fs::Metadata) -> Self {
@@ -105,6 +109,15 @@ impl Meta {
     /// Whether both describe the same file (device and inode).
     pub(crate) fn same_file(&self, other: &Self) -> bool {
         (self.dev, self.ino) == (other.dev, other.ino)
+    }
+}
+
+/// `statx`'s answer, or `std`'s where the kernel has no `statx` (before Linux 4.11).
+#[cfg(target_os = "linux")]
+fn or_else(statx: io::Result<Meta>, std: impl FnOnce() -> io::Result<Meta>) -> io::Result<Meta> {
+    match statx {
+        Err(e) if e.raw_os_error() == Some(rustix::io::Errno::NOSYS.raw_os_error()) => std(),
+        answer => answer,
     }
 }
 
@@ -198,6 +211,40 @@ mod tests {
 
         let missing = Meta::of_path(&tmp.path().join("missing")).unwrap_err();
         assert_eq!(missing.kind(), io::ErrorKind::NotFound);
+    }
+
+    #[test]
+    fn the_owner_is_the_files_not_this_users() {
+        let tmp = tempfile::tempdir().unwrap();
+        let file = tmp.path().join("f");
+        fs::write(&file, b"").unwrap();
+        let mine = Meta::of_path(&file).unwrap().uid();
+        assert_eq!(mine, rustix::process::geteuid().as_raw());
+        // As root (as CI runs), give it to nobody; otherwise this user's uid is not 0.
+        if mine == 0 {
+            std::os::unix::fs::chown(&file, Some(65_534), None).unwrap();
+            assert_eq!(Meta::of_path(&file).unwrap().uid(), 65_534);
+        }
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn std_answers_only_where_the_kernel_has_no_statx() {
+        let tmp = tempfile::tempdir().unwrap();
+        let std = || Meta::of_path(tmp.path());
+        let nosys = io::Error::from_raw_os_error(rustix::io::Errno::NOSYS.raw_os_error());
+        assert_eq!(or_else(Err(nosys), std).unwrap(), std().unwrap());
+        let missing = io::Error::from(io::ErrorKind::NotFound);
+        assert_eq!(
+            or_else(Err(missing), std).unwrap_err().kind(),
+            io::ErrorKind::NotFound
+        );
+        let file = Meta::of_file(&File::open(tmp.path()).unwrap()).unwrap();
+        assert!(
+            or_else(Ok(file), || unreachable!())
+                .unwrap()
+                .same_file(&file)
+        );
     }
 
     #[test]
