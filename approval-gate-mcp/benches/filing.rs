@@ -6,8 +6,10 @@
 //! over stdio with rmcp's client and times the call from sending it to its answer; the
 //! request is then denied through the library, untimed, so the queue stays at its length.
 //! The summary gives the median and p90 of every filing, and each as a multiple of the
-//! median `fdatasync` of a small file on the same disk; and the median time to create a
-//! file there, which on some disks costs more than an fsync.
+//! median `fdatasync` of a small file on the same disk, appended to (its length, so its
+//! metadata, changes each time) and, beside it, overwritten in place (the journal's kind of
+//! sync: nothing but the data changes); and the median time to create a file there, which on
+//! some disks costs more than an fsync.
 //!
 //! ```text
 //! cargo bench -p approval-gate-mcp --bench filing
@@ -173,6 +175,8 @@ static TIMES: Mutex<Vec<(usize, Duration)>> = Mutex::new(Vec::new());
 static BATCHES: Mutex<Vec<(usize, Duration)>> = Mutex::new(Vec::new());
 /// Every `fdatasync` timed for the floor.
 static FLOOR: Mutex<Vec<Duration>> = Mutex::new(Vec::new());
+/// Every `fdatasync` of an overwrite (a file whose length does not change) timed for the floor.
+static OVERWRITE_FLOOR: Mutex<Vec<Duration>> = Mutex::new(Vec::new());
 /// Every file creation timed for the floor.
 static CREATES: Mutex<Vec<Duration>> = Mutex::new(Vec::new());
 
@@ -189,6 +193,24 @@ fn filing(c: &mut Criterion) {
                 file.sync_data().unwrap();
                 let took = started.elapsed();
                 FLOOR.lock().unwrap().push(took);
+                total += took;
+            }
+            total
+        });
+    });
+    // The journal's own kind of sync: blocks already written, overwritten, so that the
+    // file's length (its metadata) does not change.
+    let overwritten = std::fs::File::create(floor_dir.path().join("overwritten")).unwrap();
+    group.bench_function("floor/fsync_overwrite", |b| {
+        b.iter_custom(|iterations| {
+            let mut total = Duration::ZERO;
+            for _ in 0..iterations {
+                std::os::unix::fs::FileExt::write_all_at(&overwritten, b"0123456789abcdef\n", 0)
+                    .unwrap();
+                let started = Instant::now();
+                overwritten.sync_data().unwrap();
+                let took = started.elapsed();
+                OVERWRITE_FLOOR.lock().unwrap().push(took);
                 total += took;
             }
             total
@@ -283,6 +305,17 @@ fn report() {
         fsync.as_secs_f64() * 1e6,
         floor.len()
     );
+    let mut overwrite = OVERWRITE_FLOOR.lock().unwrap().clone();
+    overwrite.sort_unstable();
+    let overwrite = (!overwrite.is_empty()).then(|| {
+        let median = percentile(&overwrite, 50);
+        eprintln!(
+            "floor: fdatasync of an overwrite median {:.0} µs over {} syncs",
+            median.as_secs_f64() * 1e6,
+            overwrite.len()
+        );
+        median
+    });
     let mut creates = CREATES.lock().unwrap().clone();
     creates.sort_unstable();
     if !creates.is_empty() {
@@ -313,6 +346,12 @@ fn report() {
             p90.as_secs_f64() * 1e6,
             p90.as_secs_f64() / fsync.as_secs_f64(),
         );
+        if let Some(overwrite) = overwrite {
+            eprintln!(
+                "  against the overwrite floor: p50 {:.1}×",
+                p50.as_secs_f64() / overwrite.as_secs_f64()
+            );
+        }
     }
 }
 
