@@ -7,10 +7,11 @@
 //! dirties the inode. A dirty inode next to the journal's makes the journal's `fdatasync`
 //! write the inode table too, on ext4 a second I/O before the cache flush: on this
 //! project's test machine an overwrite and `fdatasync` of a small file costs about 120 µs,
-//! and about 180 µs with a `stat` before each write (see "Asking a file's times" in
-//! docs/benchmarks.md). `std`'s `metadata` asks for every basic field, times included, so
-//! the store's files are inspected here, with `statx` asked for what the store uses and
-//! nothing else. Elsewhere (and on a kernel without `statx`) this is `std`'s metadata.
+//! and about 180 µs with a `stat` before each write (docs/benchmarks.md, "Asking a file's
+//! times costs a second write at every sync"). `std`'s `metadata` asks for every basic
+//! field, times included, so the store's files are inspected here, with `statx` asked for
+//! what the store uses and nothing else. Elsewhere (and on a kernel without `statx`) this
+//! is `std`'s metadata.
 
 use std::fs::{self, File};
 use std::io;
