@@ -812,4 +812,18 @@ fn the_syncs_of_each_operation_are_as_documented() {
         (files, links)
     };
     assert_eq!(made(&executing), (1, 2), "{executing:#?}");
+    // A consume refused inside `execute_approved` (another action than the one approved)
+    // is deferred like any, and its refusal's line is then flushed: one sync, nothing run.
+    let refused = fx.approved("refuse me", None, None);
+    let (ran, refusing) = fs_trace::record(|| {
+        fx.gate.execute_approved(
+            refused,
+            &binding("another action", None, None),
+            |_: &approval_gate::Grant<()>| -> Result<(), Error> {
+                unreachable!("a refused consume runs nothing")
+            },
+        )
+    });
+    assert!(matches!(ran, Err(Error::ActionMismatch(_))), "{ran:?}");
+    assert_eq!(syncs(&refusing), (1, 0), "{refusing:#?}");
 }
