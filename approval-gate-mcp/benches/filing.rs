@@ -183,19 +183,12 @@ static CREATES: Mutex<Vec<Duration>> = Mutex::new(Vec::new());
 fn filing(c: &mut Criterion) {
     let mut group = c.benchmark_group("filing");
     let floor_dir = bench_dir();
-    let mut file = std::fs::File::create(floor_dir.path().join("floor")).unwrap();
+    let file = std::fs::File::create(floor_dir.path().join("floor")).unwrap();
     group.bench_function("floor/fsync", |b| {
         b.iter_custom(|iterations| {
-            let mut total = Duration::ZERO;
-            for _ in 0..iterations {
-                file.write_all(b"0123456789abcdef\n").unwrap();
-                let started = Instant::now();
-                file.sync_data().unwrap();
-                let took = started.elapsed();
-                FLOOR.lock().unwrap().push(took);
-                total += took;
-            }
-            total
+            timed_syncs(iterations, &FLOOR, &file, |file| {
+                (&*file).write_all(b"0123456789abcdef\n").unwrap();
+            })
         });
     });
     // The journal's own kind of sync: blocks already written, overwritten, so that the
@@ -203,17 +196,9 @@ fn filing(c: &mut Criterion) {
     let overwritten = std::fs::File::create(floor_dir.path().join("overwritten")).unwrap();
     group.bench_function("floor/fsync_overwrite", |b| {
         b.iter_custom(|iterations| {
-            let mut total = Duration::ZERO;
-            for _ in 0..iterations {
-                std::os::unix::fs::FileExt::write_all_at(&overwritten, b"0123456789abcdef\n", 0)
-                    .unwrap();
-                let started = Instant::now();
-                overwritten.sync_data().unwrap();
-                let took = started.elapsed();
-                OVERWRITE_FLOOR.lock().unwrap().push(took);
-                total += took;
-            }
-            total
+            timed_syncs(iterations, &OVERWRITE_FLOOR, &overwritten, |file| {
+                std::os::unix::fs::FileExt::write_all_at(file, b"0123456789abcdef\n", 0).unwrap();
+            })
         });
     });
     let mut stores = Vec::new();
@@ -287,6 +272,25 @@ criterion_group! {
         .warm_up_time(Duration::from_secs(1))
         .measurement_time(Duration::from_secs(4));
     targets = filing
+}
+
+/// `iterations` times: `write` to `file` (untimed), then its `fdatasync`, timed into `into`.
+fn timed_syncs(
+    iterations: u64,
+    into: &Mutex<Vec<Duration>>,
+    file: &std::fs::File,
+    write: impl Fn(&std::fs::File),
+) -> Duration {
+    let mut total = Duration::ZERO;
+    for _ in 0..iterations {
+        write(file);
+        let started = Instant::now();
+        file.sync_data().unwrap();
+        let took = started.elapsed();
+        into.lock().unwrap().push(took);
+        total += took;
+    }
+    total
 }
 
 fn percentile(sorted: &[Duration], percent: usize) -> Duration {
